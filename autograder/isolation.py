@@ -1,0 +1,183 @@
+"""Linux isolation layers for the sandboxed child, strongest first.
+
+* ``namespaces``: new user (unless root), mount, PID, network and IPC namespaces; the child
+  sees a private root holding only the Python runtime (read-only), its own submission
+  folder and a small /tmp. It cannot see the kit, the reference, other submissions or the
+  network, and killing its PID-namespace init kills everything it started.
+* ``uid``: running as root without namespaces (e.g. inside a Docker container): the child
+  drops to an unprivileged uid; file permissions keep it out of the kit and the reports.
+* ``rlimits``: neither is available: resource limits and a process group only.
+
+Every layer also sets resource limits and ``no_new_privs``. Python 3.11 has no wrappers for
+unshare/mount/pivot_root, so they are called through libc.
+"""
+import ctypes
+import ctypes.util
+import os
+import platform
+import resource
+import sys
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x1, 0x2, 0x4, 0x20
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+MNT_DETACH = 2
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+_SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126}, "aarch64": {"pivot_root": 41, "capset": 91}}
+
+LEVELS = ("namespaces", "uid", "rlimits")
+DEFAULT_SANDBOX_UID = 65534  # nobody
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _syscall(name, *args):
+    number = _SYSCALLS.get(platform.machine(), {}).get(name)
+    if number is None:
+        raise OSError(f"{name}: unsupported machine {platform.machine()}")
+    _check(_libc.syscall(number, *args), name)
+
+
+def unshare(flags):
+    _check(_libc.unshare(flags), "unshare")
+
+
+def mount(source, target, fstype=None, flags=0, data=None):
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def set_parent_death_signal(sig):
+    _libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
+def enter_namespaces():
+    """In the not-yet-forked child: new namespaces. The next fork becomes PID 1 of the new PID namespace."""
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    uid, gid = os.getuid(), os.getgid()
+    if uid != 0:
+        unshare(flags | CLONE_NEWUSER)
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"0 {uid} 1")
+        _write("/proc/self/gid_map", f"0 {gid} 1")
+    else:
+        unshare(flags)
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def runtime_paths():
+    """Folders the child needs read-only: the system libraries and the Python runtime (never the kit)."""
+    paths = {"/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/localtime",
+             sys.base_prefix, sys.prefix, sys.exec_prefix}
+    paths.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages", "lib-dynload")))
+    paths.update(p for p in sys.path if p.startswith(sys.base_prefix))
+    return sorted(p for p in paths if p and os.path.exists(p))
+
+
+def build_private_root(new_root, submission_dir, hidden, tmp_size="64m"):
+    """Make ``new_root`` the child's whole filesystem, then pivot into it.
+
+    ``hidden`` are folders that must never be visible even though they sit inside a runtime
+    path (for example the kit folder, when the venv lives inside it).
+    """
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    os.makedirs(new_root, exist_ok=True)
+    mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755")
+    for path in runtime_paths():
+        _bind(path, new_root + path, read_only=True)
+    for path in hidden:
+        if os.path.isdir(new_root + path):
+            mount("tmpfs", new_root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+    _bind(submission_dir, new_root + "/submission", read_only=False)
+    os.makedirs(new_root + "/tmp", exist_ok=True)
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
+    for dev in ("null", "zero", "random", "urandom"):
+        _bind("/dev/" + dev, f"{new_root}/dev/{dev}", read_only=False, is_file=True)
+    os.makedirs(new_root + "/proc", exist_ok=True)
+    mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV)
+    os.makedirs(new_root + "/.old_root", exist_ok=True)
+    _syscall("pivot_root", new_root.encode(), (new_root + "/.old_root").encode())
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old_root", MNT_DETACH), "umount old root")
+    os.rmdir("/.old_root")
+    mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY)  # the tmpfs skeleton itself
+
+
+def _bind(source, target, read_only, is_file=False):
+    if is_file or os.path.isfile(source):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    else:
+        os.makedirs(target, exist_ok=True)
+    mount(source, target, None, MS_BIND | MS_REC)
+    if read_only:
+        mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def drop_privileges(uid, gid):
+    """Root: become ``uid`` (which drops every capability). Non-root in a user namespace: drop all capabilities."""
+    if os.getuid() == 0 and not _in_user_namespace():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    else:
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        data = (ctypes.c_uint32 * 6)()
+        _syscall("capset", header, data)
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _in_user_namespace():
+    try:
+        with open("/proc/self/uid_map") as f:
+            return f.read().split() != ["0", "0", "4294967295"]
+    except OSError:
+        return False
+
+
+def apply_limits(memory_bytes, cpu_seconds, max_processes, file_bytes=16 << 20, open_files=256):
+    """Resource limits for the child. The address-space limit counts on top of what torch already maps."""
+    limits = {
+        resource.RLIMIT_AS: _address_space() + memory_bytes,
+        resource.RLIMIT_CPU: cpu_seconds,
+        resource.RLIMIT_FSIZE: file_bytes,
+        resource.RLIMIT_NOFILE: open_files,
+        resource.RLIMIT_CORE: 0,
+    }
+    if os.getuid() != 0:  # root ignores RLIMIT_NPROC; a dropped uid or a user namespace honours it
+        limits[resource.RLIMIT_NPROC] = _processes_of_this_uid() + max_processes
+    for kind, value in limits.items():
+        soft, hard = resource.getrlimit(kind)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+
+
+def _address_space():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _processes_of_this_uid():
+    uid, count = os.getuid(), 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                count += 1
+        except OSError:
+            pass
+    return count

@@ -1,0 +1,277 @@
+"""Code that runs INSIDE the sandboxed child: import the student's files, run one probe per request.
+
+Nothing here is trusted by the parent: a submission can rewrite any of it at run time. Its
+job is only to call the student's code on the inputs the parent sent and to send back plain
+tensors and Python scalars. Every comparison happens in the parent.
+
+A request is ``{"target": "attention.causal_mask", "args": [...], "kwargs": {...}}`` plus,
+optionally, ``init`` (construct a class first), ``state`` (parameters to load by name),
+``method``, ``grad`` (``grad_outputs`` and which inputs/parameters to differentiate) and
+``attrs`` (report the constructed object's attributes).
+"""
+import importlib
+import math
+import os
+import sys
+import traceback
+import types
+
+import torch
+
+from autograder import wire
+
+STUDENT_MODULES = ("attention", "mha")
+MAX_TEXT = 2000
+
+_forbidden_used = []
+
+
+# --- the from-scratch rule, checked while the student's code runs ------------------------
+
+FORBIDDEN = {
+    "torch.nn.functional.scaled_dot_product_attention": (torch.nn.functional, "scaled_dot_product_attention"),
+    "torch.nn.functional.multi_head_attention_forward": (torch.nn.functional, "multi_head_attention_forward"),
+}
+
+
+def install_tripwires():
+    """Wrap the forbidden built-ins so that a call is recorded (and still works)."""
+    for name, (owner, attr) in FORBIDDEN.items():
+        setattr(owner, attr, _tripwire(name, getattr(owner, attr)))
+    mha_class = torch.nn.MultiheadAttention
+    mha_class.__init__ = _tripwire("torch.nn.MultiheadAttention", mha_class.__init__)
+    try:
+        torch._C._nn.scaled_dot_product_attention = _tripwire(
+            "torch.nn.functional.scaled_dot_product_attention", torch._C._nn.scaled_dot_product_attention)
+    except (AttributeError, TypeError):
+        pass
+
+
+def _tripwire(name, original):
+    def wrapper(*args, **kwargs):
+        _forbidden_used.append(name)
+        return original(*args, **kwargs)
+    return wrapper
+
+
+# --- attention from built-ins, for grading MHA with a known-good attention ----------------
+
+def _oracle_attention_module():
+    """A stand-in ``attention`` module built from torch built-ins, used in "oracle" mode so an
+    attention.py bug does not also sink MultiHeadAttention. It follows the lab text's formula."""
+    module = types.ModuleType("attention")
+
+    def causal_mask(seq_len, device=None):
+        return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+
+    def padding_mask(tokens, pad_id):
+        return (tokens != pad_id)[:, None, None, :]
+
+    def scaled_dot_product_attention(query, key, value, mask=None):
+        scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(query.size(-1))
+        if mask is not None:
+            allowed = mask if mask.dtype == torch.bool else mask != 0
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return torch.matmul(weights, value), weights
+
+    class ScaledDotProductAttention(torch.nn.Module):
+        def forward(self, query, key, value, mask=None):
+            return scaled_dot_product_attention(query, key, value, mask)
+
+    module.causal_mask, module.padding_mask = causal_mask, padding_mask
+    module.scaled_dot_product_attention = scaled_dot_product_attention
+    module.ScaledDotProductAttention = ScaledDotProductAttention
+    return module
+
+
+# --- importing the submission --------------------------------------------------------------
+
+class Submission:
+    """The student's modules, imported lazily; an import failure is remembered and reported."""
+
+    def __init__(self, folder, mode):
+        self.folder, self.mode = folder, mode
+        self.modules, self.failures = {}, {}
+
+    def module(self, name):
+        if name not in STUDENT_MODULES:
+            raise LookupError(f"unknown module {name!r}")
+        if name in self.failures:
+            raise ImportFailed(self.failures[name])
+        if name not in self.modules:
+            if self.mode == "oracle" and "attention" not in sys.modules:
+                sys.modules["attention"] = _oracle_attention_module()
+            try:
+                self.modules[name] = sys.modules.get(name) or importlib.import_module(name)
+            except BaseException as err:  # SystemExit and KeyboardInterrupt at import count too
+                self.failures[name] = describe_exception(err, phase=f"importing {name}.py")
+                raise ImportFailed(self.failures[name]) from None
+        return self.modules[name]
+
+
+class ImportFailed(Exception):
+    def __init__(self, info):
+        super().__init__(info["message"])
+        self.info = info
+
+
+# --- one probe ------------------------------------------------------------------------------
+
+def run(submission, request):
+    module_name, _, attr = request["target"].partition(".")
+    target = getattr(submission.module(module_name), attr)
+    owner = None
+    if "init" in request:
+        init = request["init"]
+        target = owner = target(*init.get("args", []), **init.get("kwargs", {}))
+    reply = {}
+    if request.get("attrs"):
+        reply["attrs"] = object_attrs(target)
+    if "state" in request:
+        load_state(target, request["state"])
+    method = request.get("method")
+    if method:
+        target = getattr(target, method)
+    if "args" not in request:  # construct only
+        return reply
+    args = [_grad_leaf(a, request, i) for i, a in enumerate(request["args"])]
+    kwargs = request.get("kwargs", {})
+    before = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
+    result = target(*args, **kwargs)
+    reply["result"] = to_plain(result)
+    reply["inputs_modified"] = [
+        b is not None and not _same(b, a) for b, a in zip(before, args)]
+    if "grad" in request:
+        reply["grads"] = gradients(result, args, request["grad"], owner)
+    return reply
+
+
+def _grad_leaf(value, request, index):
+    wanted = index in request.get("grad", {}).get("inputs", [])
+    if wanted and isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.clone().requires_grad_(True)
+    return value
+
+
+def _same(before, after):
+    try:
+        return before.shape == after.shape and bool(torch.equal(before, after.detach()))
+    except Exception:
+        return False
+
+
+def gradients(result, args, spec, owner):
+    outputs = result if isinstance(result, (tuple, list)) else (result,)
+    pairs = [(o, g) for o, g in zip(outputs, spec["grad_outputs"])
+             if g is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+    inputs = [args[i] for i in spec.get("inputs", [])]
+    params = dict(owner.named_parameters()) if spec.get("params") and isinstance(owner, torch.nn.Module) else {}
+    leaves = list(inputs) + list(params.values())
+    if not pairs or not leaves:
+        return {"inputs": [None] * len(inputs), "params": {name: None for name in params}, "connected": False}
+    grads = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+    return {
+        "inputs": list(grads[:len(inputs)]),
+        "params": dict(zip(params, grads[len(inputs):])),
+        "connected": True,
+    }
+
+
+def load_state(obj, state):
+    """Copy the parent's parameter values into the student's module, by parameter name."""
+    params = dict(obj.named_parameters())
+    missing = sorted(set(state) - set(params))
+    if missing:
+        raise LookupError(f"MultiHeadAttention has no parameter named {', '.join(missing)}")
+    with torch.no_grad():
+        for name, value in state.items():
+            if params[name].shape != value.shape:
+                raise ValueError(f"parameter {name} has shape {tuple(params[name].shape)}, "
+                                 f"expected {tuple(value.shape)}")
+            params[name].data = value.clone()  # takes the dtype too: float64 cases stay float64
+
+
+def object_attrs(obj):
+    """What the parent needs to grade a constructed object: sizes, layers and parameters."""
+    attrs = {"type_mro": [c.__name__ for c in type(obj).__mro__]}
+    for name in ("d_model", "n_heads", "d_k"):
+        value = getattr(obj, name, None)
+        attrs[name] = value if type(value) is int else repr(value)[:80]
+    if isinstance(obj, torch.nn.Module):
+        attrs["linears"] = {
+            name: {"in": m.in_features, "out": m.out_features, "bias": m.bias is not None}
+            for name, m in obj.named_modules() if isinstance(m, torch.nn.Linear)}
+        attrs["parameters"] = {name: list(p.shape) for name, p in obj.named_parameters()}
+    return attrs
+
+
+# --- turning results and errors into plain values --------------------------------------------
+
+def to_plain(value, depth=0):
+    if depth > 4:
+        return {"__object__": "too deeply nested"}
+    if isinstance(value, torch.Tensor):
+        tensor = torch.Tensor.as_subclass(value.detach(), torch.Tensor)
+        return {"__tensor_of__": type(value).__name__, "value": tensor} if type(value) is not torch.Tensor else tensor
+    if isinstance(value, (tuple, list)):
+        return {"__sequence__": type(value).__name__, "items": [to_plain(v, depth + 1) for v in value[:16]]}
+    if value is None or type(value) in (bool, int, str):
+        return value if type(value) is not str else value[:MAX_TEXT]
+    if type(value) is float:
+        return value if math.isfinite(value) else repr(value)
+    return {"__object__": type(value).__name__[:80]}
+
+
+def describe_exception(err, phase):
+    """Exception type, message and the student's line it came from (never the full traceback)."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if os.path.basename(f.filename) in ("attention.py", "mha.py")]
+    where = None
+    if frames:
+        f = frames[-1]
+        where = {"file": os.path.basename(f.filename), "line": f.lineno, "function": f.name,
+                 "code": (f.line or "")[:200]}
+    return {
+        "type": type(err).__name__[:80],
+        "mro": [c.__name__ for c in type(err).__mro__][:12],
+        "message": _safe_str(err)[:MAX_TEXT],
+        "where": where,
+        "phase": phase,
+    }
+
+
+def _safe_str(err):
+    try:
+        return str(err)
+    except Exception:
+        return "<unprintable message>"
+
+
+# --- the serve loop ---------------------------------------------------------------------------
+
+def serve(request_fd, response_fd, submission_dir, mode):
+    """Answer requests until the parent closes the pipe."""
+    sys.path.insert(0, submission_dir)
+    os.chdir(submission_dir)
+    install_tripwires()
+    submission = Submission(submission_dir, mode)
+    while True:
+        try:
+            request = wire.recv_blocking(request_fd)
+        except EOFError:
+            return
+        del _forbidden_used[:]
+        try:
+            reply = {"ok": True, "value": run(submission, request)}
+        except ImportFailed as failed:
+            reply = {"ok": False, "error": failed.info}
+        except BaseException as err:
+            reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
+        reply["forbidden"] = sorted(set(_forbidden_used))
+        try:
+            wire.send(response_fd, reply)
+        except (ValueError, TypeError, OverflowError) as err:  # unencodable result
+            wire.send(response_fd, {"ok": False, "forbidden": reply["forbidden"], "error": {
+                "type": "UnsendableResult", "mro": [], "message": str(err)[:MAX_TEXT],
+                "where": None, "phase": "sending the result"}})

@@ -1,0 +1,390 @@
+"""Run untrusted student code in child processes forked from a warm, secret-free zygote.
+
+Process tree::
+
+    grader (trusted: reference, hidden tests)   -- asks over a socket -->   zygote (torch, probes; no secrets)
+        `- per-submission grader (trusted)                                     `- waiter (reports the exit status)
+                                                                                   `- child: PID 1 of its own namespace,
+                                                                                      private root, dropped privileges,
+                                                                                      imports the student's files
+
+The zygote is forked before the grader imports the reference or the tests, so a child that
+walks ``gc`` or stack frames finds nothing to copy. A child answers probe requests over pipes
+(see ``wire``); its stdout and stderr go to a third pipe that the grader drains and caps.
+"""
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+from autograder import isolation, wire
+
+OUTPUT_CAP = 64 * 1024
+
+
+class Limits:
+    def __init__(self, call_seconds=10.0, memory_mb=1024, max_processes=32, cpu_seconds=120):
+        self.call_seconds = call_seconds
+        self.memory_mb = memory_mb
+        self.max_processes = max_processes
+        self.cpu_seconds = cpu_seconds
+
+
+class ChildDied(Exception):
+    """The child exited, crashed, hung past its time limit, or broke the protocol."""
+
+    def __init__(self, reason, timed_out=False):
+        super().__init__(reason)
+        self.reason, self.timed_out = reason, timed_out
+
+
+# --- the zygote ----------------------------------------------------------------------------
+
+class Zygote:
+    """A forked process that holds torch and the probes, and forks sandboxed children on request."""
+
+    def __init__(self, level, sandbox_uid=isolation.DEFAULT_SANDBOX_UID, hidden=()):
+        self.level, self.sandbox_uid, self.hidden = level, sandbox_uid, list(hidden)
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            self.sock.close()
+            try:
+                self._serve(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+
+    def spawn(self, submission_dir, mode, limits, slot=0):
+        """Start a sandboxed child for one submission folder; returns a ``Child``."""
+        request_r, request_w = os.pipe()
+        response_r, response_w = os.pipe()
+        output_r, output_w = os.pipe()
+        status_r, status_w = os.pipe()
+        config = {"dir": submission_dir, "mode": mode, "slot": slot, "memory_mb": limits.memory_mb,
+                  "max_processes": limits.max_processes, "cpu_seconds": limits.cpu_seconds}
+        fds = [request_r, response_w, output_w, status_w]
+        socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
+        for fd in fds:
+            os.close(fd)
+        return Child(request_w, response_r, output_r, status_r, limits, self.level,
+                     self.sandbox_uid + slot)
+
+    def stop(self):
+        try:
+            self.sock.close()
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+
+    # zygote side
+    def _serve(self, sock):
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
+        while True:
+            try:
+                message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+            except OSError:
+                return
+            if not message:
+                return
+            config = json.loads(message)
+            if os.fork() == 0:
+                sock.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _waiter(config, *fds, level=self.level, uid=self.sandbox_uid + config["slot"],
+                        hidden=self.hidden)
+            for fd in fds:
+                os.close(fd)
+
+
+def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidden):
+    """Forked from the zygote: enter namespaces, fork the child, report its pid and exit status."""
+    code = 0
+    try:
+        isolation.set_parent_death_signal(signal.SIGKILL)
+        if level == "namespaces":
+            isolation.enter_namespaces()
+        pid = os.fork()
+        if pid == 0:
+            os.close(status_w)
+            _child(config, request_r, response_w, output_w, level, uid, hidden)
+        os.close(request_r), os.close(response_w), os.close(output_w)
+        os.write(status_w, json.dumps({"pid": pid}).encode() + b"\n")
+        _, status = os.waitpid(pid, 0)
+        os.write(status_w, json.dumps({"status": status}).encode() + b"\n")
+    except BaseException as err:  # a failure here is the grader's, not the student's
+        try:
+            os.write(status_w, json.dumps({"setup_error": f"{type(err).__name__}: {err}"}).encode() + b"\n")
+        except OSError:
+            pass
+        code = 1
+    os._exit(code)
+
+
+def _child(config, request_r, response_w, output_w, level, uid, hidden):
+    """The sandboxed child: isolate, limit, then serve probes until the grader hangs up."""
+    from autograder import probes  # already imported in the zygote: costs nothing
+
+    try:
+        os.setsid()
+        os.dup2(output_w, 1)
+        os.dup2(output_w, 2)
+        os.close(output_w)
+        submission_dir = config["dir"]
+        if level == "namespaces":
+            isolation.build_private_root(submission_dir + ".root", submission_dir, hidden)
+            submission_dir = "/submission"
+        if level in ("namespaces", "uid"):
+            isolation.drop_privileges(uid, uid)
+        isolation.apply_limits(config["memory_mb"] << 20, config["cpu_seconds"], config["max_processes"])
+    except BaseException as err:
+        wire.send(response_w, {"ok": False, "setup_error": f"{type(err).__name__}: {err}"})
+        os._exit(70)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    try:
+        probes.serve(request_r, response_w, submission_dir, config["mode"])
+    finally:
+        os._exit(0)
+
+
+# --- the grader's handle on one child ------------------------------------------------------
+
+class Child:
+    """One sandboxed child: send a request, wait for the answer within the time limit."""
+
+    def __init__(self, request_w, response_r, output_r, status_r, limits, level, uid):
+        self.request_w, self.response_r, self.output_r, self.status_r = request_w, response_r, output_r, status_r
+        self.limits, self.level, self.uid = limits, level, uid
+        self.output = bytearray()
+        self.output_dropped = 0
+        self.pid = None
+        self.status_lines = b""
+        self.status_eof = False
+        self.exit_status = None
+        self.dead = None
+        for fd in (response_r, output_r, status_r):
+            os.set_blocking(fd, False)
+        self._wait_for_pid()
+
+    def _wait_for_pid(self):
+        deadline = time.monotonic() + 30
+        while self.pid is None:
+            self._pump([self.status_r], deadline)
+            if self.dead:
+                raise ChildDied(self.dead)
+            if time.monotonic() > deadline:
+                raise ChildDied("the sandbox did not start")
+
+    def call(self, request, timeout=None):
+        """Send one probe request and return the child's decoded reply."""
+        if self.dead:
+            raise ChildDied(self.dead)
+        timeout = self.limits.call_seconds if timeout is None else timeout
+        try:
+            wire.send(self.request_w, request)
+        except (BrokenPipeError, OSError):
+            self._collect_death(time.monotonic() + 2)
+            raise ChildDied(self.dead or "the submission's process exited") from None
+        reader = wire.Reader()
+        deadline = time.monotonic() + timeout
+        while True:
+            message = reader.message()
+            if message is not None and "setup_error" in message:
+                self.kill()
+                self.dead = f"grader error: the sandbox could not start ({message['setup_error']})"
+                raise ChildDied(self.dead)
+            if message is not None:
+                return message
+            if self.dead:
+                raise ChildDied(self.dead)
+            if time.monotonic() > deadline:
+                self.kill()
+                self.dead = f"timed out after {timeout:g} s"
+                raise ChildDied(self.dead, timed_out=True)
+            try:
+                self._pump([self.response_r, self.output_r, self.status_r], deadline, reader)
+            except wire.WireError as err:
+                self.kill()
+                self.dead = f"sent a malformed reply ({err})"
+                raise ChildDied(self.dead) from None
+
+    def _pump(self, fds, deadline, reader=None):
+        """Wait for any of ``fds`` and move what arrived into its buffer."""
+        fds = [fd for fd in fds if fd is not None]
+        ready, _, _ = select.select(fds, [], [], max(0.0, min(deadline - time.monotonic(), 1.0)))
+        for fd in ready:
+            if fd not in (self.response_r, self.output_r, self.status_r):
+                continue  # closed while handling an earlier descriptor
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if fd == self.output_r:
+                self._keep_output(chunk)
+                if not chunk:
+                    os.close(fd)
+                    self.output_r = None
+            elif fd == self.status_r:
+                self._status(chunk)
+            elif chunk:
+                reader.feed(chunk)
+            else:  # the response pipe closed: the child is gone
+                self._collect_death(time.monotonic() + 2)
+                self.dead = self.dead or "the submission's process exited"
+
+    def _keep_output(self, chunk):
+        room = OUTPUT_CAP - len(self.output)
+        self.output += chunk[:max(room, 0)]
+        self.output_dropped += max(len(chunk) - max(room, 0), 0)
+
+    def _status(self, chunk):
+        if not chunk:
+            self.status_eof = True
+            self.dead = self.dead or "the sandbox exited"
+            return
+        self.status_lines += chunk
+        while b"\n" in self.status_lines:
+            line, self.status_lines = self.status_lines.split(b"\n", 1)
+            info = json.loads(line)
+            if "pid" in info:
+                self.pid = info["pid"]
+            elif "status" in info:
+                self.exit_status = info["status"]
+                self.dead = describe_status(info["status"])
+            elif "setup_error" in info:
+                self.dead = f"grader error: the sandbox could not start ({info['setup_error']})"
+
+    def _collect_death(self, deadline):
+        """After EOF, wait briefly for the waiter's exit-status line to name the cause."""
+        while not self.status_eof and self.exit_status is None and time.monotonic() < deadline:
+            self._pump([self.status_r, self.output_r], deadline)
+
+    def kill(self):
+        """Kill the child and everything it started."""
+        if self.pid:
+            for target in (self.pid, -self.pid):  # PID-namespace init, then its process group
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self.level == "uid":
+            _kill_all_of_uid(self.uid)
+
+    def close(self):
+        """End the child (whatever it is doing) and release the pipes."""
+        self.kill()
+        self._collect_death(time.monotonic() + 5)
+        for fd in (self.request_w, self.response_r, self.output_r, self.status_r):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.request_w = self.response_r = self.output_r = self.status_r = None
+
+    def output_text(self):
+        text = self.output.decode("utf-8", "replace")
+        if self.output_dropped:
+            text += f"\n[... {self.output_dropped} more bytes of output not kept]"
+        return text
+
+
+def describe_status(status):
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        hint = {"SIGSEGV": " (a segmentation fault)", "SIGKILL": " (a limit was hit or it was stopped)",
+                "SIGXCPU": " (CPU time limit)"}.get(name, "")
+        return f"killed by {name}{hint}"
+    return f"exited with status {os.WEXITSTATUS(status)}"
+
+
+def _kill_all_of_uid(uid):
+    """Without a PID namespace, a child can escape its process group; its uid cannot."""
+    if os.getuid() != 0 or uid == 0:
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def warm_up():
+    """Do once, before the zygote forks, what torch does lazily on first use.
+
+    ``torch.autograd.grad`` imports sympy on its first call (0.3 s); paid in every child it
+    would dominate grading, and a child whose uid cannot read site-packages would fail.
+    """
+    import torch
+
+    torch.set_num_threads(1)  # grading runs many small ops; threads only add overhead
+    x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    y = torch.softmax(x @ x.transpose(-2, -1), dim=-1).masked_fill(torch.eye(2, dtype=torch.bool), 0.0)
+    torch.autograd.grad([y.sum()], [x], allow_unused=True)
+
+
+# --- choosing the isolation level ---------------------------------------------------------
+
+def detect_level():
+    """The strongest isolation that works here, found by trying it in a throwaway child."""
+    for level in ("namespaces", "uid"):
+        if level == "uid" and os.getuid() != 0:
+            continue
+        if _try_level(level):
+            return level
+    return "rlimits"
+
+
+def _try_level(level):
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="ag-probe-")
+    os.chmod(scratch, 0o755)
+    os.makedirs(scratch + "/s.root")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        ok = False
+        try:
+            if level == "namespaces":
+                isolation.enter_namespaces()
+                inner = os.fork()
+                if inner == 0:
+                    try:
+                        isolation.build_private_root(scratch + "/s.root", scratch, [])
+                        isolation.drop_privileges(isolation.DEFAULT_SANDBOX_UID, isolation.DEFAULT_SANDBOX_UID)
+                        os._exit(0 if not os.path.exists(scratch) else 3)
+                    except BaseException:
+                        os._exit(4)
+                ok = os.waitpid(inner, 0)[1] == 0
+            else:
+                isolation.drop_privileges(isolation.DEFAULT_SANDBOX_UID, isolation.DEFAULT_SANDBOX_UID)
+                ok = os.getuid() != 0
+        except BaseException:
+            ok = False
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    answer = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    _remove_tree(scratch)
+    return answer == b"1"
+
+
+def _remove_tree(path):
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
