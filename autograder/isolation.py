@@ -95,11 +95,15 @@ def build_private_root(new_root, submission_dir, hidden, tmp_size="64m"):
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     os.makedirs(new_root, exist_ok=True)
     mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755")
-    for path in runtime_paths():
+    paths = runtime_paths()
+    for path in paths:
         _bind(path, new_root + path, read_only=True)
-    for path in hidden:
-        if os.path.isdir(new_root + path):
-            mount("tmpfs", new_root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+    for secret in hidden:  # only matters when a runtime path contains the kit, e.g. a system-wide install
+        if any(_inside(secret, path) for path in paths):
+            mount("tmpfs", new_root + secret, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")
+            for path in paths:  # the venv may live inside the kit folder: show it again
+                if _inside(path, secret) and path != secret:
+                    _bind(path, new_root + path, read_only=True)
     _bind(submission_dir, new_root + "/submission", read_only=False)
     os.makedirs(new_root + "/tmp", exist_ok=True)
     mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
@@ -113,6 +117,10 @@ def build_private_root(new_root, submission_dir, hidden, tmp_size="64m"):
     _check(_libc.umount2(b"/.old_root", MNT_DETACH), "umount old root")
     os.rmdir("/.old_root")
     mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY)  # the tmpfs skeleton itself
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _bind(source, target, read_only, is_file=False):

@@ -263,7 +263,11 @@ def serve(request_fd, response_fd, submission_dir, mode):
             return
         del _forbidden_used[:]
         try:
-            reply = {"ok": True, "value": run(submission, request)}
+            if "import" in request:
+                submission.module(request["import"])
+                reply = {"ok": True, "value": {}}
+            else:
+                reply = {"ok": True, "value": run(submission, request)}
         except ImportFailed as failed:
             reply = {"ok": False, "error": failed.info}
         except BaseException as err:

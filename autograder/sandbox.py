@@ -329,8 +329,10 @@ def warm_up():
 
     torch.set_num_threads(1)  # grading runs many small ops; threads only add overhead
     x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
-    y = torch.softmax(x @ x.transpose(-2, -1), dim=-1).masked_fill(torch.eye(2, dtype=torch.bool), 0.0)
-    torch.autograd.grad([y.sum()], [x], allow_unused=True)
+    scores = (x @ x.transpose(-2, -1)).masked_fill(~torch.eye(2, dtype=torch.bool), float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    out = weights @ x
+    torch.autograd.grad([out, weights], [x], [torch.ones_like(out), torch.ones_like(weights)], allow_unused=True)
 
 
 # --- choosing the isolation level ---------------------------------------------------------

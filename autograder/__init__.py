@@ -1,0 +1,1 @@
+"""The grading engine of the Attention from Scratch kit."""

@@ -1,0 +1,138 @@
+"""Grade many submissions: one forked trusted grader per submission, ``jobs`` at a time.
+
+Each per-submission grader is forked from the warm engine (torch, reference and suite already
+loaded), grades, sends its record back as JSON over a pipe and exits. The parent writes each
+report as soon as it arrives, so a killed batch keeps what it finished and a re-run grades
+only the rest. Results do not depend on ``jobs`` or on the order: every case is seeded and no
+state is shared between submissions.
+"""
+import json
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+
+from autograder import report
+from autograder.runner import grade_one
+
+
+class BatchOutcome:
+    def __init__(self):
+        self.graded, self.skipped, self.grader_errors = [], [], []
+        self.entries = []  # (id, submitters, results) for every submission of the run
+
+
+def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
+    """Grade ``sources`` into ``out_dir``; returns a ``BatchOutcome``."""
+    outcome = BatchOutcome()
+    finished = {}
+    todo = []
+    for source in sources:
+        done = None if force else report.load_results(out_dir, source.id)
+        if done is not None:
+            finished[source.id] = done
+            outcome.skipped.append(source.id)
+        else:
+            todo.append(source)
+    if progress:
+        progress.start(len(todo), len(outcome.skipped))
+    running = {}  # read fd -> (pid, source, slot, chunks)
+    free_slots = list(range(max(1, jobs)))
+    queue = list(todo)
+    while queue or running:
+        while queue and free_slots:
+            source = queue.pop(0)
+            slot = free_slots.pop(0)
+            fd, pid = _fork_grader(engine, source, slot)
+            running[fd] = (pid, source, slot, [])
+        ready, _, _ = select.select(list(running), [], [])
+        for fd in ready:
+            pid, source, slot, chunks = running[fd]
+            chunk = os.read(fd, 1 << 20)
+            if chunk:
+                chunks.append(chunk)
+                continue
+            os.close(fd)
+            del running[fd]
+            _, status = os.waitpid(pid, 0)
+            free_slots.append(slot)
+            record = _record_from(b"".join(chunks), status)
+            if record.get("grader_error"):
+                outcome.grader_errors.append(source.id)
+            finished[source.id] = report.write_submission(out_dir, source.id, record, source.submitters)
+            outcome.graded.append(source.id)
+            if progress:
+                progress.advance(source.id, finished[source.id])
+    outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
+    report.write_atomic(os.path.join(out_dir, "gradebook.csv"), report.gradebook_csv(outcome.entries))
+    report.write_atomic(os.path.join(out_dir, "summary.md"), report.summary_markdown(outcome.entries))
+    return outcome
+
+
+def _fork_grader(engine, source, slot):
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        try:
+            record = grade_one(engine, source.path, slot=slot)
+        except BaseException as err:  # the grader's own failure: report it as such
+            record = {"grader_error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-4000:]}
+        data = json.dumps(record).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write_fd, view):]
+        os._exit(0)
+    os.close(write_fd)
+    return read_fd, pid
+
+
+def _record_from(data, status):
+    try:
+        record = json.loads(data)
+    except ValueError:
+        reason = f"the per-submission grader died ({_status_text(status)}) before sending results"
+        record = {"grader_error": reason}
+    if record.get("grader_error"):
+        sys.stderr.write(f"grader error: {record['grader_error']}\n")
+        record.setdefault("tests", [])
+        record["problems"] = [f"Grader error: {record['grader_error']}. This is not your fault; "
+                              "your instructor will re-run the grader."]
+    return record
+
+
+def _status_text(status):
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+class Progress:
+    """A progress bar on stderr (rich), quiet when stderr is not a terminal."""
+
+    def __init__(self, enabled=None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.bar = None
+        self.started = time.monotonic()
+
+    def start(self, total, skipped):
+        if skipped:
+            sys.stderr.write(f"resuming: {skipped} submissions already graded, {total} to go\n")
+        if self.enabled and total:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+
+            self.bar = Bar(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                           TextColumn("{task.description}"), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=total)
+
+    def advance(self, submission_id, results):
+        if self.bar:
+            self.bar.update(self.task, advance=1, description=f"{submission_id}: {results['score']:g}")
+
+    def stop(self):
+        if self.bar:
+            self.bar.stop()

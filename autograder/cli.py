@@ -1,0 +1,98 @@
+"""Command line: ``python -m autograder grade PATH... --out DIR [--jobs N]``."""
+import argparse
+import os
+import sys
+import time
+
+USAGE_ERROR = 2
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder", description="Grade LAB-03 submissions.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    grade = commands.add_parser("grade", help="grade submissions and write reports")
+    grade.add_argument("paths", nargs="+", metavar="PATH",
+                       help="a submission folder or zip, a folder of them, or a Gradescope export")
+    grade.add_argument("--out", default="reports", help="where reports go (default: reports/)")
+    grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded in parallel")
+    layout = grade.add_mutually_exclusive_group()
+    layout.add_argument("--single", dest="layout", action="store_const", const="single",
+                        help="PATH is one submission, whatever it holds")
+    layout.add_argument("--batch", dest="layout", action="store_const", const="batch",
+                        help="each sub-folder or zip of PATH is one submission")
+    grade.add_argument("--force", action="store_true", help="regrade submissions that already have a report")
+    grade.add_argument("--call-timeout", type=float, default=10.0, help="seconds one call of student code may take")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    return grade_command(args)
+
+
+def grade_command(args):
+    from autograder.discover import UsageError, discovered
+
+    started = time.monotonic()
+    out_dir = os.path.abspath(args.out)
+    try:
+        _check_out_dir(out_dir)
+        with discovered(args.paths, args.layout or "auto") as sources:
+            if not sources:
+                raise UsageError(f"no submissions found in {' '.join(args.paths)}")
+            return _grade(sources, out_dir, args, started)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _check_out_dir(out_dir):
+    from autograder.discover import UsageError
+
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UsageError(f"--out {out_dir} exists and is not a folder")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"cannot create --out {out_dir}: {err.strerror}") from None
+    if not os.access(out_dir, os.W_OK):
+        raise UsageError(f"--out {out_dir} is not writable")
+
+
+def _grade(sources, out_dir, args, started):
+    from autograder.batch import Progress, grade_all
+    from autograder.runner import Engine
+    from autograder.sandbox import Limits
+
+    engine = Engine(limits=Limits(call_seconds=args.call_timeout))
+    progress = Progress()
+    try:
+        outcome = grade_all(engine, sources, out_dir, jobs=args.jobs, force=args.force, progress=progress)
+    finally:
+        progress.stop()
+        engine.close()
+    print_table(outcome, out_dir, engine.level, time.monotonic() - started)
+    if outcome.grader_errors:
+        print(f"error: the grader failed on {', '.join(outcome.grader_errors)}; re-run to retry", file=sys.stderr)
+        return 1
+    return 0
+
+
+def print_table(outcome, out_dir, level, seconds):
+    from rich.console import Console
+    from rich.table import Table
+
+    from autograder.report import PART_TITLES, part_scores
+
+    table = Table(title=f"Graded {len(outcome.graded)}, resumed {len(outcome.skipped)} "
+                        f"({level} isolation, {seconds:.1f} s)")
+    table.add_column("submission")
+    parts = list(part_scores(outcome.entries[0][2])) if outcome.entries else []
+    for part in parts:
+        table.add_column(PART_TITLES.get(part, part), justify="right")
+    table.add_column("total", justify="right")
+    for submission_id, _, results in outcome.entries:
+        scores = part_scores(results)
+        cells = [f"{scores.get(p, (0, 0))[0]:g}/{scores.get(p, (0, 0))[1]:g}" for p in parts]
+        total = f"{results['score']:g}/{results['extra_data']['max_score']:g}"
+        table.add_row(submission_id, *cells, total)
+    Console(width=160).print(table)
+    print(f"reports: {out_dir}/<submission>/results.json and feedback.md; {out_dir}/gradebook.csv; {out_dir}/summary.md")

@@ -1,0 +1,270 @@
+"""Find the submissions in the PATHs given to ``grade``.
+
+A PATH is one submission (a folder or a .zip), a batch (a folder or .zip holding one
+sub-folder or .zip per submission), or a Gradescope "Download submissions" export: a batch
+whose ``submission_metadata.yml`` names the students of each ``submission_<id>`` folder.
+
+In the "auto" layout a folder is one submission when attention.py or mha.py sits in it, or
+down a single chain of sub-folders (at most ``MAX_DEPTH`` deep, as in staging); otherwise
+each sub-folder or zip in it is one submission, even an empty or broken one (its report then
+says what is missing). "single" and "batch" force either reading. Wrapper folders (a zip
+that holds one folder, a folder holding only the export) are looked through.
+
+Nothing below a PATH is followed if it is a symlink. Standard library (and PyYAML) only.
+"""
+import atexit
+import os
+import shutil
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import yaml
+
+from autograder.stage import MAX_DEPTH, ExtractionStopped, extract_all, find_candidates, is_ignored_dir
+
+LAYOUTS = ("auto", "single", "batch")
+METADATA = "submission_metadata.yml"
+GRADESCOPE_PREFIX = "submission_"
+BATCH_ZIP_MAX_BYTES = 4 * 2**30   # a whole class's export, PDFs and all
+BATCH_ZIP_MAX_FILES = 200_000
+
+
+class UsageError(Exception):
+    """A PATH or option the grader cannot use; the message is one line for the command line."""
+
+
+@dataclass(frozen=True)
+class Submitter:
+    name: str
+    email: str
+    sid: str
+
+
+@dataclass(frozen=True)
+class SubmissionSource:
+    id: str                 # report folder name: sub-folder name, zip name without .zip, or Gradescope id
+    path: str               # a folder or a .zip file (absolute)
+    submitters: tuple = ()  # Submitter tuples, from Gradescope metadata; empty otherwise
+
+
+@contextmanager
+def discovered(paths, layout="auto"):
+    """``discover`` with a scratch folder for extracted zips, removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="autograder-discover-") as scratch:
+        yield discover(paths, layout, scratch=scratch)
+
+
+def discover(paths, layout="auto", scratch=None):
+    """The submissions in `paths`, each PATH's sorted by id, with ids made unique.
+
+    A zip holding a batch is extracted into a new folder inside `scratch`, which the caller
+    owns and removes once grading is done (``discovered`` does both). Without `scratch`, a
+    temporary folder is made and removed when the process exits.
+    """
+    if layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {layout!r} (choose one of {', '.join(LAYOUTS)})")
+    if not paths:
+        raise UsageError("no submission PATH given")
+    scratch = _Scratch(scratch)
+    sources = []
+    for path in paths:
+        sources += sorted(_read_path(path, layout, scratch), key=lambda s: (s.id, s.path))
+    return _unique(sources)
+
+
+# --- one PATH -------------------------------------------------------------------------------
+
+def _read_path(path, layout, scratch):
+    if not os.path.lexists(path):
+        raise UsageError(f"no such file or folder: {path}")
+    real = os.path.realpath(path)  # the PATH itself may be a symlink; nothing below it is followed
+    if os.path.isdir(real):
+        return _read_folder(real, _name(real), layout)
+    if not os.path.isfile(real):
+        raise UsageError(f"not a folder or .zip file: {path}")
+    if not zipfile.is_zipfile(real):
+        ends_in_zip = real.lower().endswith(".zip")
+        raise UsageError(f"not a zip file: {path}" if ends_in_zip else f"not a folder or .zip file: {path}")
+    return _read_zip(path, real, layout, scratch)
+
+
+def _read_zip(path, real, layout, scratch):
+    zip_id = _stem(os.path.basename(real)) or "submission"
+    if layout == "single":
+        return [SubmissionSource(zip_id, real)]
+    folder = scratch.new_folder()
+    try:
+        extract_all(real, folder, BATCH_ZIP_MAX_BYTES, BATCH_ZIP_MAX_FILES)
+    except zipfile.BadZipFile:
+        raise UsageError(f"not a zip file: {path}") from None
+    except ExtractionStopped as e:
+        raise UsageError(f"{path}: {e}") from None
+    if layout == "batch":
+        root = _unwrap_zip(folder)
+    else:
+        root = _batch_root(folder)
+    if root is None:  # one submission: staging reads the zip itself and reports its problems
+        shutil.rmtree(folder, ignore_errors=True)
+        return [SubmissionSource(zip_id, real)]
+    return _members(root, path, required=layout == "batch")
+
+
+def _read_folder(folder, folder_id, layout):
+    root = {"single": None, "batch": folder, "auto": _batch_root(folder)}[layout]
+    if root is None:
+        return [SubmissionSource(folder_id, folder)]
+    return _members(root, folder, required=layout == "batch")
+
+
+def _batch_root(folder):
+    """None when `folder` is one submission, else the folder whose entries are submissions."""
+    current = folder
+    for depth in range(MAX_DEPTH + 1):
+        if find_candidates(current, max_depth=0):
+            return None
+        if os.path.isfile(os.path.join(current, METADATA)):
+            return current
+        folders, zips = _entries(current)
+        if len(folders) != 1 or zips or depth == MAX_DEPTH:
+            break
+        current = folders[0][1]  # a wrapper folder: look through it
+    folders, zips = _entries(current)
+    return current if folders or zips else None  # nothing there: one submission, files missing
+
+
+def _unwrap_zip(folder):
+    """With --layout batch, a zip's single top folder is a wrapper unless it holds the files."""
+    folders, zips = _entries(folder)
+    if len(folders) == 1 and not zips and not find_candidates(folders[0][1], max_depth=0):
+        return folders[0][1]
+    return folder
+
+
+def _entries(folder):
+    """(name, path) of the sub-folders and of the zip files in `folder`, symlinks left out."""
+    folders, zips = [], []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return folders, zips
+    for entry in entries:
+        if is_ignored_dir(entry.name) or entry.is_symlink():
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            folders.append((entry.name, entry.path))
+        elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".zip"):
+            zips.append((_stem(entry.name), entry.path))
+    return folders, zips
+
+
+def _members(root, shown, required):
+    """One SubmissionSource per sub-folder or zip of `root`, named by Gradescope when it can."""
+    metadata = _load_metadata(root)
+    folders, zips = _entries(root)
+    if required and not folders and not zips:
+        raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
+    sources = []
+    for name, path in folders + zips:
+        submitters = ()
+        if metadata is not None and name.startswith(GRADESCOPE_PREFIX) and name != GRADESCOPE_PREFIX:
+            submitters = metadata.get(name, ())
+            name = name[len(GRADESCOPE_PREFIX):]
+        sources.append(SubmissionSource(name, os.path.abspath(path), submitters))
+    return sources
+
+
+# --- Gradescope metadata --------------------------------------------------------------------
+
+class _MetadataLoader(yaml.SafeLoader):
+    """A safe loader that reads Ruby-tagged values (``!ruby/object:BigDecimal ...``,
+    ``!ruby/hash:...``) from Gradescope's Rails export as plain data instead of failing."""
+
+
+def _untagged(loader, suffix, node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_MetadataLoader.add_multi_constructor("!", _untagged)
+
+
+def _load_metadata(root):
+    """{"submission_<id>": (Submitter, ...)} from `root`'s submission_metadata.yml, or None."""
+    path = os.path.join(root, METADATA)
+    if not os.path.isfile(path) or os.path.islink(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_MetadataLoader)  # noqa: S506 (a safe loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise UsageError(f"cannot read {path}: {' '.join(str(e).split())}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"cannot read {path}: expected one submission_<id> entry per submission")
+    return {str(key): _submitters(entry) for key, entry in data.items()}
+
+
+def _submitters(entry):
+    people = _field(entry, "submitters") or []
+    if not isinstance(people, list):
+        return ()
+    return tuple(Submitter(*(_text(_field(p, key)) for key in ("name", "email", "sid")))
+                 for p in people if isinstance(p, dict))
+
+
+def _field(mapping, key):
+    """Gradescope writes Ruby symbols (``:name:``); accept plain keys too."""
+    if not isinstance(mapping, dict):
+        return None
+    return mapping.get(f":{key}", mapping.get(key))
+
+
+def _text(value):
+    return "" if value is None else str(value)
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+def _unique(sources):
+    """Keep the first of each id; later ones get -2, -3, ... (never an id already in use)."""
+    taken = {s.id for s in sources}
+    seen, unique = set(), []
+    for source in sources:
+        new_id, n = source.id, 1
+        while new_id in seen or (n > 1 and new_id in taken):
+            n += 1
+            new_id = f"{source.id}-{n}"
+        seen.add(new_id)
+        taken.add(new_id)
+        unique.append(replace(source, id=new_id))
+    return unique
+
+
+def _name(folder):
+    return os.path.basename(folder.rstrip(os.sep)) or "submission"
+
+
+def _stem(file_name):
+    return file_name[:-4] if file_name.lower().endswith(".zip") else file_name
+
+
+class _Scratch:
+    """Makes a fresh folder per extracted zip, inside the caller's scratch folder if given."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def new_folder(self):
+        if self.folder is None:
+            self.folder = tempfile.mkdtemp(prefix="autograder-discover-")
+            atexit.register(_remove_in, os.getpid(), self.folder)
+        return tempfile.mkdtemp(prefix="zip-", dir=self.folder)
+
+
+def _remove_in(pid, folder):
+    if os.getpid() == pid:  # a forked child exiting must not pull the folder from under us
+        shutil.rmtree(folder, ignore_errors=True)

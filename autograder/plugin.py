@@ -1,0 +1,120 @@
+"""pytest plugin for the hidden suite: points, parts and visibility, and one result per test.
+
+Tests declare ``@pytest.mark.points(n)`` and optionally ``@pytest.mark.visibility("visible")``;
+each module declares its part with ``pytestmark = pytest.mark.part("masks")``. A failed test's
+student-facing text is its ``StudentError`` message only: never a traceback, which would show
+the hidden test's code and expected values. Any other exception is a grader error.
+
+The suite also runs by hand, outside the batch grader: ``pytest tests_hidden --submission DIR``.
+"""
+import os
+import sys
+
+import pytest
+
+from autograder.student import StudentError
+
+KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules")
+DEFAULT_HIDDEN_VISIBILITY = "after_due_date"
+
+
+class GradingContext:
+    """What the batch grader hands to pytest for one submission, and the results it gets back."""
+
+    def __init__(self, student, staged, hidden_visibility=DEFAULT_HIDDEN_VISIBILITY):
+        self.student, self.staged = student, staged
+        self.hidden_visibility = hidden_visibility
+        self.results = []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            self.results.append(result_of(item, report, call, self.hidden_visibility))
+
+
+def result_of(item, report, call, hidden_visibility):
+    points = item.get_closest_marker("points")
+    part = item.get_closest_marker("part")
+    visibility = item.get_closest_marker("visibility")
+    error = call.excinfo.value if call.excinfo else None
+    grader_error = error is not None and not isinstance(error, StudentError)
+    if report.skipped:
+        message, grader_error = f"skipped: {_skip_reason(report)}", False
+    elif grader_error:
+        message = f"grader error: {type(error).__name__}: {error}"
+    else:
+        notes = [text for key, text in item.user_properties if key == "note"]
+        message = str(error) if error is not None else "\n".join(notes)
+    doc = (item.function.__doc__ or item.name).strip().splitlines()[0].rstrip(".")
+    param = f" [{item.callspec.id}]" if hasattr(item, "callspec") else ""
+    return {
+        "name": doc + param,
+        "nodeid": item.nodeid,
+        "part": part.args[0] if part else "other",
+        "points": float(points.args[0]) if points else 0.0,
+        "visibility": visibility.args[0] if visibility else hidden_visibility,
+        "passed": report.passed,
+        "message": message,
+        "grader_error": grader_error,
+    }
+
+
+def _skip_reason(report):
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+
+
+# --- hooks and fixtures for every run (conftest.py of tests_hidden loads this module) -----------
+
+def pytest_addoption(parser):
+    parser.addoption("--submission", default=None,
+                     help="grade this folder or zip by hand (the batch grader passes it itself)")
+
+
+def pytest_configure(config):
+    for line in ("points(n): points the test is worth", "part(name): the part of the lab it grades",
+                 "visibility(v): Gradescope visibility of its output"):
+        config.addinivalue_line("markers", line)
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The reference solution, imported in the trusted grader (never in a child)."""
+    solution = os.path.join(KIT_ROOT, "solution")
+    if solution not in sys.path:
+        sys.path.insert(0, solution)
+    import attention
+    import mha
+
+    return attention, mha
+
+
+def grading_context(config):
+    for plugin in config.pluginmanager.get_plugins():
+        if isinstance(plugin, GradingContext):
+            return plugin
+    return None
+
+
+@pytest.fixture(scope="session")
+def student(request):
+    """The batch grader's handle or, grading by hand (``--submission DIR``), a sandbox started here."""
+    context = grading_context(request.config)
+    if context is not None:
+        yield context.student
+        return
+    from autograder.runner import standalone_student
+
+    path = request.config.getoption("--submission")
+    if not path:
+        pytest.exit("pass --submission DIR (a folder or zip holding attention.py and mha.py)", returncode=4)
+    with standalone_student(path) as (handle, _):
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def staged(student):
+    return student.staged

@@ -1,0 +1,106 @@
+"""Grade one submission: stage it, run the hidden suite against a sandbox, return plain results.
+
+The order of start-up matters. ``Engine()`` imports torch and the probes, then forks the
+zygote, and only then loads the reference and the hidden tests: children are forked from the
+zygote and so never hold a copy of the expected values.
+"""
+import contextlib
+import io
+import os
+import shutil
+import tempfile
+import time
+
+from autograder import sandbox
+from autograder.stage import stage
+
+KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
+
+
+class Engine:
+    """The warm state shared by every submission of a run."""
+
+    def __init__(self, limits=None, level=None, tests_dir=HIDDEN_TESTS):
+        from autograder import probes  # noqa: F401  (imported before the fork: children get it free)
+
+        sandbox.warm_up()
+        self.limits = limits or sandbox.Limits()
+        self.level = level or sandbox.detect_level()
+        self.tests_dir = tests_dir
+        self.zygote = sandbox.Zygote(self.level, hidden=[KIT_ROOT])
+        self._preload_tests()
+
+    def _preload_tests(self):
+        """Import the suite once here, so each forked per-submission grader only runs it."""
+        import pytest
+
+        with _quiet():
+            pytest.main([self.tests_dir, "--collect-only", "-q", "-p", "no:cacheprovider"])
+
+    def close(self):
+        self.zygote.stop()
+
+
+def grade_one(engine, source_path, slot=0, hidden_visibility=None):
+    """Grade the submission at ``source_path`` (folder or zip); returns a JSON-ready record."""
+    import pytest
+
+    from autograder.plugin import DEFAULT_HIDDEN_VISIBILITY, GradingContext
+    from autograder.student import Student
+
+    started = time.monotonic()
+    scratch = tempfile.mkdtemp(prefix="ag-sub-")
+    os.chmod(scratch, 0o711)  # a sandbox uid may enter its own folder, never list the others
+    try:
+        staged = stage(source_path, os.path.join(scratch, "files"))
+        student = Student(engine.zygote, staged, engine.limits, slot=slot)
+        context = GradingContext(student, staged, hidden_visibility or DEFAULT_HIDDEN_VISIBILITY)
+        try:
+            with _quiet():
+                pytest.main([engine.tests_dir, "-q", "-p", "no:cacheprovider", "--tb=no",
+                             "-p", "no:randomly"], plugins=[context])
+        finally:
+            student.close()
+        return {
+            "tests": context.results,
+            "problems": staged.problems,
+            "found": staged.found,
+            "output": "\n".join(student.output),
+            "events": student.events,
+            "isolation": engine.level,
+            "execution_time": round(time.monotonic() - started, 3),
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def standalone_student(path):
+    """A sandbox for grading by hand with ``pytest tests_hidden --submission PATH``."""
+    from autograder.student import Student
+
+    if not os.path.exists(path):
+        raise SystemExit(f"--submission: no such file or folder: {path}")
+    sandbox.warm_up()
+    level = sandbox.detect_level()
+    zygote = sandbox.Zygote(level, hidden=[KIT_ROOT])
+    scratch = tempfile.mkdtemp(prefix="ag-sub-")
+    os.chmod(scratch, 0o711)
+    student = None
+    try:
+        staged = stage(os.path.abspath(path), os.path.join(scratch, "files"))
+        student = Student(zygote, staged, sandbox.Limits())
+        yield student, staged
+    finally:
+        if student is not None:
+            student.close()
+        zygote.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """pytest's own terminal output is not the report; keep it off the grader's console."""
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull), contextlib.redirect_stderr(io.StringIO()):
+        yield

@@ -1,0 +1,278 @@
+"""Stage a submission: copy attention.py and mha.py alone into a fresh private folder.
+
+The sandboxed child imports from the staged folder only, so nothing else a student hands in
+(conftest.py, sitecustomize.py, torch.py, *.pth, ...) can shadow a module or run at import.
+Symlinks are never followed, files and zips are size-capped, and zip entries that would land
+outside their folder are refused. Every problem becomes a one-line, student-readable message.
+
+Standard library only: the batch runner calls this before torch is imported.
+"""
+import os
+import re
+import stat
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+
+SUBMISSION_FILES = ("attention.py", "mha.py")
+MAX_DEPTH = 2                        # students zip a folder, sometimes a folder in a folder
+MAX_FILE_BYTES = 256 * 1024          # per submission file
+ZIP_MAX_BYTES = 16 * 1024 * 1024     # all extracted bytes of one submission zip
+ZIP_MAX_FILES = 1000                 # extracted files of one submission zip
+IGNORED_DIRS = ("__MACOSX", "__pycache__")
+_CHUNK = 64 * 1024
+
+
+@dataclass
+class Staged:
+    dir: str                                      # the private folder now holding only the found files
+    found: dict = field(default_factory=dict)     # file name -> where it was found (relative path)
+    problems: list = field(default_factory=list)  # one-line, student-readable messages
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str    # the submission file it stands for, e.g. "mha.py"
+    path: str    # relative to the searched folder, "/"-separated
+    depth: int   # number of folders above it inside the searched folder
+    kind: str    # "file", "symlink", "other" (fifo, device, ...) or "misnamed" (e.g. MHA.py)
+
+
+# --- finding the files ----------------------------------------------------------------------
+
+def is_ignored_dir(name):
+    """Folders that never hold a submission: macOS zip junk, caches, hidden folders."""
+    return name in IGNORED_DIRS or name.startswith(".")
+
+
+def find_candidates(root, max_depth=MAX_DEPTH):
+    """Every entry named like a submission file at most `max_depth` folders below `root`.
+
+    The one finder used by staging and by discovery. It never follows a symlink (neither to
+    descend nor to classify), and lists shallower candidates first, then by path.
+    """
+    wanted = {name.lower(): name for name in SUBMISSION_FILES}
+    found, level = [], [("", root)]
+    for depth in range(max_depth + 1):
+        below = []
+        for rel, folder in level:
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue  # unreadable folder: whatever it holds is reported as missing
+            for entry in entries:
+                path = f"{rel}{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    if not is_ignored_dir(entry.name):
+                        below.append((f"{path}/", entry.path))
+                elif entry.name.lower() in wanted:
+                    name = wanted[entry.name.lower()]
+                    found.append(Candidate(name, path, depth, _kind(entry, name)))
+        level = below
+    return found
+
+
+def _kind(entry, name):
+    if entry.name != name:
+        return "misnamed"
+    if entry.is_symlink():
+        return "symlink"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"
+
+
+def _choose(name, candidates):
+    """The shallowest regular file for `name`, and the problems met on the way."""
+    problems = [f"{c.path} is a symlink: ignored" for c in candidates if c.kind == "symlink"]
+    problems += [f"{c.path} is not a regular file: ignored" for c in candidates if c.kind == "other"]
+    files = [c for c in candidates if c.kind == "file"]
+    if not files:
+        misnamed = [c.path for c in candidates if c.kind == "misnamed"]
+        hint = f" (found {misnamed[0]}: the file must be named exactly {name})" if misnamed else ""
+        return None, problems + [f"{name} is missing{hint}"]
+    tied = [c.path for c in files if c.depth == files[0].depth]
+    if len(tied) > 1:  # already sorted by path, so the pick is deterministic
+        problems.append(f"found {len(tied)} copies of {name} ({', '.join(tied)}): graded {tied[0]}")
+    return files[0], problems
+
+
+# --- copying them ---------------------------------------------------------------------------
+
+def stage(source, dest):
+    """Copy the submission files of `source` (a folder or a .zip) into `dest`.
+
+    `dest` is created and must not exist yet. It ends up with mode 0o755 and the files with
+    0o644, so a sandbox user with another uid can read them; nothing else is ever copied.
+    """
+    os.mkdir(dest, 0o700)
+    staged = Staged(dir=dest)
+    with tempfile.TemporaryDirectory(prefix="autograder-stage-") as scratch:
+        root = _open_source(source, scratch, staged.problems)
+        candidates = find_candidates(root) if root else []
+        for name in SUBMISSION_FILES:
+            chosen, problems = _choose(name, [c for c in candidates if c.name == name])
+            staged.problems += problems
+            if chosen and _copy(os.path.join(root, chosen.path), os.path.join(dest, name),
+                                chosen.path, staged.problems):
+                staged.found[name] = chosen.path
+    os.chmod(dest, 0o755)
+    return staged
+
+
+def _open_source(source, scratch, problems):
+    """The folder to search: `source` itself, or the submission zip extracted into `scratch`."""
+    try:
+        info = os.lstat(source)
+    except OSError:
+        problems.append("the submission could not be found")
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        problems.append("the submission is a symlink: ignored")
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return source
+    problems += safe_extract(source, scratch, only=SUBMISSION_FILES)
+    return scratch
+
+
+def _copy(src, dst, shown, problems):
+    """Copy one file byte for byte, or explain in `problems` why not."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        problems.append(f"{shown} could not be read (is it a symlink?): ignored")
+        return False
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            problems.append(f"{shown} is not a regular file: ignored")
+            return False
+        data = f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file claims to be
+    if len(data) > MAX_FILE_BYTES:
+        problems.append(f"{shown} is too large (over {MAX_FILE_BYTES // 1024} KiB): not graded")
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        problems.append(f"{shown} is not UTF-8 text (bad byte at offset {e.start}); "
+                        "save it as UTF-8")
+    _write_new(dst, data, 0o644)
+    return True
+
+
+def _write_new(path, data, mode):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), mode)  # the umask must not take the sandbox user's read bit
+        f.write(data)
+
+
+# --- zips -----------------------------------------------------------------------------------
+
+class ExtractionStopped(Exception):
+    """A cap was reached: what was extracted so far is incomplete."""
+
+
+def safe_extract(zip_path, dest, max_total_bytes=ZIP_MAX_BYTES, max_files=ZIP_MAX_FILES, only=None):
+    """Extract `zip_path` into the existing folder `dest`; return the problems as messages.
+
+    Entries with absolute or `..` paths are refused, symlink entries ignored, and at most
+    `max_files` files and `max_total_bytes` bytes are written (counted as they are
+    decompressed, whatever the zip's header claims). With `only`, just the entries whose
+    file name matches one of those names (ignoring case) are extracted.
+    """
+    problems = []
+    try:
+        _extract(zip_path, dest, max_total_bytes, max_files, only, problems)
+    except ExtractionStopped as e:
+        problems.append(str(e))
+    return problems
+
+
+def extract_all(zip_path, dest, max_total_bytes, max_files):
+    """Like `safe_extract`, but raise `ExtractionStopped` (or `zipfile.BadZipFile`) rather
+    than return a partial tree: for archives that hold a whole batch."""
+    problems = []
+    _extract(zip_path, dest, max_total_bytes, max_files, None, problems, strict=True)
+    return problems
+
+
+def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=False):
+    name = os.path.basename(zip_path)
+    wanted = {n.lower() for n in only} if only else None
+    try:
+        fd = os.open(zip_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        problems.append(f"{name} could not be opened (is it a symlink?)")
+        return
+    with os.fdopen(fd, "rb") as raw:
+        try:
+            archive = zipfile.ZipFile(raw)
+        except (zipfile.BadZipFile, OSError, ValueError):
+            if strict:
+                raise zipfile.BadZipFile(f"not a zip file: {zip_path}")
+            problems.append(f"{name} is not a valid zip file")
+            return
+        with archive:
+            budget = _Budget(max_total_bytes, max_files)
+            for info in archive.infolist():
+                parts = _safe_parts(info.filename)
+                if wanted is not None and (not parts or parts[-1].lower() not in wanted):
+                    continue
+                problem = _refusal(info, parts)
+                if problem:
+                    problems.append(problem)
+                elif not info.is_dir():
+                    _extract_member(archive, info, os.path.join(dest, *parts), budget, problems)
+
+
+def _safe_parts(filename):
+    """The path components of a zip entry (Windows backslashes count as separators)."""
+    return [p for p in filename.replace("\\", "/").split("/") if p not in ("", ".")]
+
+
+def _refusal(info, parts):
+    shown = info.filename
+    normalized = info.filename.replace("\\", "/")
+    if normalized.startswith("/") or re.match(r"[A-Za-z]:", normalized):  # /x or C:\x
+        return f"zip entry {shown} has an absolute path: refused"
+    if ".." in parts:
+        return f"zip entry {shown} points outside the submission: refused"
+    if stat.S_ISLNK(info.external_attr >> 16):
+        return f"zip entry {shown} is a symlink: ignored"
+    if not parts:
+        return f"zip entry {shown!r} has no name: ignored"
+    return None
+
+
+class _Budget:
+    def __init__(self, max_bytes, max_files):
+        self.bytes_left, self.files_left = max_bytes, max_files
+        self.max_bytes, self.max_files = max_bytes, max_files
+
+
+def _extract_member(archive, info, target, budget, problems):
+    if budget.files_left == 0:
+        raise ExtractionStopped(f"the zip holds more than {budget.max_files} files: "
+                                "the rest were not extracted")
+    budget.files_left -= 1
+    try:
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except (OSError, ValueError):  # a duplicate entry, a file where a folder should be, ...
+        problems.append(f"zip entry {info.filename} could not be extracted: ignored")
+        return
+    try:
+        with os.fdopen(fd, "wb") as out, archive.open(info) as member:
+            while chunk := member.read(min(_CHUNK, budget.bytes_left + 1)):
+                if len(chunk) > budget.bytes_left:
+                    raise ExtractionStopped(f"the zip expands to more than "
+                                            f"{budget.max_bytes // 2**20} MiB: extraction stopped")
+                budget.bytes_left -= len(chunk)
+                out.write(chunk)
+    except ExtractionStopped:
+        os.unlink(target)  # a truncated file must never pass for the real one
+        raise
+    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as e:
+        os.unlink(target)
+        reason = "encrypted" if "encrypted" in str(e) else "damaged or unsupported"
+        problems.append(f"zip entry {info.filename} is {reason}: ignored")
+

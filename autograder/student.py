@@ -1,0 +1,205 @@
+"""The hidden tests' handle on one submission (trusted side).
+
+``student.call("attention.causal_mask", 4)`` sends a probe to a sandboxed child and returns
+the decoded result. Anything that goes wrong on the student's side raises ``StudentError``
+(an ``AssertionError``, so pytest counts the test as failed, not as a grader error) with a
+message written for the student. Children are started lazily, one per mode:
+
+* ``student``: the student's attention.py and mha.py;
+* ``oracle``: the student's mha.py on top of attention from torch built-ins, so a bug in
+  attention.py does not also cost the MHA points.
+
+A child that crashes or hangs is replaced for the next call. A function that timed out is
+not called again, and after a few timeouts the submission's time budget is spent, so a
+submission that hangs costs a few call limits, not one per test.
+"""
+import os
+import time
+
+from autograder.sandbox import ChildDied
+
+MAX_TIMEOUTS = 3
+
+
+class StudentError(AssertionError):
+    """The student's code failed a probe; the message is meant for the student."""
+
+
+class RuleViolation(StudentError):
+    """The student's code called a forbidden built-in."""
+
+
+class Reply:
+    """A successful probe: the result and what came with it."""
+
+    def __init__(self, value, forbidden):
+        self.result = unwrap(value.get("result"))
+        self.grads = value.get("grads")
+        self.attrs = value.get("attrs")
+        self.inputs_modified = value.get("inputs_modified", [])
+        self.forbidden = forbidden
+
+
+class Student:
+    def __init__(self, zygote, staged, limits, slot=0, budget_seconds=120.0):
+        self.zygote, self.staged, self.limits, self.slot = zygote, staged, limits, slot
+        self.deadline = time.monotonic() + budget_seconds
+        self.children = {}
+        self.scratch_count = 0
+        self.timed_out = {}  # target -> reason
+        self.import_failures = {}  # (mode, module) -> message
+        self.timeouts = 0
+        self.output = []
+        self.events = []  # crashes and timeouts, for the report
+
+    # --- what tests call -----------------------------------------------------------------
+
+    def call(self, target, *args, mode="student", allow_forbidden=False, **request):
+        """Run ``target`` (``"module.attr"``) on ``args`` in the sandbox and return a ``Reply``.
+
+        Extra keywords go into the probe request: ``init``, ``state``, ``method``, ``grad``,
+        ``attrs``, ``kwargs``. Raises ``StudentError`` when the student's code fails.
+        """
+        reply = self.try_call(target, *args, mode=mode, **request)
+        if isinstance(reply, Failure):
+            raise StudentError(reply.message)
+        if reply.forbidden and not allow_forbidden:
+            raise RuleViolation(forbidden_message(reply.forbidden, target))
+        return reply
+
+    def try_call(self, target, *args, mode="student", **request):
+        """Like ``call`` but returns a ``Failure`` instead of raising (to inspect expected errors)."""
+        module = target.split(".")[0]
+        blocked = self._blocked(target, mode, module)
+        if blocked:
+            return Failure(blocked, error=None)
+        request = dict(request, target=target)
+        if args or "kwargs" in request:
+            request["args"] = list(args)
+        try:
+            child = self._child(mode)
+            if (mode, module) not in self.children[mode]["imported"]:
+                imported = child.call({"import": module})
+                self.children[mode]["imported"].add((mode, module))
+                if not imported["ok"]:
+                    self.import_failures[(mode, module)] = describe_error(imported["error"])
+                    return Failure(self.import_failures[(mode, module)], imported["error"])
+            message = child.call(request)
+        except ChildDied as died:
+            return Failure(self._died(mode, target, died), error=None)
+        if not message.get("ok"):
+            return Failure(describe_error(message["error"]), message["error"], message.get("forbidden", []))
+        return Reply(message["value"], message.get("forbidden", []))
+
+    def close(self):
+        for entry in self.children.values():
+            self._retire(entry["child"])
+        self.children.clear()
+
+    # --- child lifecycle -----------------------------------------------------------------
+
+    def _blocked(self, target, mode, module):
+        if (mode, module) in self.import_failures:
+            return self.import_failures[(mode, module)]
+        if target in self.timed_out:
+            return f"not run: {target.split('.', 1)[1]} {self.timed_out[target]} earlier, so it is not called again"
+        if self.timeouts >= MAX_TIMEOUTS or time.monotonic() > self.deadline:
+            return "not run: the submission used up its time budget (its code hung or was too slow in earlier tests)"
+        return None
+
+    def _child(self, mode):
+        entry = self.children.get(mode)
+        if entry is None or entry["child"].dead:
+            if entry is not None:
+                self._retire(entry["child"])
+            scratch = self._fresh_scratch()
+            child = self.zygote.spawn(scratch, mode, self.limits, slot=self.slot)
+            entry = self.children[mode] = {"child": child, "imported": set()}
+        return entry["child"]
+
+    def _fresh_scratch(self):
+        """Each child gets its own copy of the two files, so nothing one child writes reaches the next."""
+        self.scratch_count += 1
+        scratch = f"{self.staged.dir}.run{self.scratch_count}"
+        os.makedirs(scratch, mode=0o755)
+        if os.getuid() == 0:  # the child may run as another uid and must own its folder
+            uid = self.zygote.sandbox_uid + self.slot
+            os.chown(scratch, uid, uid)
+        for name in os.listdir(self.staged.dir):
+            with open(os.path.join(self.staged.dir, name), "rb") as src, open(os.path.join(scratch, name), "wb") as dst:
+                dst.write(src.read())
+        return scratch
+
+    def _died(self, mode, target, died):
+        entry = self.children.get(mode)
+        func = target.split(".", 1)[1]
+        if died.timed_out:
+            self.timeouts += 1
+            self.timed_out[target] = f"timed out (limit {self.limits.call_seconds:g} s)"
+            reason = f"{func} did not finish within {self.limits.call_seconds:g} s (an infinite loop?)"
+        elif died.reason.startswith("grader error"):
+            raise RuntimeError(died.reason)  # not the student's fault: the test becomes a grader error
+        else:
+            reason = f"the submission's process {died.reason} while running {func}"
+        self.events.append(reason)
+        if entry is not None:
+            self._retire(entry["child"])
+            del self.children[mode]
+        return reason
+
+    def _retire(self, child):
+        child.close()
+        text = child.output_text()
+        if text:
+            self.output.append(text)
+
+
+class Failure:
+    def __init__(self, message, error, forbidden=()):
+        self.message, self.error, self.forbidden = message, error, list(forbidden)
+
+    def raised(self, class_name):
+        """Did the student's code raise ``class_name`` or a subclass of it?"""
+        return bool(self.error) and class_name in self.error.get("mro", [])
+
+
+def unwrap(value):
+    """Undo the probe's tagging of sequences and non-tensor objects."""
+    if isinstance(value, dict) and "__sequence__" in value:
+        items = [unwrap(v) for v in value["items"]]
+        return tuple(items) if value["__sequence__"] == "tuple" else items
+    if isinstance(value, dict) and "__tensor_of__" in value:
+        return NotATensor(f"a {value['__tensor_of__']} (a Tensor subclass)")
+    if isinstance(value, dict) and "__object__" in value:
+        return NotATensor(f"an object of type {value['__object__']}")
+    return value
+
+
+class NotATensor:
+    """Stands in for a returned value that is not a plain tensor, so comparisons can name it."""
+
+    def __init__(self, description):
+        self.description = description
+
+    def __repr__(self):
+        return self.description
+
+
+def describe_error(error):
+    """One paragraph: what the student's code raised, and where."""
+    kind, message = error.get("type", "Exception"), error.get("message", "")
+    phase = error.get("phase", "")
+    if kind == "NotImplementedError":
+        text = f"not implemented yet (NotImplementedError) while {phase}"
+    else:
+        text = f"{kind}: {message}".rstrip(": ") + f" (while {phase})"
+    where = error.get("where")
+    if where:
+        text += f"\n  at {where['file']} line {where['line']}, in {where['function']}: {where['code']}"
+    return text
+
+
+def forbidden_message(names, target):
+    listed = ", ".join(names)
+    return (f"{target.split('.', 1)[1]} called {listed}, which the from-scratch rule forbids: "
+            f"this test gets no points. Build it from matmul/softmax/masked_fill instead.")

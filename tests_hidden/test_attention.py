@@ -1,0 +1,92 @@
+"""Part 2: scaled dot-product attention values, shapes and masks."""
+import pytest
+import torch
+
+from attention_checks import check_sdpa
+from autograder.compare import fail
+from cases import AttentionCase
+
+pytestmark = pytest.mark.part("attention")
+
+
+@pytest.mark.points(3)
+@pytest.mark.visibility("visible")
+def test_attention_3d_without_mask(student, reference):
+    """Attention: batched 3-D inputs, no mask"""
+    check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, seed=1))
+
+
+@pytest.mark.points(2)
+def test_attention_2d_inputs(student, reference):
+    """Attention: 2-D inputs with no batch dim"""
+    check_sdpa(student, reference, AttentionCase((), 4, 4, 6, 6, seed=2))
+
+
+@pytest.mark.points(2)
+def test_attention_4d_inputs(student, reference):
+    """Attention: 4-D inputs (batch, heads, T, d_k)"""
+    check_sdpa(student, reference, AttentionCase((2, 3), 5, 5, 4, 4, seed=3))
+
+
+@pytest.mark.points(2)
+def test_attention_more_keys_than_queries(student, reference):
+    """Attention: T_q != T_k (3 queries, 7 keys)"""
+    check_sdpa(student, reference, AttentionCase((2,), 3, 7, 8, 8, seed=4))
+
+
+@pytest.mark.points(2)
+def test_attention_value_width_differs(student, reference):
+    """Attention: d_v != d_k (output takes the value's width)"""
+    check_sdpa(student, reference, AttentionCase((2,), 5, 6, 8, 3, seed=5))
+
+
+@pytest.mark.points(2)
+def test_attention_batch_of_one_and_single_position(student, reference):
+    """Attention: batch size 1, and a sequence of length 1"""
+    check_sdpa(student, reference, AttentionCase((1,), 4, 4, 8, 8, seed=6))
+    check_sdpa(student, reference, AttentionCase((2,), 1, 1, 8, 8, seed=7))
+
+
+@pytest.mark.points(3)
+@pytest.mark.visibility("visible")
+def test_attention_causal_mask(student, reference):
+    """Attention: (T, T) causal bool mask broadcast over the batch"""
+    check_sdpa(student, reference, AttentionCase((2,), 6, 6, 8, 8, mask="causal", seed=8))
+    check_sdpa(student, reference, AttentionCase((2, 2), 5, 5, 4, 4, mask="causal", seed=9))
+
+
+@pytest.mark.points(3)
+def test_attention_padding_mask(student, reference):
+    """Attention: (B, 1, 1, T_k) padding mask on 4-D inputs"""
+    check_sdpa(student, reference, AttentionCase((3, 2), 5, 5, 4, 4, mask="padding", seed=10))
+
+
+@pytest.mark.points(2)
+def test_attention_int_mask(student, reference):
+    """Attention: an integer mask (1 = may attend, 0 = blocked)"""
+    check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="random", mask_dtype=torch.int64, seed=11))
+
+
+@pytest.mark.points(2)
+def test_attention_float_mask(student, reference):
+    """Attention: a float mask (1.0 = may attend, 0.0 = blocked)"""
+    check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="random", mask_dtype=torch.float32, seed=12))
+
+
+@pytest.mark.points(2)
+def test_attention_blocked_positions_get_exactly_zero(student, reference):
+    """Attention: blocked positions get exactly 0 weight"""
+    case = AttentionCase((2,), 6, 6, 8, 8, mask="random", seed=13)
+    q, k, v, mask = case.inputs()
+    weights = check_sdpa(student, reference, case).result[1]
+    leaked = weights[~mask.expand_as(weights)]
+    if (leaked != 0).any():
+        fail(case.describe(), f"blocked positions have nonzero weight (largest {leaked.abs().max().item():.3g})",
+             "fill blocked scores with -inf before the softmax; filling with 0 still leaks weight")
+
+
+@pytest.mark.points(1)
+def test_attention_module_matches_the_function(student, reference):
+    """Attention: ScaledDotProductAttention().forward has the same contract"""
+    case = AttentionCase((2,), 5, 5, 8, 8, mask="causal", seed=14)
+    check_sdpa(student, reference, case, target="attention.ScaledDotProductAttention", init={})

@@ -1,0 +1,70 @@
+"""Part 1: the causal and padding masks."""
+import pytest
+import torch
+
+from autograder.compare import expect_equal, expect_tensor
+from cases import tokens_with_padding
+
+pytestmark = pytest.mark.part("masks")
+
+CAUSAL_HINT = "query i may attend keys j <= i: True on and below the diagonal (torch.tril), False above it"
+PADDING_HINT = "True where the key is a real token (tokens != pad_id), shaped (B, 1, 1, T) with [:, None, None, :]"
+
+
+@pytest.mark.points(3)
+@pytest.mark.visibility("visible")
+def test_causal_mask_values(student):
+    """Causal mask: True on and below the diagonal, for T = 1, 4 and 7"""
+    for seq_len in (1, 4, 7):
+        got = student.call("attention.causal_mask", seq_len).result
+        expected = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
+        expect_equal(got, expected, f"causal_mask({seq_len})", "mask", CAUSAL_HINT)
+
+
+@pytest.mark.points(2)
+def test_causal_mask_is_a_square_bool_tensor(student):
+    """Causal mask: a (T, T) torch.bool tensor"""
+    got = student.call("attention.causal_mask", 6).result
+    expect_tensor(got, torch.zeros(6, 6, dtype=torch.bool), "causal_mask(6)", "mask")
+
+
+@pytest.mark.points(1)
+def test_causal_mask_accepts_a_device(student):
+    """Causal mask: accepts device="cpu" """
+    got = student.call("attention.causal_mask", 3, kwargs={"device": "cpu"}).result
+    expect_equal(got, torch.ones(3, 3, dtype=torch.bool).tril(), 'causal_mask(3, device="cpu")', "mask")
+
+
+def _padding_cases():
+    yield "pad_id=0, padding at the end", tokens_with_padding([6, 4, 1], 6, 0, seed=10), 0
+    yield "pad_id=5, padding at the end", tokens_with_padding([3, 6], 6, 5, seed=11), 5
+    middle = tokens_with_padding([7, 7], 7, 0, seed=12)
+    middle[0, 2], middle[1, 5] = 0, 0
+    yield "pad_id=0, padding in the middle", middle, 0
+
+
+@pytest.mark.points(3)
+@pytest.mark.visibility("visible")
+def test_padding_mask_values(student):
+    """Padding mask: False exactly at the padding tokens"""
+    for label, tokens, pad_id in _padding_cases():
+        got = student.call("attention.padding_mask", tokens, pad_id).result
+        expected = (tokens != pad_id)[:, None, None, :]
+        expect_equal(got, expected, f"padding_mask(tokens {tuple(tokens.shape)}, {label})", "mask", PADDING_HINT)
+
+
+@pytest.mark.points(2)
+def test_padding_mask_shape_and_dtype(student):
+    """Padding mask: a (B, 1, 1, T) torch.bool tensor"""
+    tokens = tokens_with_padding([5, 3, 2, 5], 5, 0, seed=13)
+    got = student.call("attention.padding_mask", tokens, 0).result
+    expect_tensor(got, torch.zeros(4, 1, 1, 5, dtype=torch.bool), "padding_mask(tokens (4, 5), pad_id=0)", "mask")
+
+
+@pytest.mark.points(1)
+def test_padding_mask_batch_of_one(student):
+    """Padding mask: works for a batch of one"""
+    tokens = tokens_with_padding([2], 4, 0, seed=14)
+    got = student.call("attention.padding_mask", tokens, 0).result
+    expect_equal(got, (tokens != 0)[:, None, None, :], "padding_mask(tokens (1, 4), pad_id=0)", "mask",
+                 "keep every dim even when B = 1: do not squeeze")

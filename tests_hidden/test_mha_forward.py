@@ -1,0 +1,109 @@
+"""Part 6: the MultiHeadAttention forward pass, with the reference's weights loaded in."""
+import pytest
+import torch
+
+from autograder.compare import expect_close, expect_pair, fail
+from autograder.student import StudentError
+from cases import MHACase, randn
+
+pytestmark = pytest.mark.part("mha_forward")
+
+MHA = "mha.MultiHeadAttention"
+HINT = ("project with w_q/w_k/w_v, split_heads, attend per head, merge_heads, then project with w_o; "
+        "weights are per head: (B, n_heads, T_q, T_k), not averaged")
+ORACLE_NOTE = ("MultiHeadAttention is right when given a correct attention: it passed with attention built from "
+               "torch in place of your attention.py, so only the attention tests count that bug.")
+
+
+def check_mha(student, reference, case, request):
+    """Compare output and weights; if they differ, grade mha.py again on top of a known-good attention."""
+    module, state = case.state(reference[1])
+    query, key, value, mask = case.inputs()
+    expected_out, expected_weights = module(query, key, value, mask)
+    init = {"args": [case.d_model, case.n_heads], "kwargs": {"bias": case.bias}}
+
+    def compare(mode):
+        reply = student.call(MHA, query, key, value, mask, init=init, state=state, mode=mode)
+        out, weights = expect_pair(reply.result, case.describe())
+        expect_close(weights, expected_weights.detach(), case.describe(), "weights", HINT)
+        expect_close(out, expected_out.detach(), case.describe(), "output", HINT)
+
+    try:
+        compare("student")
+    except StudentError as own_failure:
+        try:
+            compare("oracle")
+        except StudentError:
+            raise own_failure from None
+        request.node.user_properties.append(("note", ORACLE_NOTE))
+
+
+@pytest.mark.points(4)
+@pytest.mark.visibility("visible")
+def test_self_attention_without_mask(student, reference, request):
+    """MHA forward: self-attention, no mask"""
+    check_mha(student, reference, MHACase(), request)
+
+
+@pytest.mark.points(4)
+def test_self_attention_with_causal_mask(student, reference, request):
+    """MHA forward: self-attention with a (T, T) causal mask"""
+    check_mha(student, reference, MHACase(t_q=6, t_k=6, mask="causal", seed=101), request)
+
+
+@pytest.mark.points(4)
+def test_cross_attention_with_padding_mask(student, reference, request):
+    """MHA forward: cross-attention (T_q != T_k, key != value) with a padding mask"""
+    check_mha(student, reference, MHACase(batch=3, t_q=4, t_k=7, cross=True, mask="padding", seed=102), request)
+
+
+@pytest.mark.points(2)
+def test_without_bias(student, reference, request):
+    """MHA forward: bias=False"""
+    check_mha(student, reference, MHACase(bias=False, cross=True, t_k=6, seed=103), request)
+
+
+@pytest.mark.points(2)
+def test_one_head(student, reference, request):
+    """MHA forward: one head (d_k = d_model)"""
+    check_mha(student, reference, MHACase(d_model=8, n_heads=1, mask="causal", seed=104), request)
+
+
+@pytest.mark.points(2)
+def test_heads_of_width_one(student, reference, request):
+    """MHA forward: d_k = 1 (as many heads as features)"""
+    check_mha(student, reference, MHACase(d_model=4, n_heads=4, seed=105), request)
+
+
+@pytest.mark.points(2)
+def test_float64(student, reference, request):
+    """MHA forward: float64 weights and inputs stay float64"""
+    check_mha(student, reference, MHACase(dtype=torch.float64, mask="causal", seed=106), request)
+
+
+@pytest.mark.points(3)
+def test_gradients_reach_parameters_and_inputs(student, reference):
+    """MHA forward: gradients w.r.t. every parameter and the inputs match"""
+    case = MHACase(cross=True, t_q=4, t_k=6, mask="padding", dtype=torch.float64, seed=107)
+    module, state = case.state(reference[1])
+    query, key, value, mask = case.inputs()
+    grad_out = randn(case.batch, case.t_q, case.d_model, seed=150, dtype=case.dtype)
+    grad_weights = randn(case.batch, case.n_heads, case.t_q, case.t_k, seed=151, dtype=case.dtype)
+    leaves = [t.clone().requires_grad_(True) for t in (query, key, value)]
+    params = dict(module.named_parameters())
+    out, weights = module(*leaves, mask)
+    expected = torch.autograd.grad([out, weights], leaves + list(params.values()), [grad_out, grad_weights])
+    reply = student.call(MHA, query, key, value, mask, state=state,
+                         init={"args": [case.d_model, case.n_heads]},
+                         grad={"inputs": [0, 1, 2], "params": True, "grad_outputs": [grad_out, grad_weights]})
+    expect_pair(reply.result, case.describe())
+    grads = reply.grads or {}
+    if not grads.get("connected"):
+        fail(case.describe(), "no gradient flows back from output and weights",
+             "do not detach or use torch.no_grad() in forward")
+    got = dict(zip(("query", "key", "value"), grads["inputs"]))
+    got.update(grads["params"])
+    for name, want in zip(["query", "key", "value", *params], expected):
+        if got.get(name) is None:
+            fail(case.describe(), f"{name} gets no gradient", "every projection must be used in forward")
+        expect_close(got[name], want, case.describe(), f"gradient w.r.t. {name}", HINT, grad=True)

@@ -1,0 +1,54 @@
+"""Part 7: the from-scratch rule (no built-in attention), read from the source and watched at run time."""
+import os
+
+import pytest
+
+from autograder.compare import fail
+from autograder.rules import forbidden_calls
+from cases import AttentionCase, MHACase
+
+pytestmark = pytest.mark.part("rules")
+
+
+def _check_source(staged, name):
+    path = os.path.join(staged.dir, name)
+    if not os.path.exists(path):
+        fail(name, "the file is missing, so the rule cannot be checked")
+    try:
+        violations = forbidden_calls(path)
+    except SyntaxError as err:
+        fail(name, f"the file does not parse (line {err.lineno}: {err.msg})")
+    if violations:
+        listed = "; ".join(f"line {v.line}: {v.message}" for v in violations)
+        fail(name, f"uses a built-in the lab forbids: {listed}",
+             "build attention from matmul/softmax/masked_fill; the parts that call it lose their points too")
+
+
+@pytest.mark.points(2)
+@pytest.mark.visibility("visible")
+def test_attention_py_is_written_from_scratch(staged):
+    """Rules: attention.py does not use torch's built-in attention"""
+    _check_source(staged, "attention.py")
+
+
+@pytest.mark.points(2)
+@pytest.mark.visibility("visible")
+def test_mha_py_is_written_from_scratch(staged):
+    """Rules: mha.py does not use torch's built-in attention or nn.MultiheadAttention"""
+    _check_source(staged, "mha.py")
+
+
+@pytest.mark.points(1)
+@pytest.mark.visibility("visible")
+def test_no_builtin_attention_at_run_time(student, reference):
+    """Rules: no built-in attention is called while your code runs"""
+    q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, mask="causal", seed=60).inputs()
+    used = set(student.call("attention.scaled_dot_product_attention", q, k, v, mask, allow_forbidden=True).forbidden)
+    case = MHACase(seed=61)
+    _, state = case.state(reference[1])
+    query, key, value, mha_mask = case.inputs()
+    used |= set(student.call("mha.MultiHeadAttention", query, key, value, mha_mask, init={"args": [16, 4]},
+                             state=state, allow_forbidden=True).forbidden)
+    if used:
+        fail("running scaled_dot_product_attention and MultiHeadAttention", f"called {', '.join(sorted(used))}",
+             "the lab asks you to build attention yourself")
