@@ -18,7 +18,7 @@ SUBMISSION_FILES = ("attention.py", "mha.py")
 MAX_DEPTH = 2                        # students zip a folder, sometimes a folder in a folder
 MAX_FILE_BYTES = 256 * 1024          # per submission file
 ZIP_MAX_BYTES = 16 * 1024 * 1024     # all extracted bytes of one submission zip
-ZIP_MAX_FILES = 1000                 # extracted files of one submission zip
+ZIP_MAX_FILES = 1000                 # extracted entries (files and folders) of one submission zip
 IGNORED_DIRS = ("__MACOSX", "__pycache__")
 _CHUNK = 64 * 1024
 
@@ -147,7 +147,7 @@ def _copy(src, dst, shown, problems):
             return False
         data = f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file claims to be
     if len(data) > MAX_FILE_BYTES:
-        problems.append(f"{shown} is too large (over {MAX_FILE_BYTES // 1024} KiB): not graded")
+        problems.append(f"{shown} is too large (over {human_size(MAX_FILE_BYTES)}): not graded")
         return False
     try:
         data.decode("utf-8")
@@ -156,6 +156,15 @@ def _copy(src, dst, shown, problems):
                         "save it as UTF-8")
     _write_new(dst, data, 0o644)
     return True
+
+
+def human_size(n):
+    """256 * 1024 -> '256 KiB'; 1536 -> '1.5 KiB'."""
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            break
+        n /= 1024
+    return f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
 
 
 def _write_new(path, data, mode):
@@ -175,9 +184,10 @@ def safe_extract(zip_path, dest, max_total_bytes=ZIP_MAX_BYTES, max_files=ZIP_MA
     """Extract `zip_path` into the existing folder `dest`; return the problems as messages.
 
     Entries with absolute or `..` paths are refused, symlink entries ignored, and at most
-    `max_files` files and `max_total_bytes` bytes are written (counted as they are
-    decompressed, whatever the zip's header claims). With `only`, just the entries whose
-    file name matches one of those names (ignoring case) are extracted.
+    `max_files` entries and `max_total_bytes` bytes are written (bytes counted as they are
+    decompressed, whatever the zip's header claims); a file cut short is removed. With
+    `only`, just the entries whose file name matches one of those names (ignoring case)
+    are extracted.
     """
     problems = []
     try:
@@ -220,7 +230,9 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
                 problem = _refusal(info, parts)
                 if problem:
                     problems.append(problem)
-                elif not info.is_dir():
+                elif info.is_dir():  # kept: an empty folder in a batch is a submission too
+                    _extract_folder(info, os.path.join(dest, *parts), budget, problems)
+                else:
                     _extract_member(archive, info, os.path.join(dest, *parts), budget, problems)
 
 
@@ -244,16 +256,29 @@ def _refusal(info, parts):
 
 
 class _Budget:
+    """What is left of the caps of one extraction."""
+
     def __init__(self, max_bytes, max_files):
-        self.bytes_left, self.files_left = max_bytes, max_files
+        self.bytes_left, self.entries_left = max_bytes, max_files
         self.max_bytes, self.max_files = max_bytes, max_files
+
+    def take_entry(self):
+        if self.entries_left == 0:
+            raise ExtractionStopped(f"the zip holds more than {self.max_files} entries: "
+                                    "the rest were not extracted")
+        self.entries_left -= 1
+
+
+def _extract_folder(info, target, budget, problems):
+    budget.take_entry()
+    try:
+        os.makedirs(target, mode=0o700, exist_ok=True)
+    except (OSError, ValueError):
+        problems.append(f"zip entry {info.filename} could not be extracted: ignored")
 
 
 def _extract_member(archive, info, target, budget, problems):
-    if budget.files_left == 0:
-        raise ExtractionStopped(f"the zip holds more than {budget.max_files} files: "
-                                "the rest were not extracted")
-    budget.files_left -= 1
+    budget.take_entry()
     try:
         os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -265,7 +290,7 @@ def _extract_member(archive, info, target, budget, problems):
             while chunk := member.read(min(_CHUNK, budget.bytes_left + 1)):
                 if len(chunk) > budget.bytes_left:
                     raise ExtractionStopped(f"the zip expands to more than "
-                                            f"{budget.max_bytes // 2**20} MiB: extraction stopped")
+                                            f"{human_size(budget.max_bytes)}: extraction stopped")
                 budget.bytes_left -= len(chunk)
                 out.write(chunk)
     except ExtractionStopped:

@@ -10,6 +10,13 @@ from cases import AttentionCase, MHACase
 pytestmark = pytest.mark.part("rules")
 
 
+def _require_written(student, name, target, *args, **request):
+    """The rule's points are for code that exists: untouched stubs trivially follow it."""
+    outcome = student.try_call(target, *args, **request)
+    if hasattr(outcome, "raised") and (outcome.raised("NotImplementedError") or "importing" in outcome.message):
+        fail(name, f"not checked yet: {outcome.message.splitlines()[0]}", "the rule applies to the code you write")
+
+
 def _check_source(staged, name):
     path = os.path.join(staged.dir, name)
     if not os.path.exists(path):
@@ -26,15 +33,20 @@ def _check_source(staged, name):
 
 @pytest.mark.points(2)
 @pytest.mark.visibility("visible")
-def test_attention_py_is_written_from_scratch(staged):
+def test_attention_py_is_written_from_scratch(student, staged):
     """Rules: attention.py does not use torch's built-in attention"""
+    q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, seed=62).inputs()
+    _require_written(student, "attention.py", "attention.scaled_dot_product_attention", q, k, v, mask)
     _check_source(staged, "attention.py")
 
 
 @pytest.mark.points(2)
 @pytest.mark.visibility("visible")
-def test_mha_py_is_written_from_scratch(staged):
+def test_mha_py_is_written_from_scratch(student, staged):
     """Rules: mha.py does not use torch's built-in attention or nn.MultiheadAttention"""
+    query, key, value, mask = MHACase(seed=63).inputs()
+    _require_written(student, "mha.py", "mha.MultiHeadAttention", query, key, value, mask, init={"args": [16, 4]},
+                     mode="oracle")
     _check_source(staged, "mha.py")
 
 
@@ -43,7 +55,7 @@ def test_mha_py_is_written_from_scratch(staged):
 def test_no_builtin_attention_at_run_time(student, reference):
     """Rules: no built-in attention is called while your code runs"""
     q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, mask="causal", seed=60).inputs()
-    used = set(student.call("attention.scaled_dot_product_attention", q, k, v, mask, allow_forbidden=True).forbidden)
+    used = set(student.call("attention.scaled_dot_product_attention", q, k, v, mask).forbidden)
     case = MHACase(seed=61)
     _, state = case.state(reference[1])
     query, key, value, mha_mask = case.inputs()

@@ -1,0 +1,46 @@
+"""Shared fixtures of the kit's own tests."""
+import importlib
+import sys
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+Lab = namedtuple("Lab", ["attention", "mha"])
+
+
+def import_lab(folder):
+    """Import attention.py and mha.py from `folder` as a fresh pair.
+
+    mha.py does ``from attention import ...``, so `folder` goes first on sys.path while
+    importing. Afterwards sys.path and sys.modules are restored, so a second folder (the
+    stubs, a submission) can be imported under the same names without a clash.
+    """
+    names = ("attention", "mha")
+    saved_path = list(sys.path)
+    saved_modules = {name: sys.modules.pop(name, None) for name in names}
+    sys.path.insert(0, str(folder))
+    try:
+        return Lab(*(importlib.import_module(name) for name in names))
+    finally:
+        sys.path[:] = saved_path
+        for name, module in saved_modules.items():
+            sys.modules.pop(name, None)
+            if module is not None:
+                sys.modules[name] = module
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The reference solution: ``reference.attention`` and ``reference.mha`` from solution/."""
+    return import_lab(ROOT / "solution")
+
+
+def run_grader(*args, timeout=600):
+    """Run ``python -m autograder`` from the kit root, as an instructor would; returns the CompletedProcess."""
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)

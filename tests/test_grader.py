@@ -1,0 +1,130 @@
+"""The grader end to end on the bundled samples: scores, report formats, determinism, resuming, CLI errors."""
+import csv
+import json
+import shutil
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, run_grader
+
+SAMPLES = ROOT / "examples" / "submissions"
+SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "gradescope_results.schema.json").read_text())
+PARTS = {"masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules"}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The samples graded once with two jobs, as `make grade` does."""
+    out = tmp_path_factory.mktemp("reports")
+    run = run_grader("grade", SAMPLES, "--out", out, "--jobs", 2)
+    assert run.returncode == 0, f"grader failed:\n{run.stderr[-3000:]}"
+    return out, run
+
+
+def results(out, submission):
+    return json.loads((out / submission / "results.json").read_text())
+
+
+def failing(report):
+    return "\n".join(f"{t['number']} {t['name']}: {t['output']}" for t in report["tests"] if t["status"] == "failed")
+
+
+def test_reference_scores_full_marks(graded):
+    report = results(graded[0], "reference")
+    assert report["score"] == 100, f"the reference lost points:\n{failing(report)}"
+
+
+def test_untouched_stubs_score_zero_without_grader_errors(graded):
+    report = results(graded[0], "stubs")
+    assert report["score"] == 0
+    assert not report["extra_data"]["grader_error"]
+    assert all("grader error" not in t["output"] for t in report["tests"])
+    assert any("NotImplementedError" in t["output"] for t in report["tests"]), "stub failures should name NotImplementedError"
+
+
+@pytest.mark.parametrize("submission", sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()))
+def test_results_json_follows_the_gradescope_schema(graded, submission):
+    jsonschema.validate(results(graded[0], submission), SCHEMA)
+
+
+def test_suite_is_worth_100_points_in_the_seven_parts(graded):
+    report = results(graded[0], "reference")
+    assert sum(t["max_score"] for t in report["tests"]) == 100
+    assert {t["tags"][0] for t in report["tests"]} == PARTS
+    assert all(len(t["tags"]) == 1 for t in report["tests"])
+
+
+def test_buggy_samples_lose_points_in_the_part_of_their_bug(graded):
+    out = graded[0]
+    by_part = lambda report, part: sum(t["score"] for t in report["tests"] if t["tags"] == [part])  # noqa: E731
+    assert by_part(results(out, "mask_bug"), "attention") < 26
+    assert by_part(results(out, "head_reshape_bug"), "heads") < 10
+
+
+def test_hidden_tests_show_details_after_the_due_date_and_the_overview_says_so(graded):
+    report = results(graded[0], "reference")
+    visibilities = {t["visibility"] for t in report["tests"]}
+    assert visibilities == {"visible", "after_due_date"}
+    assert "hidden tests" in report["output"]
+
+
+def test_feedback_names_what_to_fix(graded):
+    feedback = (graded[0] / "mask_bug" / "feedback.md").read_text()
+    assert "## What to fix" in feedback and "hint:" in feedback
+
+
+def test_gradebook_has_one_row_per_submission_and_a_column_per_part(graded):
+    rows = list(csv.DictReader((graded[0] / "gradebook.csv").open()))
+    assert sorted(r["submission_id"] for r in rows) == sorted(p.name for p in SAMPLES.iterdir() if p.is_dir())
+    assert PARTS <= set(rows[0]), f"part columns missing from {list(rows[0])}"
+    reference_row = next(r for r in rows if r["submission_id"] == "reference")
+    assert float(reference_row["total"]) == 100 and float(reference_row["max"]) == 100
+
+
+def test_summary_ranks_tests_by_pass_rate(graded):
+    summary = (graded[0] / "summary.md").read_text()
+    assert "Pass rate per test" in summary and "Score distribution" in summary
+    rates = [line for line in summary.splitlines() if line.startswith("| ") and "%)" in line]
+    percents = [int(line.rsplit("(", 1)[1].split("%")[0]) for line in rates]
+    assert percents == sorted(percents), "most failed tests come first"
+
+
+def test_grading_again_with_one_job_gives_identical_reports(graded, tmp_path):
+    out, _ = graded
+    again = tmp_path / "again"
+    run = run_grader("grade", SAMPLES, "--out", again, "--jobs", 1)
+    assert run.returncode == 0, run.stderr[-2000:]
+    for folder in sorted(p for p in out.iterdir() if p.is_dir()):
+        first, second = results(out, folder.name), results(again, folder.name)
+        first.pop("execution_time"), second.pop("execution_time")
+        assert first == second, f"{folder.name}: reports differ between runs"
+
+
+def test_a_rerun_keeps_finished_reports_and_grades_the_rest(graded, tmp_path):
+    out = tmp_path / "resume"
+    shutil.copytree(graded[0], out)
+    (out / "stubs" / "results.json").unlink()
+    kept = (out / "reference" / "results.json").stat().st_mtime_ns
+    run = run_grader("grade", SAMPLES, "--out", out, "--jobs", 1)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "already graded" in run.stderr
+    assert (out / "stubs" / "results.json").exists()
+    assert (out / "reference" / "results.json").stat().st_mtime_ns == kept, "a finished report was rewritten"
+
+
+def test_a_missing_path_is_a_one_line_usage_error(tmp_path):
+    run = run_grader("grade", tmp_path / "nope", "--out", tmp_path / "out")
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "nope" in run.stderr, run.stderr
+
+
+def test_an_out_path_that_is_a_file_is_a_one_line_usage_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    run = run_grader("grade", SAMPLES / "reference", "--out", tmp_path / "file")
+    assert run.returncode == 2 and run.stderr.strip().count("\n") == 0, run.stderr
+
+
+def test_zero_jobs_is_refused(tmp_path):
+    run = run_grader("grade", SAMPLES / "reference", "--out", tmp_path, "--jobs", 0)
+    assert run.returncode == 2 and "--jobs" in run.stderr
