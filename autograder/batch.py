@@ -45,7 +45,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
         while queue and free_slots:
             source = queue.pop(0)
             slot = free_slots.pop(0)
-            fd, pid = _fork_grader(engine, source, slot)
+            fd, pid = _fork_grader(engine, source.path, slot)
             running[fd] = (pid, source, slot, [])
         ready, _, _ = select.select(list(running), [], [])
         for fd in ready:
@@ -71,14 +71,25 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     return outcome
 
 
-def _fork_grader(engine, source, slot):
+def grade_forked(engine, source_path, slot=0):
+    """Grade one submission in a forked grader and return its record (Gradescope's single-submission path)."""
+    fd, pid = _fork_grader(engine, source_path, slot)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return _record_from(b"".join(chunks), status)
+
+
+def _fork_grader(engine, source_path, slot):
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         try:
-            record = grade_one(engine, source.path, slot=slot)
+            record = grade_one(engine, source_path, slot=slot)
         except BaseException as err:  # the grader's own failure: report it as such
             record = {"grader_error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-4000:]}
         data = json.dumps(record).encode()

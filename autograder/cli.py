@@ -21,7 +21,8 @@ def main(argv=None):
     layout.add_argument("--batch", dest="layout", action="store_const", const="batch",
                         help="each sub-folder or zip of PATH is one submission")
     grade.add_argument("--force", action="store_true", help="regrade submissions that already have a report")
-    grade.add_argument("--call-timeout", type=float, default=10.0, help="seconds one call of student code may take")
+    grade.add_argument("--call-timeout", type=float, default=None,
+                       help="seconds one call of student code may take (default: grading.yaml)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -58,11 +59,16 @@ def _check_out_dir(out_dir):
 
 
 def _grade(sources, out_dir, args, started):
-    from autograder.batch import Progress, grade_all
-    from autograder.runner import Engine
-    from autograder.sandbox import Limits
+    import dataclasses
 
-    engine = Engine(limits=Limits(call_seconds=args.call_timeout))
+    from autograder.batch import Progress, grade_all
+    from autograder.config import load_config
+    from autograder.runner import Engine
+
+    config = load_config()
+    if args.call_timeout:
+        config = dataclasses.replace(config, call_seconds=args.call_timeout)
+    engine = Engine(config)
     progress = Progress()
     try:
         outcome = grade_all(engine, sources, out_dir, jobs=args.jobs, force=args.force, progress=progress)

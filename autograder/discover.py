@@ -101,10 +101,7 @@ def _read_zip(path, real, layout, scratch):
         raise UsageError(f"not a zip file: {path}") from None
     except ExtractionStopped as e:
         raise UsageError(f"{path}: {e}") from None
-    if layout == "batch":
-        root = _unwrap_zip(folder)
-    else:
-        root = _batch_root(folder)
+    root = _unwrap_zip(folder) if layout == "batch" else _batch_root(folder)
     if root is None:  # one submission: staging reads the zip itself and reports its problems
         shutil.rmtree(folder, ignore_errors=True)
         return [SubmissionSource(zip_id, real)]
@@ -112,7 +109,9 @@ def _read_zip(path, real, layout, scratch):
 
 
 def _read_folder(folder, folder_id, layout):
-    root = {"single": None, "batch": folder, "auto": _batch_root(folder)}[layout]
+    if layout == "single":
+        return [SubmissionSource(folder_id, folder)]
+    root = folder if layout == "batch" else _batch_root(folder)
     if root is None:
         return [SubmissionSource(folder_id, folder)]
     return _members(root, folder, required=layout == "batch")
@@ -200,7 +199,7 @@ def _load_metadata(root):
         return None
     try:
         with open(path, encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_MetadataLoader)  # noqa: S506 (a safe loader)
+            data = yaml.load(f, Loader=_MetadataLoader)  # a SafeLoader: no object is built
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise UsageError(f"cannot read {path}: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):

@@ -29,6 +29,17 @@ _SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126}, "aarch64": {"pivot_ro
 
 LEVELS = ("namespaces", "uid", "rlimits")
 DEFAULT_SANDBOX_UID = 65534  # nobody
+SANDBOX_USER = "sandbox"  # created by the Gradescope setup.sh
+
+
+def sandbox_uid():
+    """The uid student code runs as when the grader is root: the 'sandbox' user if there is one, else nobody."""
+    import pwd
+
+    try:
+        return pwd.getpwnam(SANDBOX_USER).pw_uid
+    except KeyError:
+        return DEFAULT_SANDBOX_UID
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 

@@ -1,6 +1,6 @@
 """pytest plugin for the hidden suite: points, parts and visibility, and one result per test.
 
-Tests declare ``@pytest.mark.points(n)`` and optionally ``@pytest.mark.visibility("visible")``;
+Tests declare ``@pytest.mark.points(n)`` and, for the public-style cases, ``@pytest.mark.public``;
 each module declares its part with ``pytestmark = pytest.mark.part("masks")``. A failed test's
 student-facing text is its ``StudentError`` message only: never a traceback, which would show
 the hidden test's code and expected values. Any other exception is a grader error.
@@ -16,15 +16,13 @@ from autograder.student import StudentError
 
 KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules")
-DEFAULT_HIDDEN_VISIBILITY = "after_due_date"
 
 
 class GradingContext:
     """What the batch grader hands to pytest for one submission, and the results it gets back."""
 
-    def __init__(self, student, staged, hidden_visibility=DEFAULT_HIDDEN_VISIBILITY):
-        self.student, self.staged = student, staged
-        self.hidden_visibility = hidden_visibility
+    def __init__(self, student, staged, config):
+        self.student, self.staged, self.config = student, staged, config
         self.results = []
 
     @pytest.hookimpl(hookwrapper=True)
@@ -32,13 +30,13 @@ class GradingContext:
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            self.results.append(result_of(item, report, call, self.hidden_visibility))
+            self.results.append(result_of(item, report, call, self.config))
 
 
-def result_of(item, report, call, hidden_visibility):
+def result_of(item, report, call, config):
     points = item.get_closest_marker("points")
     part = item.get_closest_marker("part")
-    visibility = item.get_closest_marker("visibility")
+    public = item.get_closest_marker("public") is not None
     error = call.excinfo.value if call.excinfo else None
     grader_error = error is not None and not isinstance(error, StudentError)
     if report.skipped:
@@ -55,7 +53,7 @@ def result_of(item, report, call, hidden_visibility):
         "nodeid": item.nodeid,
         "part": part.args[0] if part else "other",
         "points": float(points.args[0]) if points else 0.0,
-        "visibility": visibility.args[0] if visibility else hidden_visibility,
+        "visibility": config.public_visibility if public else config.hidden_visibility,
         "passed": report.passed,
         "message": message,
         "grader_error": grader_error,
@@ -76,7 +74,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     for line in ("points(n): points the test is worth", "part(name): the part of the lab it grades",
-                 "visibility(v): Gradescope visibility of its output"):
+                 "public: a public-style case, its output shown at once (grading.yaml: visibility.public)"):
         config.addinivalue_line("markers", line)
 
 

@@ -21,12 +21,14 @@ HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
 class Engine:
     """The warm state shared by every submission of a run."""
 
-    def __init__(self, limits=None, level=None, tests_dir=HIDDEN_TESTS):
+    def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS):
         from autograder import probes  # noqa: F401  (imported before the fork: children get it free)
+        from autograder.config import load_config
 
         sandbox.warm_up()
-        self.limits = limits or sandbox.Limits()
-        self.level = level or sandbox.detect_level()
+        self.config = config or load_config()
+        self.limits = sandbox.Limits(call_seconds=self.config.call_seconds, memory_mb=self.config.memory_mb)
+        self.level = level or sandbox.requested_level() or sandbox.detect_level()
         self.tests_dir = tests_dir
         self.zygote = sandbox.Zygote(self.level, hidden=[KIT_ROOT])
         self._preload_tests()
@@ -42,11 +44,11 @@ class Engine:
         self.zygote.stop()
 
 
-def grade_one(engine, source_path, slot=0, hidden_visibility=None):
+def grade_one(engine, source_path, slot=0):
     """Grade the submission at ``source_path`` (folder or zip); returns a JSON-ready record."""
     import pytest
 
-    from autograder.plugin import DEFAULT_HIDDEN_VISIBILITY, GradingContext
+    from autograder.plugin import GradingContext
     from autograder.student import Student
 
     started = time.monotonic()
@@ -54,8 +56,9 @@ def grade_one(engine, source_path, slot=0, hidden_visibility=None):
     os.chmod(scratch, 0o711)  # a sandbox uid may enter its own folder, never list the others
     try:
         staged = stage(source_path, os.path.join(scratch, "files"))
-        student = Student(engine.zygote, staged, engine.limits, slot=slot)
-        context = GradingContext(student, staged, hidden_visibility or DEFAULT_HIDDEN_VISIBILITY)
+        student = Student(engine.zygote, staged, engine.limits, slot=slot,
+                          budget_seconds=engine.config.submission_seconds)
+        context = GradingContext(student, staged, engine.config)
         try:
             with _quiet():
                 pytest.main([engine.tests_dir, "-q", "-p", "no:cacheprovider", "--tb=no",
@@ -83,7 +86,7 @@ def standalone_student(path):
     if not os.path.exists(path):
         raise SystemExit(f"--submission: no such file or folder: {path}")
     sandbox.warm_up()
-    level = sandbox.detect_level()
+    level = sandbox.requested_level() or sandbox.detect_level()
     zygote = sandbox.Zygote(level, hidden=[KIT_ROOT])
     scratch = tempfile.mkdtemp(prefix="ag-sub-")
     os.chmod(scratch, 0o711)

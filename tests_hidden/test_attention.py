@@ -10,7 +10,7 @@ pytestmark = pytest.mark.part("attention")
 
 
 @pytest.mark.points(3)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_attention_3d_without_mask(student, reference):
     """Attention: batched 3-D inputs, no mask"""
     check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, seed=1))
@@ -48,7 +48,7 @@ def test_attention_batch_of_one_and_single_position(student, reference):
 
 
 @pytest.mark.points(3)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_attention_causal_mask(student, reference):
     """Attention: (T, T) causal bool mask broadcast over the batch"""
     check_sdpa(student, reference, AttentionCase((2,), 6, 6, 8, 8, mask="causal", seed=8))

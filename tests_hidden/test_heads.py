@@ -19,7 +19,7 @@ def _split(x):
 
 
 @pytest.mark.points(2)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_split_heads_shape(student):
     """split_heads: (B, T, d_model) -> (B, n_heads, T, d_k)"""
     x = randn(2, 5, 12, seed=40)

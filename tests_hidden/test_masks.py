@@ -12,7 +12,7 @@ PADDING_HINT = "True where the key is a real token (tokens != pad_id), shaped (B
 
 
 @pytest.mark.points(3)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_causal_mask_values(student):
     """Causal mask: True on and below the diagonal, for T = 1, 4 and 7"""
     for seq_len in (1, 4, 7):
@@ -44,7 +44,7 @@ def _padding_cases():
 
 
 @pytest.mark.points(3)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_padding_mask_values(student):
     """Padding mask: False exactly at the padding tokens"""
     for label, tokens, pad_id in _padding_cases():

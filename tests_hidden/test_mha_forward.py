@@ -45,7 +45,7 @@ def check_mha(student, reference, case, request):
 
 
 @pytest.mark.points(4)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_self_attention_without_mask(student, reference, request):
     """MHA forward: self-attention, no mask"""
     check_mha(student, reference, MHACase(), request)

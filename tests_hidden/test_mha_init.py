@@ -13,7 +13,7 @@ def _attrs(student, d_model, n_heads, **kwargs):
 
 
 @pytest.mark.points(2)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_sizes_are_stored(student):
     """Construction: d_model, n_heads and d_k = d_model // n_heads are stored"""
     for d_model, n_heads in ((16, 4), (12, 3), (8, 8)):
@@ -49,7 +49,7 @@ def test_bias_can_be_turned_off(student):
 
 
 @pytest.mark.points(3)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_indivisible_sizes_raise_dimension_mismatch(student):
     """Construction: MultiHeadAttention(16, 5) raises DimensionMismatchError naming 16 and 5"""
     outcome = student.try_call(MHA, init={"args": [16, 5]})

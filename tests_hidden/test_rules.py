@@ -32,7 +32,7 @@ def _check_source(staged, name):
 
 
 @pytest.mark.points(2)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_attention_py_is_written_from_scratch(student, staged):
     """Rules: attention.py does not use torch's built-in attention"""
     q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, seed=62).inputs()
@@ -41,7 +41,7 @@ def test_attention_py_is_written_from_scratch(student, staged):
 
 
 @pytest.mark.points(2)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_mha_py_is_written_from_scratch(student, staged):
     """Rules: mha.py does not use torch's built-in attention or nn.MultiheadAttention"""
     query, key, value, mask = MHACase(seed=63).inputs()
@@ -51,7 +51,7 @@ def test_mha_py_is_written_from_scratch(student, staged):
 
 
 @pytest.mark.points(1)
-@pytest.mark.visibility("visible")
+@pytest.mark.public
 def test_no_builtin_attention_at_run_time(student, reference):
     """Rules: no built-in attention is called while your code runs"""
     q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, mask="causal", seed=60).inputs()
