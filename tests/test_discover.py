@@ -1,0 +1,271 @@
+"""Discovery: which submissions a PATH holds, what they are called, and who handed them in."""
+import os
+import zipfile
+
+import pytest
+
+from autograder.discover import SubmissionSource, Submitter, UsageError, discover, discovered
+from autograder.stage import stage
+
+ATTENTION = "def scaled_dot_product_attention(query, key, value, mask=None):\n    pass\n"
+MHA = "from attention import scaled_dot_product_attention\n"
+
+# The shape of a Gradescope "Download submissions" export's metadata: Ruby symbols as keys,
+# Rails timestamps, a group submission, and Ruby-tagged values a safe loader must get past.
+GRADESCOPE_METADATA = """\
+submission_231245781:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1815'
+    :email: ada@example.edu
+  :created_at: 2025-10-14 22:41:07.334051000 -07:00
+  :score: !ruby/object:BigDecimal 18:0.875e2
+  :history:
+  - :created_at: 2025-10-13 19:02:44.120377000 -07:00
+    :score: !ruby/object:BigDecimal 18:0.5e2
+submission_231246990:
+  :submitters:
+  - :name: Alan Turing
+    :sid: 1912
+    :email: alan@example.edu
+  - :name: Grace Hopper
+    :sid: '1906'
+    :email: grace@example.edu
+  :created_at: 2025-10-15 09:12:55.001200000 -07:00
+  :score:
+  :history: []
+"""
+ADA = (Submitter("Ada Lovelace", "ada@example.edu", "1815"),)
+TURING_HOPPER = (Submitter("Alan Turing", "alan@example.edu", "1912"),
+                 Submitter("Grace Hopper", "grace@example.edu", "1906"))
+
+
+def write(path, content):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    return path
+
+
+def submission(folder, prefix=""):
+    write(folder / prefix / "attention.py", ATTENTION)
+    write(folder / prefix / "mha.py", MHA)
+    return folder
+
+
+def zip_folder(folder, path, under=""):
+    """Zip everything below `folder`, stored under the prefix `under`."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for entry in sorted(folder.rglob("*")):  # folders too: an empty one is a submission
+            archive.write(entry, f"{under}{entry.relative_to(folder)}")
+    return path
+
+
+def gradescope_export(folder):
+    write(folder / "submission_metadata.yml", GRADESCOPE_METADATA)
+    submission(folder / "submission_231245781")
+    submission(folder / "submission_231246990", "lab3")
+    return folder
+
+
+def ids(sources):
+    return [s.id for s in sources]
+
+
+# --- one submission -------------------------------------------------------------------------
+
+def test_a_folder_with_the_files_is_one_submission(tmp_path):
+    folder = submission(tmp_path / "alice")
+    assert discover([str(folder)]) == [SubmissionSource("alice", str(folder))]
+
+
+@pytest.mark.parametrize("prefix", ["lab3", "lab3/src"], ids=["one-deep", "two-deep"])
+def test_a_single_chain_of_folders_down_to_the_files_is_one_submission(tmp_path, prefix):
+    folder = submission(tmp_path / "alice", prefix)
+    write(folder / "__MACOSX" / "lab3" / "._attention.py", "junk")
+    assert discover([str(folder)]) == [SubmissionSource("alice", str(folder))]
+
+
+def test_a_zip_with_the_files_is_one_submission_named_after_the_zip(tmp_path):
+    archive = zip_folder(submission(tmp_path / "src"), tmp_path / "alice.zip")
+    assert discover([str(archive)], scratch=str(tmp_path)) == [SubmissionSource("alice", str(archive))]
+
+
+def test_a_zip_of_a_folder_is_one_submission(tmp_path):
+    archive = zip_folder(submission(tmp_path / "src"), tmp_path / "alice.zip", under="lab3/")
+    assert discover([str(archive)], scratch=str(tmp_path)) == [SubmissionSource("alice", str(archive))]
+
+
+def test_a_folder_without_any_submission_inside_is_one_submission_with_files_missing(tmp_path):
+    write(tmp_path / "alice" / "notes.txt", "I ran out of time\n")
+    assert ids(discover([str(tmp_path / "alice")])) == ["alice"]
+
+
+# --- batches --------------------------------------------------------------------------------
+
+def make_batch(batch):
+    submission(batch / "alice")
+    submission(batch / "carol", "lab3/src")
+    (batch / "dave").mkdir()                                   # handed in nothing
+    zip_folder(submission(batch.parent / "bob-src"), batch / "bob.zip", under="lab3/")
+    write(batch / "erin.zip", b"this is not a zip file")       # broken upload
+    write(batch / "README.md", "grading notes\n")               # not a submission
+    submission(batch / "__MACOSX" / "ghost")
+    return batch
+
+
+def test_a_batch_folder_lists_every_sub_folder_and_zip_sorted(tmp_path):
+    batch = make_batch(tmp_path / "batch")
+    sources = discover([str(batch)])
+    assert ids(sources) == ["alice", "bob", "carol", "dave", "erin"]
+    assert [s.path for s in sources] == [str(batch / "alice"), str(batch / "bob.zip"),
+                                         str(batch / "carol"), str(batch / "dave"),
+                                         str(batch / "erin.zip")]
+    assert all(s.submitters == () for s in sources), "only Gradescope exports name students"
+
+
+def test_an_empty_sub_folder_is_listed_and_staging_says_what_is_missing(tmp_path):
+    batch = make_batch(tmp_path / "batch")
+    dave = next(s for s in discover([str(batch)]) if s.id == "dave")
+    staged = stage(dave.path, str(tmp_path / "staged"))
+    assert staged.problems == ["attention.py is missing", "mha.py is missing"]
+
+
+def test_a_broken_zip_is_listed_and_staging_reports_it(tmp_path):
+    batch = make_batch(tmp_path / "batch")
+    erin = next(s for s in discover([str(batch)]) if s.id == "erin")
+    staged = stage(erin.path, str(tmp_path / "staged"))
+    assert staged.problems[0] == "erin.zip is not a valid zip file"
+
+
+def test_a_batch_zip_is_extracted_into_the_scratch_folder_and_removed_afterwards(tmp_path):
+    archive = zip_folder(make_batch(tmp_path / "batch"), tmp_path / "class.zip", under="class/")
+    with discovered([str(archive)]) as sources:
+        assert ids(sources) == ["alice", "bob", "carol", "dave", "erin"]
+        assert all(os.path.exists(s.path) for s in sources)
+        staged = stage(sources[2].path, str(tmp_path / "carol"))
+        assert staged.found == {"attention.py": "lab3/src/attention.py", "mha.py": "lab3/src/mha.py"}
+    assert not any(os.path.exists(s.path) for s in sources), "the extracted batch must be cleaned up"
+
+
+def test_the_order_does_not_depend_on_creation_order(tmp_path):
+    for name in ("zed", "mia", "abe"):
+        (tmp_path / "batch" / name).mkdir(parents=True)
+    assert ids(discover([str(tmp_path / "batch")])) == ["abe", "mia", "zed"]
+
+
+def test_symlinks_in_a_batch_are_not_followed(tmp_path):
+    submission(tmp_path / "secret")
+    batch = tmp_path / "batch"
+    submission(batch / "alice")
+    submission(batch / "bob")
+    (batch / "mallory").symlink_to(tmp_path / "secret")
+    (batch / "trudy.zip").symlink_to(tmp_path / "secret.zip")
+    assert ids(discover([str(batch)])) == ["alice", "bob"]
+
+
+# --- Gradescope -----------------------------------------------------------------------------
+
+def test_a_gradescope_export_folder_is_named_by_submission_id_with_its_students(tmp_path):
+    export = gradescope_export(tmp_path / "assignment_4242_export")
+    assert discover([str(export)]) == [
+        SubmissionSource("231245781", str(export / "submission_231245781"), ADA),
+        SubmissionSource("231246990", str(export / "submission_231246990"), TURING_HOPPER),
+    ]
+
+
+def test_a_gradescope_export_zip_is_read_through_its_top_folder(tmp_path):
+    export = gradescope_export(tmp_path / "export")
+    archive = zip_folder(export, tmp_path / "export.zip", under="assignment_4242_export/")
+    with discovered([str(archive)]) as sources:
+        assert ids(sources) == ["231245781", "231246990"]
+        assert [s.submitters for s in sources] == [ADA, TURING_HOPPER]
+        assert [os.path.basename(s.path) for s in sources] == ["submission_231245781",
+                                                               "submission_231246990"]
+
+
+def test_a_gradescope_export_of_one_submission_is_still_a_batch(tmp_path):
+    export = tmp_path / "export"
+    write(export / "submission_metadata.yml", GRADESCOPE_METADATA)
+    submission(export / "submission_231245781")
+    assert discover([str(export)]) == [
+        SubmissionSource("231245781", str(export / "submission_231245781"), ADA)]
+
+
+def test_unreadable_gradescope_metadata_is_a_usage_error(tmp_path):
+    export = gradescope_export(tmp_path / "export")
+    write(export / "submission_metadata.yml", "submission_1: [unclosed\n")
+    with pytest.raises(UsageError, match=r"^cannot read .*submission_metadata\.yml: [^\n]*$"):
+        discover([str(export)])
+
+
+# --- forcing a layout -----------------------------------------------------------------------
+
+def test_layout_single_reads_a_batch_as_one_submission(tmp_path):
+    batch = make_batch(tmp_path / "batch")
+    assert discover([str(batch)], layout="single") == [SubmissionSource("batch", str(batch))]
+
+
+def test_layout_batch_reads_a_lone_student_folder_as_a_batch_of_one(tmp_path):
+    submission(tmp_path / "batch" / "alice")
+    assert ids(discover([str(tmp_path / "batch")])) == ["batch"], "auto: a single chain is one submission"
+    assert ids(discover([str(tmp_path / "batch")], layout="batch")) == ["alice"]
+
+
+def test_layout_batch_on_a_folder_without_submissions_is_a_usage_error(tmp_path):
+    submission(tmp_path / "alice")
+    with pytest.raises(UsageError, match="no submissions in"):
+        discover([str(tmp_path / "alice")], layout="batch")
+
+
+def test_an_unknown_layout_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="unknown layout 'flat'"):
+        discover([str(tmp_path)], layout="flat")
+
+
+# --- several PATHs --------------------------------------------------------------------------
+
+def test_several_paths_are_concatenated_with_unique_ids(tmp_path):
+    submission(tmp_path / "monday" / "alice")
+    submission(tmp_path / "monday" / "bob")
+    submission(tmp_path / "tuesday" / "alice")
+    submission(tmp_path / "tuesday" / "alice-2")
+    sources = discover([str(tmp_path / "monday"), str(tmp_path / "tuesday")])
+    assert ids(sources) == ["alice", "bob", "alice-3", "alice-2"]
+    assert sources[2].path == str(tmp_path / "tuesday" / "alice"), "the later duplicate is renamed"
+
+
+def test_a_folder_and_a_zip_with_the_same_name_get_distinct_ids(tmp_path):
+    batch = tmp_path / "batch"
+    submission(batch / "alice")
+    zip_folder(submission(tmp_path / "src"), batch / "alice.zip")
+    sources = discover([str(batch)])
+    assert ids(sources) == ["alice", "alice-2"]
+    assert sources[1].path == str(batch / "alice.zip")
+
+
+# --- bad paths ------------------------------------------------------------------------------
+
+def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path):
+    missing = str(tmp_path / "nope")
+    with pytest.raises(UsageError) as error:
+        discover([missing])
+    assert str(error.value) == f"no such file or folder: {missing}"
+
+
+def test_a_broken_zip_given_as_path_is_a_usage_error(tmp_path):
+    broken = write(tmp_path / "class.zip", b"PK not really")
+    with pytest.raises(UsageError) as error:
+        discover([str(broken)])
+    assert str(error.value) == f"not a zip file: {broken}"
+
+
+def test_a_plain_file_given_as_path_is_a_usage_error(tmp_path):
+    file = write(tmp_path / "attention.py", ATTENTION)
+    with pytest.raises(UsageError) as error:
+        discover([str(file)])
+    assert str(error.value) == f"not a folder or .zip file: {file}"
+
+
+def test_no_path_at_all_is_a_usage_error():
+    with pytest.raises(UsageError, match="no submission PATH given"):
+        discover([])

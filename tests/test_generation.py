@@ -1,0 +1,299 @@
+"""The student stubs are generated from the reference, stay in sync and leak nothing.
+
+Leak rule: a line of a solution region counts as leaked when, with its comment and
+surrounding whitespace removed, it is at least MIN_LEAK_CHARS long and equals a line of a
+file under assignment/ (normalised the same way). Whole-line equality finds copied code;
+the length floor skips short idioms that the lab text or public tests may state on their own
+(``return output, weights``, ``B, T, _ = x.shape``). A separate test makes sure every
+region still has a line long enough to be checked, so the rule cannot go blind.
+"""
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder import generate
+
+ROOT = generate.ROOT
+ASSIGNMENT = ROOT / "assignment"
+SOLUTION = ROOT / "solution"
+MODULE_PAIRS = [pair for pair in generate.PAIRS if pair[0].endswith(".py")]
+
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
+MIN_LEAK_CHARS = 25
+
+# Every function and method students write: each must raise NotImplementedError in the stub.
+CONTRACT = [
+    "attention.causal_mask",
+    "attention.padding_mask",
+    "attention.scaled_dot_product_attention",
+    "attention.ScaledDotProductAttention.forward",
+    "mha.MultiHeadAttention.__init__",
+    "mha.MultiHeadAttention.split_heads",
+    "mha.MultiHeadAttention.merge_heads",
+    "mha.MultiHeadAttention.forward",
+]
+
+# Runs in a fresh interpreter with only assignment/ added to sys.path (the tests import the
+# reference under the same module names) and reports what each contract call did.
+PROBE = r'''
+import json
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import torch
+import torch.nn as nn
+
+import attention
+import mha
+
+
+def outcome(call):
+    try:
+        call()
+    except NotImplementedError:
+        return "NotImplementedError"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "returned normally"
+
+
+def bare_mha():
+    # __init__ is a stub too: skip it to reach the other methods
+    module = mha.MultiHeadAttention.__new__(mha.MultiHeadAttention)
+    nn.Module.__init__(module)
+    return module
+
+
+x = torch.randn(2, 4, 8)
+calls = {
+    "attention.causal_mask": lambda: attention.causal_mask(4),
+    "attention.padding_mask": lambda: attention.padding_mask(torch.tensor([[5, 0]]), 0),
+    "attention.scaled_dot_product_attention": lambda: attention.scaled_dot_product_attention(x, x, x),
+    "attention.ScaledDotProductAttention.forward": lambda: attention.ScaledDotProductAttention()(x, x, x),
+    "mha.MultiHeadAttention.__init__": lambda: mha.MultiHeadAttention(8, 2),
+    "mha.MultiHeadAttention.split_heads": lambda: bare_mha().split_heads(x),
+    "mha.MultiHeadAttention.merge_heads": lambda: bare_mha().merge_heads(x.view(2, 2, 4, 4)),
+    "mha.MultiHeadAttention.forward": lambda: bare_mha()(x, x, x),
+}
+print(json.dumps({
+    "outcomes": {name: outcome(call) for name, call in calls.items()},
+    "nbgrader_imported": any(name.split(".")[0] == "nbgrader" for name in sys.modules),
+    "dimension_mismatch_is_value_error": issubclass(mha.DimensionMismatchError, ValueError),
+}))
+'''
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def text_of(path):
+    """The text a reader sees in `path` (cell sources for a notebook), or None if binary."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return None
+    if path.suffix == ".ipynb":
+        return "\n".join("".join(cell["source"]) for cell in json.loads(text)["cells"])
+    return text
+
+
+def assignment_files():
+    return sorted(p for p in ASSIGNMENT.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def normalise(line):
+    return line.split("#", 1)[0].strip()
+
+
+def solution_regions(text):
+    """The lines inside each BEGIN/END SOLUTION region of `text`, one list per region."""
+    regions, current = [], None
+    for line in text.splitlines():
+        if MARKERS[0] in line:
+            current = []
+        elif MARKERS[1] in line:
+            regions.append(current)
+            current = None
+        elif current is not None:
+            current.append(line)
+    return regions
+
+
+def checked_lines(region):
+    return {normalise(line) for line in region if len(normalise(line)) >= MIN_LEAK_CHARS}
+
+
+def reference_regions():
+    """(source file name, region lines) for every solution region of the reference."""
+    return [
+        (path.name, region)
+        for path in sorted(SOLUTION.iterdir())
+        if path.suffix in (".py", ".ipynb")
+        for region in solution_regions(text_of(path))
+    ]
+
+
+def definitions(tree, prefix=""):
+    """{qualified name: def/class node} for every function and class in `tree`."""
+    found = {}
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = prefix + node.name
+            found[name] = node
+            found.update(definitions(node, name + "."))
+    return found
+
+
+def parse(relpath):
+    return ast.parse((ROOT / relpath).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def probe():
+    """What each contract call does when the stubs are imported in a fresh interpreter."""
+    result = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", PROBE, str(ASSIGNMENT)],
+        capture_output=True, text=True, timeout=120, cwd=ASSIGNMENT,
+    )
+    assert result.returncode == 0, f"the stubs in assignment/ do not import:\n{result.stderr}"
+    return json.loads(result.stdout)
+
+
+# ---------------------------------------------------------------- the generator
+
+
+def test_clear_solutions_replaces_a_region_with_an_indented_raise():
+    source = 'def f(x):\n    """Doc."""\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n'
+    stub = generate.clear_solutions(source)
+    assert stub == 'def f(x):\n    """Doc."""\n    raise NotImplementedError\n', f"unexpected stub:\n{stub}"
+
+
+def test_clear_solutions_refuses_a_source_without_regions():
+    with pytest.raises(ValueError, match="no '### BEGIN SOLUTION' region"):
+        generate.clear_solutions("def f(x):\n    return x\n")
+
+
+# ---------------------------------------------------------------- sync and leaks
+
+
+@pytest.mark.parametrize("source, target", generate.PAIRS, ids=[t for _, t in generate.PAIRS])
+def test_committed_target_matches_generation(source, target):
+    assert (ROOT / target).exists(), f"{target} is missing: run `make stubs`"
+    drift = generate.diff(source, target)
+    if drift:  # pytest.fail keeps the report to the message and the diff
+        pytest.fail(f"{target} is out of sync with {source}: run `make stubs`\n{drift[:3000]}", pytrace=False)
+
+
+def test_no_solution_marker_under_assignment():
+    found = [
+        f"{path.relative_to(ROOT)}: {marker}"
+        for path in assignment_files()
+        for marker in MARKERS
+        if marker.encode() in path.read_bytes()
+    ]
+    assert not found, "nbgrader solution markers leaked into assignment/:\n" + "\n".join(found)
+
+
+def test_every_solution_region_is_covered_by_the_leak_check():
+    regions = reference_regions()
+    assert regions, "no solution regions found in solution/"
+    blind = [name for name, region in regions if not checked_lines(region)]
+    assert not blind, (
+        f"a solution region in {blind} has no line of {MIN_LEAK_CHARS}+ characters, "
+        "so the leak check cannot see it; lower MIN_LEAK_CHARS or lengthen the region"
+    )
+
+
+def test_no_solution_line_under_assignment():
+    solution_lines = set().union(*(checked_lines(region) for _, region in reference_regions()))
+    leaks = []
+    for path in assignment_files():
+        text = text_of(path)
+        if text is None:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if normalise(line) in solution_lines:
+                leaks.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not leaks, "solution code leaked into assignment/:\n" + "\n".join(leaks)
+
+
+def test_nothing_under_assignment_imports_nbgrader():
+    offenders = []
+    for path in assignment_files():
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            if any(name.split(".")[0] == "nbgrader" for name in names):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, "nbgrader is instructor-only, but is imported by:\n" + "\n".join(offenders)
+
+
+# ---------------------------------------------------------------- the stubs run
+
+
+def test_stubs_do_not_load_nbgrader(probe):
+    assert not probe["nbgrader_imported"], "importing the stubs loaded nbgrader (students do not have it)"
+
+
+@pytest.mark.parametrize("name", CONTRACT)
+def test_stub_raises_not_implemented(probe, name):
+    assert probe["outcomes"][name] == "NotImplementedError", (
+        f"{name} in the stub should raise NotImplementedError, got: {probe['outcomes'][name]}"
+    )
+
+
+def test_stub_dimension_mismatch_error_is_a_value_error(probe):
+    assert probe["dimension_mismatch_is_value_error"], "DimensionMismatchError in the stub must subclass ValueError"
+
+
+# ---------------------------------------------------------------- the stubs keep what students need
+
+
+@pytest.mark.parametrize("source, target", MODULE_PAIRS, ids=[t for _, t in MODULE_PAIRS])
+def test_stub_keeps_every_docstring(source, target):
+    def docstrings(tree):
+        found = {"<module>": ast.get_docstring(tree, clean=False)}
+        found.update({name: ast.get_docstring(node, clean=False) for name, node in definitions(tree).items()})
+        return found
+
+    expected, got = docstrings(parse(source)), docstrings(parse(target))
+    assert got.keys() == expected.keys(), f"{target} defines {sorted(got)}, the reference {sorted(expected)}"
+    changed = [name for name in expected if got[name] != expected[name]]
+    assert not changed, f"docstrings differ from {source} in {target}: {changed}"
+
+
+@pytest.mark.parametrize("source, target", MODULE_PAIRS, ids=[t for _, t in MODULE_PAIRS])
+def test_stub_keeps_every_signature(source, target):
+    expected, got = definitions(parse(source)), definitions(parse(target))
+    changed = [
+        name for name, node in expected.items()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (name not in got or ast.dump(got[name].args) != ast.dump(node.args))
+    ]
+    assert not changed, f"signatures differ from {source} in {target}: {changed}"
+
+
+@pytest.mark.parametrize("source, target", MODULE_PAIRS, ids=[t for _, t in MODULE_PAIRS])
+def test_stub_keeps_the_imports(source, target):
+    def imports(tree):
+        return [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+    assert imports(parse(target)) == imports(parse(source)), f"{target} lost or changed imports of {source}"
+
+
+def test_mha_stub_keeps_the_given_code():
+    stub = definitions(parse("assignment/mha.py"))
+    error = stub.get("DimensionMismatchError")
+    assert error is not None and [ast.unparse(b) for b in error.bases] == ["ValueError"], (
+        "the stub must give `class DimensionMismatchError(ValueError)`"
+    )
+    body = stub["MultiHeadAttention.__init__"].body[1:]  # after the docstring
+    assert [ast.unparse(statement) for statement in body] == ["super().__init__()", "raise NotImplementedError"], (
+        "MultiHeadAttention.__init__ in the stub should call super().__init__() and then raise"
+    )

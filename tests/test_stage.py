@@ -1,0 +1,300 @@
+"""Staging: only attention.py and mha.py reach the sandbox, safely, whatever was handed in."""
+import os
+import stat
+import zipfile
+
+import pytest
+
+from autograder.stage import MAX_FILE_BYTES, SUBMISSION_FILES, human_size, safe_extract, stage
+
+ATTENTION = "def scaled_dot_product_attention(query, key, value, mask=None):\n    pass\n"
+MHA = "from attention import scaled_dot_product_attention\n"
+
+
+def write(path, content):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    return path
+
+
+def make_zip(path, entries, symlinks=()):
+    """A zip with `entries` {name: text} and symlink entries {name: target} named in `symlinks`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+        for name, target in dict(symlinks).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, target)
+    return path
+
+
+def submission(folder, prefix=""):
+    write(folder / prefix / "attention.py", ATTENTION)
+    write(folder / prefix / "mha.py", MHA)
+    return folder
+
+
+def staged_names(staged):
+    return sorted(os.listdir(staged.dir))
+
+
+# --- folders --------------------------------------------------------------------------------
+
+def test_a_flat_folder_is_staged_as_is(tmp_path):
+    staged = stage(str(submission(tmp_path / "sub")), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "attention.py", "mha.py": "mha.py"}
+    assert staged.problems == [], "a clean submission has nothing to report"
+    assert (tmp_path / "out" / "attention.py").read_text() == ATTENTION
+    assert (tmp_path / "out" / "mha.py").read_text() == MHA
+
+
+@pytest.mark.parametrize("prefix", ["lab3", "lab3/src"], ids=["one-deep", "two-deep"])
+def test_files_nested_up_to_two_folders_deep_are_found(tmp_path, prefix):
+    staged = stage(str(submission(tmp_path / "sub", prefix)), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": f"{prefix}/attention.py", "mha.py": f"{prefix}/mha.py"}
+    assert staged.problems == []
+    assert staged_names(staged) == sorted(SUBMISSION_FILES)
+
+
+def test_files_three_folders_deep_are_not_searched(tmp_path):
+    staged = stage(str(submission(tmp_path / "sub", "a/b/c")), str(tmp_path / "out"))
+    assert staged.found == {}
+    assert staged.problems == ["attention.py is missing", "mha.py is missing"]
+
+
+def test_a_missing_file_is_reported_and_the_other_still_staged(tmp_path):
+    write(tmp_path / "sub" / "attention.py", ATTENTION)
+    staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "attention.py"}
+    assert staged.problems == ["mha.py is missing"]
+    assert staged_names(staged) == ["attention.py"]
+
+
+def test_no_other_file_is_ever_staged(tmp_path):
+    sub = submission(tmp_path / "sub")
+    for shadow in ("conftest.py", "sitecustomize.py", "torch.py", "evil.pth", "usercustomize.py"):
+        write(sub / shadow, "open('/tmp/pwned', 'w')\n")
+        write(sub / "lab" / shadow, "open('/tmp/pwned', 'w')\n")
+    write(sub / "torch" / "__init__.py", "raise SystemExit\n")
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged_names(staged) == sorted(SUBMISSION_FILES), "only the two lab files may be staged"
+
+
+def test_the_shallowest_copy_wins(tmp_path):
+    sub = submission(tmp_path / "sub")
+    write(sub / "old" / "attention.py", "# an older draft\n")
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found["attention.py"] == "attention.py"
+    assert (tmp_path / "out" / "attention.py").read_text() == ATTENTION
+    assert staged.problems == [], "a nested older copy is not a problem when a top-level one exists"
+
+
+def test_two_copies_at_the_same_depth_pick_the_first_path_and_say_so(tmp_path):
+    sub = tmp_path / "sub"
+    write(sub / "b" / "mha.py", "# b\n")
+    write(sub / "a" / "mha.py", "# a\n")
+    write(sub / "a" / "attention.py", ATTENTION)
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found["mha.py"] == "a/mha.py"
+    assert (tmp_path / "out" / "mha.py").read_text() == "# a\n"
+    assert staged.problems == ["found 2 copies of mha.py (a/mha.py, b/mha.py): graded a/mha.py"]
+
+
+def test_a_misnamed_file_gets_a_hint(tmp_path):
+    write(tmp_path / "sub" / "Attention.py", ATTENTION)
+    write(tmp_path / "sub" / "mha.py", MHA)
+    staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
+    assert staged.problems == [
+        "attention.py is missing (found Attention.py: the file must be named exactly attention.py)"]
+
+
+def test_macos_junk_and_hidden_folders_are_not_searched(tmp_path):
+    sub = tmp_path / "sub"
+    write(sub / "__MACOSX" / "attention.py", ATTENTION)
+    write(sub / ".git" / "mha.py", MHA)
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found == {}
+    assert staged_names(staged) == []
+
+
+# --- symlinks and odd files -----------------------------------------------------------------
+
+def test_a_symlink_to_etc_passwd_is_not_followed(tmp_path):
+    sub = tmp_path / "sub"
+    write(sub / "mha.py", MHA)
+    (sub / "attention.py").symlink_to("/etc/passwd")
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert "attention.py" not in staged.found
+    assert staged_names(staged) == ["mha.py"], "the symlink's target must not be copied"
+    assert staged.problems == ["attention.py is a symlink: ignored", "attention.py is missing"]
+
+
+def test_a_symlinked_folder_is_not_searched(tmp_path):
+    submission(tmp_path / "elsewhere")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "lab").symlink_to(tmp_path / "elsewhere")
+    staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
+    assert staged.found == {}, "files reached through a symlinked folder must not be staged"
+
+
+def test_a_symlinked_source_is_refused(tmp_path):
+    submission(tmp_path / "real")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    staged = stage(str(tmp_path / "link"), str(tmp_path / "out"))
+    assert staged.found == {}
+    assert staged.problems[0] == "the submission is a symlink: ignored"
+
+
+def test_a_fifo_named_like_a_submission_file_is_skipped_without_hanging(tmp_path):
+    sub = tmp_path / "sub"
+    write(sub / "mha.py", MHA)
+    os.mkfifo(sub / "attention.py")
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.problems == ["attention.py is not a regular file: ignored", "attention.py is missing"]
+
+
+# --- size, encoding, permissions ------------------------------------------------------------
+
+def test_a_file_over_the_size_cap_is_refused(tmp_path):
+    sub = submission(tmp_path / "sub")
+    write(sub / "mha.py", "#" * (MAX_FILE_BYTES + 1))
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert "mha.py" not in staged.found
+    assert staged_names(staged) == ["attention.py"]
+    assert staged.problems == [f"mha.py is too large (over {human_size(MAX_FILE_BYTES)}): not graded"]
+
+
+def test_a_file_exactly_at_the_size_cap_is_staged(tmp_path):
+    sub = submission(tmp_path / "sub")
+    write(sub / "mha.py", "#" * MAX_FILE_BYTES)
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found.get("mha.py") == "mha.py"
+    assert staged.problems == []
+
+
+def test_non_utf8_text_is_reported_but_copied_byte_for_byte(tmp_path):
+    latin1 = "# -*- coding: latin-1 -*-\n# caf\xe9\n".encode("latin-1")
+    sub = submission(tmp_path / "sub")
+    write(sub / "attention.py", latin1)
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert (tmp_path / "out" / "attention.py").read_bytes() == latin1
+    offset = latin1.index(b"\xe9")
+    assert staged.problems == [
+        f"attention.py is not UTF-8 text (bad byte at offset {offset}); save it as UTF-8"]
+
+
+def test_the_staged_folder_is_readable_by_another_user(tmp_path):
+    old_umask = os.umask(0o077)
+    try:
+        staged = stage(str(submission(tmp_path / "sub")), str(tmp_path / "out"))
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(os.stat(staged.dir).st_mode) == 0o755
+    for name in SUBMISSION_FILES:
+        mode = stat.S_IMODE(os.stat(os.path.join(staged.dir, name)).st_mode)
+        assert mode == 0o644, f"{name} has mode {oct(mode)}, the sandbox user could not read it"
+
+
+def test_the_destination_must_not_exist(tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(FileExistsError):
+        stage(str(submission(tmp_path / "sub")), str(tmp_path / "out"))
+
+
+# --- zips -----------------------------------------------------------------------------------
+
+def test_a_zip_is_staged(tmp_path):
+    archive = make_zip(tmp_path / "sub.zip", {"attention.py": ATTENTION, "mha.py": MHA})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "attention.py", "mha.py": "mha.py"}
+    assert staged.problems == []
+    assert (tmp_path / "out" / "mha.py").read_text() == MHA
+
+
+def test_a_zip_of_a_folder_is_staged(tmp_path):
+    archive = make_zip(tmp_path / "sub.zip", {"lab3/attention.py": ATTENTION, "lab3/mha.py": MHA,
+                                             "__MACOSX/lab3/._mha.py": "junk"})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "lab3/attention.py", "mha.py": "lab3/mha.py"}
+    assert staged.problems == []
+
+
+def test_windows_backslash_paths_in_a_zip_are_folders(tmp_path):
+    archive = make_zip(tmp_path / "sub.zip", {"lab3\\attention.py": ATTENTION, "lab3\\mha.py": MHA})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "lab3/attention.py", "mha.py": "lab3/mha.py"}
+
+
+def test_zip_extras_are_never_staged(tmp_path):
+    entries = {"attention.py": ATTENTION, "mha.py": MHA, "conftest.py": "x = 1\n",
+               "torch.py": "x = 1\n", "sitecustomize.py": "x = 1\n", "hack.pth": "import os\n"}
+    staged = stage(str(make_zip(tmp_path / "sub.zip", entries)), str(tmp_path / "out"))
+    assert staged_names(staged) == sorted(SUBMISSION_FILES)
+
+
+def test_a_broken_zip_is_reported(tmp_path):
+    write(tmp_path / "sub.zip", b"PK\x03\x04 this is not really a zip")
+    staged = stage(str(tmp_path / "sub.zip"), str(tmp_path / "out"))
+    assert staged.found == {}
+    assert staged.problems == ["sub.zip is not a valid zip file",
+                               "attention.py is missing", "mha.py is missing"]
+
+
+def test_zip_entries_climbing_out_with_dotdot_are_refused(tmp_path):
+    archive = make_zip(tmp_path / "in" / "sub.zip", {"../attention.py": ATTENTION,
+                                                    "lab/../../mha.py": MHA})
+    dest = tmp_path / "in" / "unzipped"
+    dest.mkdir()
+    problems = safe_extract(str(archive), str(dest))
+    assert problems == ["zip entry ../attention.py points outside the submission: refused",
+                        "zip entry lab/../../mha.py points outside the submission: refused"]
+    assert not (tmp_path / "in" / "attention.py").exists()
+    assert not (tmp_path / "mha.py").exists()
+    assert list(dest.iterdir()) == []
+
+
+def test_zip_entries_with_absolute_paths_are_refused(tmp_path):
+    target = tmp_path / "abs" / "attention.py"
+    archive = make_zip(tmp_path / "sub.zip", {str(target): ATTENTION, "C:\\Users\\mha.py": MHA})
+    dest = tmp_path / "unzipped"
+    dest.mkdir()
+    problems = safe_extract(str(archive), str(dest))
+    assert problems == [f"zip entry {target} has an absolute path: refused",
+                        "zip entry C:\\Users\\mha.py has an absolute path: refused"]
+    assert not target.exists()
+    assert list(dest.iterdir()) == []
+
+
+def test_zip_symlink_entries_are_ignored(tmp_path):
+    archive = make_zip(tmp_path / "sub.zip", {"mha.py": MHA}, symlinks={"attention.py": "/etc/passwd"})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged_names(staged) == ["mha.py"]
+    assert staged.problems == ["zip entry attention.py is a symlink: ignored", "attention.py is missing"]
+
+
+def test_a_zip_bomb_stops_at_the_byte_cap_and_leaves_no_partial_file(tmp_path):
+    archive = make_zip(tmp_path / "bomb.zip", {"attention.py": "0" * 50_000})
+    dest = tmp_path / "unzipped"
+    dest.mkdir()
+    problems = safe_extract(str(archive), str(dest), max_total_bytes=10 * 1024)
+    assert problems == ["the zip expands to more than 10 KiB: extraction stopped"]
+    assert list(dest.iterdir()) == [], "a truncated file must not pass for the real one"
+
+
+def test_a_zip_with_too_many_entries_stops_at_the_count_cap(tmp_path):
+    archive = make_zip(tmp_path / "many.zip", {f"f{i}.txt": "x" for i in range(5)})
+    dest = tmp_path / "unzipped"
+    dest.mkdir()
+    problems = safe_extract(str(archive), str(dest), max_files=3)
+    assert problems == ["the zip holds more than 3 entries: the rest were not extracted"]
+    assert sorted(p.name for p in dest.iterdir()) == ["f0.txt", "f1.txt", "f2.txt"]
+
+
+def test_an_oversize_file_in_a_zip_is_refused(tmp_path):
+    too_large = "#" * (MAX_FILE_BYTES + 1)
+    archive = make_zip(tmp_path / "sub.zip", {"attention.py": ATTENTION, "mha.py": too_large})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged_names(staged) == ["attention.py"]
+    assert staged.problems == [f"mha.py is too large (over {human_size(MAX_FILE_BYTES)}): not graded"]
