@@ -61,10 +61,12 @@ def grade_one(engine, source_path, slot=0):
         context = GradingContext(student, staged, engine.config)
         try:
             with _quiet():
-                pytest.main([engine.tests_dir, "-q", "-p", "no:cacheprovider", "--tb=no",
-                             "-p", "no:randomly"], plugins=[context])
+                code = pytest.main([engine.tests_dir, "-q", "-p", "no:cacheprovider", "--tb=no",
+                                    "-p", "no:randomly"], plugins=[context])
         finally:
             student.close()
+        if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not context.results:
+            raise RuntimeError(f"the hidden suite in {engine.tests_dir} did not run (pytest exit code {int(code)})")
         return {
             "tests": context.results,
             "problems": staged.problems,

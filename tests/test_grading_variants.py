@@ -1,0 +1,84 @@
+"""The grader is fair: correct code scores 100 however it is written, and every common
+mistake loses points in the part it breaks.
+
+One grader run grades a batch holding the reference, every correct variant
+(tests/variants/correct/) and every mutant (tests/variants/mutants.yaml); the tests
+below read its reports.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from variant_builder import ROOT, build_correct, build_mutant, build_reference, correct_names, load_mutants
+
+pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(),
+                                reason="the grader CLI (autograder/__main__.py) does not exist yet")
+
+MUTANTS = load_mutants()
+CORRECT_NAMES = correct_names()
+MUTANT_PARTS = [(m["name"], part) for m in MUTANTS for part in m["parts"]]
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """The report folder of one `python -m autograder grade` run over every variant."""
+    root = tmp_path_factory.mktemp("grading")
+    batch, out = root / "batch", root / "reports"
+    build_reference(batch / "reference")
+    for name in CORRECT_NAMES:
+        build_correct(name, batch / f"correct-{name}")
+    for mutant in MUTANTS:
+        build_mutant(mutant, batch / f"mutant-{mutant['name']}")
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, f"the grader exited {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+    return out
+
+
+def results(reports, submission):
+    path = reports / submission / "results.json"
+    assert path.is_file(), f"the grader wrote no {submission}/results.json"
+    return json.loads(path.read_text())
+
+
+def lost(tests):
+    """Tests that did not get full points."""
+    return [t for t in tests if t["score"] < t["max_score"]]
+
+
+def explain(tests):
+    return "\n".join(f"- {t['name']} ({t['score']}/{t['max_score']}): {t.get('output', '')[:600]}" for t in tests)
+
+
+def assert_full_marks(result, submission):
+    failing = lost(result["tests"])
+    assert result["score"] == pytest.approx(100) and not failing, (
+        f"{submission} scored {result['score']}/100; it lost points in:\n{explain(failing)}")
+
+
+def test_reference_scores_100(reports):
+    assert_full_marks(results(reports, "reference"), "the reference")
+
+
+@pytest.mark.parametrize("name", CORRECT_NAMES)
+def test_correct_variant_scores_100(reports, name):
+    assert_full_marks(results(reports, f"correct-{name}"), f"correct variant {name}")
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m["name"] for m in MUTANTS])
+def test_mutant_scores_below_100(reports, mutant):
+    result = results(reports, f"mutant-{mutant['name']}")
+    assert result["score"] < 100, f"mutant {mutant['name']} ({mutant['why']}) scored full marks"
+
+
+@pytest.mark.parametrize("name, part", MUTANT_PARTS, ids=[f"{n}-{p}" for n, p in MUTANT_PARTS])
+def test_mutant_loses_points_in_its_part(reports, name, part):
+    mutant = next(m for m in MUTANTS if m["name"] == name)
+    tests = [t for t in results(reports, f"mutant-{name}")["tests"] if part in t.get("tags", [])]
+    assert tests, f"the report has no test tagged {part!r}"
+    score, max_score = sum(t["score"] for t in tests), sum(t["max_score"] for t in tests)
+    assert score < max_score, f"mutant {name} ({mutant['why']}) kept all {max_score} points of part {part!r}"
+    silent = [t["name"] for t in lost(tests) if not t.get("output", "").strip()]
+    assert not silent, f"mutant {name}: tests of part {part!r} lost points without saying why: {silent}"

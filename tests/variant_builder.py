@@ -1,0 +1,72 @@
+"""Build variant submissions from the reference: buggy mutants and correct rewrites.
+
+A mutant is one text substitution on a file of solution/ (tests/variants/mutants.yaml).
+A correct variant is a folder of tests/variants/correct/ holding only the file(s) it
+rewrites; the other file comes from solution/. Every built folder holds exactly
+attention.py and mha.py, with the nbgrader marker lines removed, as a student's would.
+"""
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solution"
+VARIANTS = Path(__file__).resolve().parent / "variants"
+MUTANTS_FILE = VARIANTS / "mutants.yaml"
+CORRECT = VARIANTS / "correct"
+
+FILES = ("attention.py", "mha.py")
+PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules")
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def load_mutants():
+    """The mutant table: a list of dicts with name, file, find, replace, parts, why."""
+    return yaml.safe_load(MUTANTS_FILE.read_text())
+
+
+def correct_names():
+    """Names of the correct variants, one folder each."""
+    return sorted(p.name for p in CORRECT.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def without_markers(text):
+    """Drop the nbgrader marker lines so a file reads like a student's."""
+    return "".join(line for line in text.splitlines(keepends=True) if line.strip() not in MARKERS)
+
+
+def mutate(mutant):
+    """The mutant's file text: the reference with `find` replaced once (it must occur once)."""
+    text = (SOLUTION / mutant["file"]).read_text()
+    count = text.count(mutant["find"])
+    if count != 1:
+        raise ValueError(f"mutant {mutant['name']}: `find` occurs {count} times in solution/{mutant['file']}")
+    return text.replace(mutant["find"], mutant["replace"])
+
+
+def build_reference(dest):
+    """Write the reference as a student submission into `dest`; return `dest`."""
+    return _write(dest, {})
+
+
+def build_mutant(mutant, dest):
+    """Write the reference with one mutant applied into `dest`; return `dest`."""
+    return _write(dest, {mutant["file"]: mutate(mutant)})
+
+
+def build_correct(name, dest):
+    """Write correct variant `name` (its own files over the reference's) into `dest`; return `dest`."""
+    folder = CORRECT / name
+    own = {f: (folder / f).read_text() for f in FILES if (folder / f).exists()}
+    if not own:
+        raise ValueError(f"correct variant {name} holds neither attention.py nor mha.py")
+    return _write(dest, own)
+
+
+def _write(dest, texts):
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        text = texts.get(name) or (SOLUTION / name).read_text()
+        (dest / name).write_text(without_markers(text))
+    return dest
