@@ -36,7 +36,7 @@ check: $(STAMP)
 	$(PY) -m pytest tests
 
 test: $(STAMP)
-	$(PY) -m pytest -p no:cacheprovider --rootdir=$(SUBMISSION) -c assignment/tests/pytest.ini assignment/tests --submission=$(SUBMISSION)
+	$(PY) -m pytest -p no:cacheprovider -c assignment/tests/pytest.ini assignment/tests --submission=$(SUBMISSION)
 
 stubs: $(STAMP)
 	$(PY) -m autograder.generate

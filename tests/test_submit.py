@@ -1,0 +1,160 @@
+"""assignment/submit.py: the zip on good folders, one-line refusals on bad ones, and its scanner."""
+import importlib.util
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMIT = ROOT / "assignment" / "submit.py"
+SOLUTION = ROOT / "solution"
+FILES = ["attention.py", "mha.py"]
+
+
+def load_submit():
+    """Import submit.py by path, the way the grader does."""
+    spec = importlib.util.spec_from_file_location("lab_submit", SUBMIT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+submit = load_submit()
+
+
+def make_folder(tmp_path, **edits):
+    """A copy of the reference in tmp_path/sub; edits map 'attention'/'mha' to an edit function or None (delete)."""
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    for name in FILES:
+        shutil.copy(SOLUTION / name, folder / name)
+    for stem, edit in edits.items():
+        path = folder / f"{stem}.py"
+        if edit is None:
+            path.unlink()
+        else:
+            path.write_text(edit(path.read_text()))
+    return folder
+
+
+def run_submit(*args, cwd):
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+# ----------------------------------------------------------------------------- the zip
+
+def test_good_folder_gives_a_zip_of_exactly_the_two_files(tmp_path):
+    folder = make_folder(tmp_path)
+    (folder / "notes.txt").write_text("not for the zip")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_submit(SUBMIT, folder, cwd=out)
+    assert proc.returncode == 0, proc.stderr
+    assert "Gradescope" in proc.stdout
+    with zipfile.ZipFile(out / "submission.zip") as archive:
+        assert sorted(archive.namelist()) == FILES
+        for name in FILES:
+            assert archive.read(name) == (folder / name).read_bytes()
+
+
+def test_default_folder_is_the_one_holding_submit_py(tmp_path):
+    folder = make_folder(tmp_path)
+    shutil.copy(SUBMIT, folder / "submit.py")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_submit(folder / "submit.py", cwd=out)
+    assert proc.returncode == 0, proc.stderr
+    with zipfile.ZipFile(out / "submission.zip") as archive:
+        assert sorted(archive.namelist()) == FILES
+
+
+BAD_FOLDERS = {
+    "missing file": ({"mha": None}, "mha.py not found"),
+    "syntax error": ({"attention": lambda s: s + "\ndef broken(:\n"}, "attention.py has a syntax error at line"),
+    "import error": ({"mha": lambda s: "import no_such_module_lab03\n" + s}, "cannot import mha.py"),
+    "error at import time": ({"attention": lambda s: s + "\n1 / 0\n"}, "ZeroDivisionError"),
+    "forbidden sdpa": ({"attention": lambda s: s + "\nimport torch.nn.functional as F\n"
+                                                   "SDPA = F.scaled_dot_product_attention\n"},
+                       "torch.nn.functional.scaled_dot_product_attention, which is not allowed"),
+    "forbidden mha": ({"mha": lambda s: s + "\nREFERENCE = nn.MultiheadAttention\n"},
+                      "torch.nn.MultiheadAttention, which is not allowed"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FOLDERS)
+def test_bad_folder_gets_one_line_exit_1_and_no_zip(tmp_path, case):
+    edits, expected = BAD_FOLDERS[case]
+    folder = make_folder(tmp_path, **edits)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_submit(SUBMIT, folder, cwd=out)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("submit: "), proc.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert list(out.iterdir()) == [], "a refused submission must leave no zip behind"
+
+
+# ----------------------------------------------------------------------------- find_forbidden_calls
+
+SDPA = "torch.nn.functional.scaled_dot_product_attention"
+MHA = "torch.nn.MultiheadAttention"
+MHA_FORWARD = "torch.nn.functional.multi_head_attention_forward"
+
+FLAGGED = {
+    "F alias": ("import torch.nn.functional as F\nF.scaled_dot_product_attention(q, k, v)", SDPA),
+    "full path": ("import torch\ntorch.nn.functional.scaled_dot_product_attention(q, k, v)", SDPA),
+    "from import": ("from torch.nn.functional import scaled_dot_product_attention", SDPA),
+    "from import as": ("from torch.nn.functional import scaled_dot_product_attention as sdpa", SDPA),
+    "functional as": ("from torch.nn import functional as fn\nfn.scaled_dot_product_attention(q, k, v)", SDPA),
+    "assigned alias": ("import torch\nnn = torch.nn\nF = nn.functional\nF.scaled_dot_product_attention(q)", SDPA),
+    "getattr": ("import torch\ngetattr(torch.nn.functional, 'scaled_dot_product_attention')", SDPA),
+    "star import": ("from torch.nn.functional import *\nscaled_dot_product_attention(q, k, v)", SDPA),
+    "nn.MultiheadAttention": ("import torch.nn as nn\nnn.MultiheadAttention(8, 2)", MHA),
+    "torch.nn.MultiheadAttention": ("import torch\ntorch.nn.MultiheadAttention(8, 2)", MHA),
+    "from torch import nn": ("from torch import nn\nlayer = nn.MultiheadAttention(8, 2)", MHA),
+    "import MultiheadAttention": ("from torch.nn import MultiheadAttention", MHA),
+    "mha forward": ("import torch.nn.functional as F\nF.multi_head_attention_forward(x)", MHA_FORWARD),
+    "import mha forward": ("from torch.nn.functional import multi_head_attention_forward", MHA_FORWARD),
+}
+
+ALLOWED = {
+    "own function": "def scaled_dot_product_attention(q, k, v, mask=None):\n    return q\n"
+                    "scaled_dot_product_attention(1, 2, 3)",
+    "from attention": "from attention import scaled_dot_product_attention\nscaled_dot_product_attention(q, k, v)",
+    "import attention": "import attention\nattention.scaled_dot_product_attention(q, k, v)",
+    "attention alias": "import attention as att\natt.scaled_dot_product_attention(q, k, v)",
+    "from attention as": "from attention import scaled_dot_product_attention as sdpa\nsdpa(q, k, v)",
+    "allowed torch": "import torch.nn.functional as F\nimport torch.nn as nn\nF.softmax(x, dim=-1)\nnn.Linear(8, 8)",
+    "own method": "class A:\n    def f(self):\n        return self.scaled_dot_product_attention(1)",
+    "a string": "NOTE = 'do not call torch.nn.functional.scaled_dot_product_attention'",
+}
+
+
+@pytest.mark.parametrize("case", FLAGGED)
+def test_scanner_flags_forbidden_functions(case):
+    source, name = FLAGGED[case]
+    violations = submit.find_forbidden_calls(source, "mha.py")
+    assert [v.name for v in violations] == [name]
+    violation = violations[0]
+    assert violation.filename == "mha.py"
+    assert violation.line == len(source.splitlines())  # each case uses it on its last line
+    assert "\n" not in violation.message and name in violation.message
+
+
+@pytest.mark.parametrize("case", ALLOWED)
+def test_scanner_allows_the_students_own_attention(case):
+    assert submit.find_forbidden_calls(ALLOWED[case], "mha.py") == []
+
+
+def test_scanner_passes_the_reference():
+    for name in FILES:
+        assert submit.find_forbidden_calls((SOLUTION / name).read_text(), name) == []
+
+
+def test_violation_is_a_named_tuple_of_filename_line_name_message():
+    assert submit.Violation._fields == ("filename", "line", "name", "message")
