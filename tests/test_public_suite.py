@@ -4,6 +4,7 @@ They run in a subprocess, exactly as a student runs them, and report through
 JUnit XML so each test's outcome and message can be checked one by one.
 """
 import re
+import os
 import shutil
 import subprocess
 import sys
@@ -151,7 +152,9 @@ def test_student_loop_tests_the_files_next_to_tests(student_copy, tmp_path):
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_student_make_test_runs_the_public_tests(student_copy):
-    proc = subprocess.run(["make", "test", f"PYTHON={sys.executable}"], cwd=student_copy,
+    # A student's shell, not a nested make: MAKELEVEL/MAKEFLAGS would add "Entering directory" lines.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(["make", "test", f"PYTHON={sys.executable}"], cwd=student_copy, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert FOOTER.fullmatch(proc.stdout.rstrip().splitlines()[-1].strip()), proc.stdout
