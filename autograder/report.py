@@ -8,9 +8,11 @@ Every file is written atomically (temp file, then rename): a batch killed halfwa
 whole reports or none, which is what makes re-running a batch resume it.
 """
 import csv
+import dataclasses
 import io
 import json
 import os
+import re
 import statistics
 import tempfile
 
@@ -57,7 +59,7 @@ def results_json(record, submitters=()):
             "max_score": max_score,
             "isolation": record.get("isolation", "unknown"),
             "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
-            "submitters": [s.__dict__ if hasattr(s, "__dict__") else dict(s) for s in submitters],
+            "submitters": [dataclasses.asdict(s) for s in submitters],
         },
     }
 
@@ -83,7 +85,7 @@ def overview(record, score, max_score, grader_errors, submitters=()):
     lines.append(f"{len(record['tests']) - failed} of {len(record['tests'])} tests passed.")
     for problem in record.get("problems", []):
         lines.append(f"- {problem}")
-    for event in record.get("events", []):
+    for event in dict.fromkeys(record.get("events", [])):  # each distinct event once, in order
         lines.append(f"- {event}")
     if grader_errors or record.get("grader_error"):
         lines.append("**The grader itself failed on part of this submission; your instructor has been told. "
@@ -105,11 +107,21 @@ def feedback_markdown(record, results, submitters=()):
     if notes:
         lines += ["", "## Notes", ""] + [f"- {t['name']}: {t['output']}" for t in notes]
     if record.get("output"):
-        shown = record["output"][:OUTPUT_SHOWN]
-        lines += ["", "## What your code printed", "", "```", shown, "```"]
+        lines += ["", "## What your code printed", "", "```", *printed_output(record["output"]), "```"]
     lines += ["", f"_Sandbox: {record.get('isolation', 'unknown')} isolation; graded in "
                   f"{record.get('execution_time', 0):.1f} s._", ""]
     return "\n".join(lines)
+
+
+def printed_output(output):
+    """The start of what the submission printed, and how much more there was (the sandbox keeps 64 KiB)."""
+    dropped = sum(int(n) for n in re.findall(r"\[\.\.\. (\d+) more bytes of output not kept\]", output))
+    kept = re.sub(r"\n?\[\.\.\. \d+ more bytes of output not kept\]", "", output)
+    dropped += max(len(kept.encode()) - OUTPUT_SHOWN, 0)
+    lines = [kept[:OUTPUT_SHOWN]]
+    if dropped:
+        lines.append(f"[... {dropped} more bytes of output not kept; printing does not affect grading]")
+    return lines
 
 
 def part_scores(results):

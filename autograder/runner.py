@@ -56,6 +56,7 @@ def grade_one(engine, source_path, slot=0):
     os.chmod(scratch, 0o711)  # a sandbox uid may enter its own folder, never list the others
     try:
         staged = stage(source_path, os.path.join(scratch, "files"))
+        os.chmod(staged.dir, 0o700)  # the grader's copy; each child gets its own (Student._fresh_scratch)
         student = Student(engine.zygote, staged, engine.limits, slot=slot,
                           budget_seconds=engine.config.submission_seconds)
         context = GradingContext(student, staged, engine.config)

@@ -46,11 +46,11 @@ class ChildDied(Exception):
 class Zygote:
     """A forked process that holds torch and the probes, and forks sandboxed children on request."""
 
-    def __init__(self, level, sandbox_uid=None, hidden=()):
-        sandbox_uid = isolation.sandbox_uid() if sandbox_uid is None else sandbox_uid
-        self.level, self.sandbox_uid, self.hidden = level, sandbox_uid, list(hidden)
+    def __init__(self, level, hidden=()):
+        self.level, self.hidden = level, list(hidden)
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pid = os.fork()
+        self.sandbox_uid = isolation.sandbox_uid(self.pid or os.getpid())
         if self.pid == 0:
             self.sock.close()
             try:
@@ -305,9 +305,12 @@ def describe_status(status):
     return f"exited with status {os.WEXITSTATUS(status)}"
 
 
-def kill_sandbox_users(zygote, slots=64):
-    """Final sweep before results are written: no process of any sandbox uid survives (root only)."""
-    for slot in range(slots):
+def kill_sandbox_users(zygote):
+    """Final sweep before results are written, at the uid level (root only): no process of this run's
+    sandbox uids survives. Namespaces need no sweep: a PID namespace dies with its init."""
+    if zygote.level != "uid":
+        return
+    for slot in range(isolation.SLOTS_PER_RUN):
         _kill_all_of_uid(zygote.sandbox_uid + slot)
 
 

@@ -16,6 +16,8 @@ submission that hangs costs a few call limits, not one per test.
 import os
 import time
 
+import torch
+
 from autograder.sandbox import ChildDied
 
 MAX_TIMEOUTS = 3
@@ -32,12 +34,15 @@ class RuleViolation(StudentError):
 class Reply:
     """A successful probe: the result and what came with it."""
 
-    def __init__(self, value, forbidden):
+    def __init__(self, value, forbidden, sent_args=()):
         self.result = unwrap(value.get("result"))
         self.grads = value.get("grads")
         self.attrs = value.get("attrs")
-        self.inputs_modified = value.get("inputs_modified", [])
         self.forbidden = forbidden
+        after = value.get("inputs_after") or []
+        # Compared here, not in the child, where torch.equal may have been monkeypatched.
+        self.inputs_modified = [isinstance(sent, torch.Tensor) and not _unchanged(sent, back)
+                                for sent, back in zip(sent_args, after)]
 
 
 class Student:
@@ -79,7 +84,9 @@ class Student:
         try:
             child = self._child(mode)
             if (mode, module) not in self.children[mode]["imported"]:
-                imported = child.call({"import": module})
+                imported = self._import(child, mode, module)
+                if isinstance(imported, Failure):
+                    return imported
                 self.children[mode]["imported"].add((mode, module))
                 if not imported["ok"]:
                     self.import_failures[(mode, module)] = describe_error(imported["error"])
@@ -89,7 +96,22 @@ class Student:
             return Failure(self._died(mode, target, died), error=None)
         if not message.get("ok"):
             return Failure(describe_error(message["error"]), message["error"], message.get("forbidden", []))
-        return Reply(message["value"], message.get("forbidden", []))
+        return Reply(message["value"], message.get("forbidden", []), args)
+
+    def _import(self, child, mode, module):
+        """Import once per child; a crash or hang while importing counts against the module, not the test."""
+        try:
+            return child.call({"import": module})
+        except ChildDied as died:
+            reason = (f"importing {module}.py did not finish within {self.limits.call_seconds:g} s"
+                      if died.timed_out else f"the submission's process {died.reason} while importing {module}.py")
+            if died.timed_out:
+                self.timeouts += 1
+            self.events.append(reason)
+            self.import_failures[(mode, module)] = reason
+            self._retire(child)
+            del self.children[mode]
+            return Failure(reason, error=None)
 
     def close(self):
         for entry in self.children.values():
@@ -121,7 +143,7 @@ class Student:
         """Each child gets its own copy of the two files, so nothing one child writes reaches the next."""
         self.scratch_count += 1
         scratch = f"{self.staged.dir}.run{self.scratch_count}"
-        os.makedirs(scratch, mode=0o755)
+        os.makedirs(scratch, mode=0o700)  # only this child's uid (and the grader) may enter
         if os.getuid() == 0:  # the child may run as another uid and must own its folder
             uid = self.zygote.sandbox_uid + self.slot
             os.chown(scratch, uid, uid)
@@ -152,6 +174,11 @@ class Student:
         text = child.output_text()
         if text:
             self.output.append(text)
+
+
+def _unchanged(sent, back):
+    return (isinstance(back, torch.Tensor) and back.shape == sent.shape and back.dtype == sent.dtype
+            and bool(torch.equal(back, sent)))
 
 
 class Failure:

@@ -1,4 +1,7 @@
-"""Part 5: splitting the model dim into heads and merging it back."""
+"""Part 5: splitting the model dim into heads and merging it back.
+
+Like construction, head reshaping does not depend on attention.py: graded with mode="oracle".
+"""
 import pytest
 import torch
 
@@ -23,7 +26,7 @@ def _split(x):
 def test_split_heads_shape(student):
     """split_heads: (B, T, d_model) -> (B, n_heads, T, d_k)"""
     x = randn(2, 5, 12, seed=40)
-    got = student.call(MHA, x, init=SIZES, method="split_heads").result
+    got = student.call(MHA, x, init=SIZES, method="split_heads", mode="oracle").result
     expect_tensor(got, _split(x), "MultiHeadAttention(12, 3).split_heads(x (2, 5, 12))", "result")
 
 
@@ -31,7 +34,7 @@ def test_split_heads_shape(student):
 def test_split_heads_layout(student):
     """split_heads: head i holds features [i*d_k, (i+1)*d_k) of every position"""
     x = torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12)  # every entry names its place
-    got = student.call(MHA, x, init=SIZES, method="split_heads").result
+    got = student.call(MHA, x, init=SIZES, method="split_heads", mode="oracle").result
     expect_close(got, _split(x), "MultiHeadAttention(12, 3).split_heads(x = arange (2, 5, 12))", "result", SPLIT_HINT)
 
 
@@ -39,7 +42,7 @@ def test_split_heads_layout(student):
 def test_merge_heads_shape(student):
     """merge_heads: (B, n_heads, T, d_k) -> (B, T, d_model)"""
     x = randn(2, 5, 12, seed=41)
-    got = student.call(MHA, _split(x), init=SIZES, method="merge_heads").result
+    got = student.call(MHA, _split(x), init=SIZES, method="merge_heads", mode="oracle").result
     expect_tensor(got, x, "MultiHeadAttention(12, 3).merge_heads(x (2, 3, 5, 4))", "result")
 
 
@@ -47,6 +50,6 @@ def test_merge_heads_shape(student):
 def test_merge_heads_inverts_split_heads(student):
     """merge_heads: exactly undoes split_heads"""
     x = torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12)
-    got = student.call(MHA, _split(x), init=SIZES, method="merge_heads").result
+    got = student.call(MHA, _split(x), init=SIZES, method="merge_heads", mode="oracle").result
     expect_close(got, x, "MultiHeadAttention(12, 3).merge_heads(split_heads(x = arange (2, 5, 12)))", "result",
                  MERGE_HINT)

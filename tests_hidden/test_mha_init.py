@@ -1,4 +1,8 @@
-"""Part 4: constructing MultiHeadAttention."""
+"""Part 4: constructing MultiHeadAttention.
+
+Construction does not depend on attention.py, so these run on top of a known-good attention
+(mode="oracle"): a broken attention.py, which mha.py imports, cannot cost these points.
+"""
 import pytest
 
 from autograder.compare import fail
@@ -9,7 +13,7 @@ MHA = "mha.MultiHeadAttention"
 
 
 def _attrs(student, d_model, n_heads, **kwargs):
-    return student.call(MHA, init={"args": [d_model, n_heads], "kwargs": kwargs}, attrs=True).attrs
+    return student.call(MHA, init={"args": [d_model, n_heads], "kwargs": kwargs}, attrs=True, mode="oracle").attrs
 
 
 @pytest.mark.points(2)
@@ -52,7 +56,7 @@ def test_bias_can_be_turned_off(student):
 @pytest.mark.public
 def test_indivisible_sizes_raise_dimension_mismatch(student):
     """Construction: MultiHeadAttention(16, 5) raises DimensionMismatchError naming 16 and 5"""
-    outcome = student.try_call(MHA, init={"args": [16, 5]})
+    outcome = student.try_call(MHA, init={"args": [16, 5]}, mode="oracle")
     if not hasattr(outcome, "raised"):
         fail("MultiHeadAttention(16, 5)", "no exception was raised", "check d_model % n_heads != 0 in __init__")
     if not outcome.raised("DimensionMismatchError") or not outcome.raised("ValueError"):
@@ -68,7 +72,7 @@ def test_indivisible_sizes_raise_dimension_mismatch(student):
 def test_non_positive_sizes_raise_value_error(student):
     """Construction: non-positive sizes raise ValueError"""
     for args in ((0, 4), (16, 0), (-8, 2)):
-        outcome = student.try_call(MHA, init={"args": list(args)})
+        outcome = student.try_call(MHA, init={"args": list(args)}, mode="oracle")
         if not hasattr(outcome, "raised") or not outcome.raised("ValueError"):
             got = outcome.message if hasattr(outcome, "raised") else "no exception"
             fail(f"MultiHeadAttention{args}", f"expected a ValueError, got {got}",

@@ -1,0 +1,4 @@
+
+import sys
+
+sys.exit("mha.py quits while it is imported")

@@ -1,0 +1,452 @@
+"""Hostile submissions are contained.
+
+Every attack of issue 3 (tests/hostile/, one folder per case) is graded in one batch together
+with the reference as a control, by one run of ``python -m autograder grade``. Each attack must
+end with a clear message in its own report and a score for everything else, the grader must
+exit 0, and nothing may escape: no file outside the sandbox's scratch folder, no connection, no
+process left behind, no report changed after the grader is done.
+
+Escapes are observable on purpose. The payloads are templates filled in here with a token
+unique to this run: any file they manage to create outside the sandbox has the token in its
+name, and every process they start is named ``hx<token>``. Their own findings (what they could
+read, what gc held, how many forks they got) go to their printed output, which the grader
+captures into feedback.md.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from variant_builder import FILES, ROOT, SOLUTION, without_markers
+
+pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(),
+                                reason="the grader CLI (autograder/__main__.py) does not exist yet")
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+CALL_TIMEOUT = 2  # seconds per call of student code (the grader's default, 10, would make this module slow)
+LATE_STRIKE_WAIT = 3  # seconds a daemon gets, after the grader exits, to overwrite a report
+MISSING = {"missing_file": "mha.py"}  # case -> the file it does not hand in
+PATCH_BLOCK = re.compile(r"^# BEGIN PATCH\n.*?^# END PATCH\n", re.MULTILINE | re.DOTALL)
+ISOLATION_LEVELS = ("namespaces", "uid", "rlimits")
+
+ATTENTION_PARTS = ("masks", "attention", "gradients")
+MHA_PARTS = ("mha_init", "heads", "mha_forward")
+# The from-scratch rule is left out of the per-case expectations: a file that cannot be read or
+# imported also fails its rule checks, which is right, but not what these cases are about.
+GRADED_PARTS = ATTENTION_PARTS + MHA_PARTS
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What an attack may cost: the tests it breaks (by part, or by name prefix) and what they say."""
+
+    broken: tuple = ()
+    says: tuple = ()
+
+
+EXPECTED = {
+    "reference": Expect(),
+    "syntax_error": Expect(MHA_PARTS, ("SyntaxError", "mha.py, line")),
+    "missing_file": Expect(MHA_PARTS, ("mha.py is missing",)),
+    "not_implemented": Expect(GRADED_PARTS, ("NotImplementedError",)),
+    "exit_at_import": Expect(MHA_PARTS, ("SystemExit", "importing mha.py")),
+    # attention.py dies at import, so mha.py cannot load either; MHA forward is still graded on
+    # top of a known-good attention (the grader's second way), and passes.
+    "os_exit_at_import": Expect(ATTENTION_PARTS, ("exited with status 0", "while importing attention.py")),
+    "exit_in_call": Expect(("Causal mask",), ("SystemExit", "causal_mask quits")),
+    "os_exit_in_call": Expect(("Causal mask",), ("exited with status 7", "causal_mask")),
+    "hang_in_call": Expect(("Padding mask",), (f"did not finish within {CALL_TIMEOUT:g} s", "not run")),
+    "hang_at_import": Expect(MHA_PARTS, (f"did not finish within {CALL_TIMEOUT:g} s",)),
+    "memory_bomb": Expect(("Causal mask", "Padding mask"), ("MemoryError", "allocate")),
+    "segfault": Expect(("Padding mask",), ("killed by SIGSEGV",)),
+    "print_flood": Expect(),
+    "tensor_subclass": Expect(("Causal mask", "Padding mask"), ("Tensor subclass", "an object of type Booby")),
+    "gc_walk": Expect(),
+    "fake_results": Expect(),
+    "daemon": Expect(),
+    "read_secrets": Expect(),
+    "write_outside": Expect(),
+    "network": Expect(),
+    "fork_bomb": Expect(),
+}
+
+
+# --- building the batch -------------------------------------------------------------------
+
+def build_batch(batch, values):
+    """Write every case (and the controls) as one submission folder of `batch`.
+
+    A case file is appended to the reference's file of the same name, so it only holds the
+    hostile part (see tests/hostile/README.md); `values` fill in its @PLACEHOLDERS@.
+    """
+    reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
+    for folder in sorted(p for p in HOSTILE.iterdir() if p.is_dir()):
+        texts = {}
+        for name in FILES:
+            if (folder / name).exists():
+                texts[name] = reference[name] + fill((folder / name).read_text(), values)
+            elif MISSING.get(folder.name) != name:
+                texts[name] = reference[name]
+        write_submission(batch / folder.name, texts)
+        if folder.name == "monkeypatch":
+            write_submission(batch / "monkeypatch_control", {n: PATCH_BLOCK.sub("", t) for n, t in texts.items()})
+    write_submission(batch / "not_implemented", {name: (ROOT / "assignment" / name).read_text() for name in FILES})
+    write_submission(batch / "reference", reference)
+
+
+def fill(template, values):
+    for key, value in values.items():
+        template = template.replace(f"@{key}@", str(value))
+    leftover = re.findall(r"@[A-Z]+@", template)
+    assert not leftover, f"a hostile template uses unknown placeholders {leftover}"
+    return template
+
+
+def write_submission(folder, texts):
+    folder.mkdir(parents=True)
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+
+
+# --- what the run left behind ---------------------------------------------------------------
+
+@dataclass
+class Run:
+    token: str
+    base: Path
+    batch: Path
+    out: Path
+    markers: Path
+    process: subprocess.CompletedProcess
+    reports_at_exit: dict  # report path -> bytes, right after the grader exited
+    reports_later: dict  # the same, LATE_STRIKE_WAIT seconds later
+    peak_named: int  # most processes named by a payload alive at once during grading
+    survivors: list  # processes named by a payload, still alive after the wait
+    connections: list  # what reached the test's listener
+
+    def results(self, case):
+        path = self.out / case / "results.json"
+        assert path.is_file(), f"the grader wrote no report for {case}"
+        return json.loads(path.read_text())
+
+    def feedback(self, case):
+        return (self.out / case / "feedback.md").read_text()
+
+    def printed(self, case):
+        """What the case's code printed, as the grader shows it in feedback.md."""
+        match = re.search(r"## What your code printed\n\n```\n(.*?)\n```", self.feedback(case), re.DOTALL)
+        assert match, f"feedback.md of {case} shows nothing the code printed"
+        return match.group(1)
+
+
+def snapshot(out):
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def processes_named(name):
+    """Live (non-zombie) processes whose command name is `name`, as (pid, state)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if comm == name and state != "Z":
+            found.append((int(entry.name), state))
+    return found
+
+
+def accepted(listener):
+    """What clients sent to `listener` (connections wait in its backlog even if never accepted)."""
+    listener.setblocking(False)
+    received = []
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return received
+        with conn:
+            conn.settimeout(1)
+            try:
+                received.append(conn.recv(1024))
+            except OSError:
+                received.append(b"")
+
+
+def escaped_files(run):
+    """Files a payload created outside its sandbox (their names hold the token), or fake reports."""
+    pattern = f"*hx-{run.token}*"
+    found = [*run.markers.iterdir(), *Path("/tmp").glob(pattern), *ROOT.glob(pattern), *ROOT.glob(f"*/{pattern}"),
+             *run.out.rglob(pattern), *run.batch.rglob(pattern)]
+    fake = f"FAKE-REPORT-{run.token}".encode()
+    found += [run.out / name for name, data in run.reports_later.items() if fake in data]
+    gradescope = Path("/autograder/results/results.json")
+    if gradescope.is_file() and fake in gradescope.read_bytes():
+        found.append(gradescope)
+    return found
+
+
+def grade_watching(command, name, timeout=300):
+    """Run the grader; meanwhile count the processes called `name` (proof the payloads started some)."""
+    peak = 0
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        grader = subprocess.Popen(command, cwd=ROOT, stdout=stdout, stderr=stderr, text=True)
+        deadline = time.monotonic() + timeout
+        while grader.poll() is None:
+            if time.monotonic() > deadline:
+                grader.kill()
+                grader.wait()
+                pytest.fail(f"the grader did not finish within {timeout} s on the hostile batch")
+            peak = max(peak, len(processes_named(name)))
+            time.sleep(0.2)
+        stdout.seek(0), stderr.seek(0)
+        return subprocess.CompletedProcess(command, grader.returncode, stdout.read(), stderr.read()), peak
+
+
+@pytest.fixture(scope="module")
+def run():
+    token = secrets.token_hex(4)
+    # Not tmp_path_factory: its folders are private to root, which would hide from a sandbox
+    # uid the very paths an escape is tested on. This one is world-readable, markers/ writable.
+    base = Path(tempfile.mkdtemp(prefix=f"hostile-{token}-"))
+    base.chmod(0o755)
+    markers, batch, out = base / "markers", base / "batch", base / "reports"
+    markers.mkdir(mode=0o1777)
+    markers.chmod(0o1777)
+    listener = socket.create_server(("127.0.0.1", 0))
+    survivors = []
+    try:
+        build_batch(batch, {"TOKEN": token, "MARKERS": markers, "KIT": ROOT, "OUT": out, "BATCH": batch,
+                            "PORT": listener.getsockname()[1]})
+        command = [sys.executable, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2",
+                   "--call-timeout", str(CALL_TIMEOUT)]
+        process, peak = grade_watching(command, f"hx{token}")
+        at_exit = snapshot(out)
+        time.sleep(LATE_STRIKE_WAIT)
+        survivors = processes_named(f"hx{token}")
+        yield Run(token, base, batch, out, markers, process, at_exit, snapshot(out), peak, survivors,
+                  accepted(listener))
+    finally:
+        listener.close()
+        for pid, _ in survivors + processes_named(f"hx{token}"):  # only processes this run started
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for path in [*Path("/tmp").glob(f"*hx-{token}*"), *ROOT.glob(f"*hx-{token}*"), *ROOT.glob(f"*/*hx-{token}*")]:
+            path.unlink(missing_ok=True)  # what an escaped payload wrote
+        gradescope = Path("/autograder/results/results.json")
+        if gradescope.is_file() and f"FAKE-REPORT-{token}".encode() in gradescope.read_bytes():
+            gradescope.unlink()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --- the tests ---------------------------------------------------------------------------------
+
+def selected(tests, selectors):
+    """The tests a selector names: a part (its tag) or a test-name prefix."""
+    return [t for t in tests if any(s in t["tags"] or t["name"].startswith(s) for s in selectors)]
+
+
+def explain(tests):
+    return "\n".join(f"- {t['name']} ({t['score']:g}/{t['max_score']:g}): {t['output'][:400]}" for t in tests)
+
+
+def test_every_case_has_expectations():
+    folders = {p.name for p in HOSTILE.iterdir() if p.is_dir()}
+    unchecked = folders - set(EXPECTED) - {"monkeypatch"}  # monkeypatch has a test of its own
+    assert not unchecked, f"tests/hostile cases without an entry in EXPECTED: {sorted(unchecked)}"
+
+
+def test_grader_exits_0_with_a_report_for_every_submission(run):
+    assert run.process.returncode == 0, (
+        f"the grader exited {run.process.returncode} on the hostile batch:\n"
+        f"{run.process.stdout[-2000:]}\n{run.process.stderr[-3000:]}")
+    missing = [case for case in [*EXPECTED, "monkeypatch_control"] if not (run.out / case / "results.json").is_file()]
+    assert not missing, f"no results.json for {missing}"
+
+
+def test_every_report_names_the_isolation_used(run):
+    levels = {case: run.results(case)["extra_data"].get("isolation") for case in EXPECTED}
+    assert set(levels.values()) <= set(ISOLATION_LEVELS) and len(set(levels.values())) == 1, (
+        f"reports disagree on, or do not name, the isolation level: {levels}")
+
+
+@pytest.mark.parametrize("case", EXPECTED)
+def test_attack_costs_only_what_it_breaks_and_says_why(run, case):
+    expect = EXPECTED[case]
+    tests = [t for t in run.results(case)["tests"] if t["tags"][0] in GRADED_PARTS]
+    broken = selected(tests, expect.broken)
+    assert not expect.broken or broken, f"{case}: no test matches {expect.broken}"
+    kept_points = [t for t in broken if t["status"] == "passed"]
+    assert not kept_points, f"{case}: these tests should fail but passed:\n{explain(kept_points)}"
+    silent = [t for t in broken if not t["output"].strip()]
+    assert not silent, f"{case}: these tests failed without saying why:\n{explain(silent)}"
+    said = run.results(case)["output"] + "\n".join(t["output"] for t in broken)
+    unsaid = [phrase for phrase in expect.says if phrase not in said]
+    assert not unsaid, f"{case}: the report never says {unsaid}; the broken tests say:\n{explain(broken)}"
+    lost = [t for t in tests if t not in broken and t["status"] != "passed"]
+    assert not lost, f"{case}: the attack also cost tests it does not touch:\n{explain(lost)}"
+
+
+@pytest.mark.skipif(not (ROOT / "assignment" / "submit.py").exists(),
+                    reason="the rules tests read assignment/submit.py, which does not exist yet")
+def test_reference_control_scores_100(run):
+    """The control: the reference, graded beside all the attacks, loses nothing."""
+    results = run.results("reference")
+    lost = [t for t in results["tests"] if t["status"] != "passed"]
+    assert results["score"] == pytest.approx(100) and not lost, (
+        f"the reference, graded in the hostile batch, scored {results['score']}:\n{explain(lost)}")
+
+
+@pytest.mark.parametrize("case", ["hang_in_call", "hang_at_import"])
+def test_a_hanging_submission_costs_a_few_call_limits_not_one_per_test(run, case):
+    seconds = run.results(case)["execution_time"]
+    assert seconds < 3 * CALL_TIMEOUT + 10, (
+        f"{case} took {seconds:.1f} s to grade with a {CALL_TIMEOUT} s call limit: it paid the limit again and again")
+
+
+def test_monkeypatching_torch_comparisons_does_not_raise_the_score(run):
+    patched, control = run.results("monkeypatch"), run.results("monkeypatch_control")
+    assert control["score"] < 100, "the control (wrong answers, no patching) should lose points"
+    flipped = [(p["name"], c["status"], p["status"]) for p, c in zip(patched["tests"], control["tests"])
+               if p["status"] != c["status"]]
+    assert not flipped and patched["score"] == control["score"], (
+        f"patching torch.allclose/equal/isclose/testing.assert_close/Tensor.__eq__ changed the score from "
+        f"{control['score']} to {patched['score']}; tests (without patch -> with patch): {flipped}. "
+        "Whatever the sandboxed process works out about the student's code can be faked by it; "
+        "only what the grader compares itself counts")
+
+
+def test_printing_200_mb_is_captured_and_capped(run):
+    shown = run.printed("print_flood")
+    assert shown.startswith("FLOOD-START"), f"the printed output is not in feedback.md: {shown[:200]!r}"
+    assert "more bytes of output not kept" in run.feedback("print_flood"), "feedback.md does not say the output was cut"
+    sizes = {name: len(data) for name, data in run.reports_at_exit.items() if name.startswith("print_flood/")}
+    assert all(size < 256 * 1024 for size in sizes.values()), f"the output was not capped: report sizes {sizes}"
+
+
+def test_no_payload_leaves_a_file_outside_its_sandbox(run):
+    escaped = escaped_files(run)
+    assert not escaped, f"payloads wrote outside their scratch folder: {[str(p) for p in escaped]}"
+
+
+def test_writes_outside_the_scratch_folder_do_not_land(run):
+    printed = run.printed("write_outside")
+    assert f"WRITE hx-{run.token}-written -> ok" in printed, f"the payload did not run as planned:\n{printed}"
+    targets = re.findall(r"^WRITE (/\S+) ->", printed, re.MULTILINE)
+    assert len(targets) >= 7, f"the payload did not try every target:\n{printed}"
+    # A write may succeed inside the sandbox's private /tmp; what counts is the host's file system.
+    landed = [path for path in targets if Path(path).exists()]
+    assert not landed, f"files written by the submission appeared outside its sandbox: {landed}"
+
+
+def test_fake_results_do_not_replace_the_report(run):
+    printed = run.printed("fake_results")
+    assert "FAKE results.json -> written" in printed, f"the payload did not run as planned:\n{printed}"
+    results, reference = run.results("fake_results"), run.results("reference")
+    assert "FAKE-REPORT" not in json.dumps(results), "the fake results.json was used"
+    assert results["score"] == reference["score"] and len(results["tests"]) == len(reference["tests"]), (
+        f"fake_results scored {results['score']} over {len(results['tests'])} tests; the reference "
+        f"{reference['score']} over {len(reference['tests'])}")
+
+
+def test_reports_do_not_change_after_the_grader_exits(run):
+    changed = [name for name in run.reports_at_exit if run.reports_later.get(name) != run.reports_at_exit[name]]
+    assert not changed, f"reports changed {LATE_STRIKE_WAIT} s after the grader exited: {changed}"
+    assert "DAEMON started" in run.printed("daemon"), "the daemon payload did not run"
+
+
+def test_no_process_outlives_the_grader(run):
+    assert run.peak_named > 0, "no payload process was ever seen running, so this test proves nothing"
+    assert not run.survivors, (
+        f"processes started by payloads (hang, daemon, fork bomb) still run after the grader exited: {run.survivors}")
+
+
+def test_fork_bomb_is_stopped_by_the_process_limit(run):
+    match = re.search(r"FORKS started=(\d+) error=(\w+)", run.printed("fork_bomb"))
+    assert match, f"the fork bomb did not report: {run.printed('fork_bomb')[:500]}"
+    started, error = int(match.group(1)), match.group(2)
+    assert started < 200 and error != "None", f"the fork bomb started all {started} processes (error {error})"
+
+
+def test_network_connections_fail(run):
+    printed = run.printed("network")
+    assert "CONNECT -> failed" in printed, f"the payload reached the network:\n{printed}"
+    assert not run.connections, f"the test's listener on 127.0.0.1 received {run.connections}"
+
+
+def test_reference_hidden_tests_and_other_submissions_cannot_be_read(run):
+    printed = run.printed("read_secrets")
+    opened = [line for line in printed.splitlines() if line.startswith("OPEN") and "-> ok" in line]
+    assert not opened, "the submission read secret files:\n" + "\n".join(opened)
+    listings = {m.group(1): m.group(2) for m in re.finditer(r"^LIST (\S+) -> (.*)$", printed, re.MULTILINE)}
+    for folder, listing in listings.items():
+        for secret in ("'solution'", "'tests_hidden'", "'ag-sub-", "'reference'"):
+            assert secret not in listing, f"listing {folder} shows {secret}: {listing}"
+    assert "SEARCH done" in printed, f"the payload did not finish its search:\n{printed[:1000]}"
+
+
+def test_gc_and_stack_frames_hold_nothing_from_the_reference(run):
+    match = re.search(r"^HUNT (\{.*\})$", run.printed("gc_walk"), re.MULTILINE)
+    assert match, f"the gc payload did not report: {run.printed('gc_walk')[:500]}"
+    found = json.loads(match.group(1))
+    assert found["tensors"] > 0, f"the gc walk saw no tensor at all, so it proves nothing: {found}"
+    leaks = {key: found[key] for key in ("modules", "functions", "frames", "lookalikes") if found[key]}
+    assert not leaks, f"the submission's process holds parts of the reference or the hidden tests: {leaks}"
+
+
+def test_returned_objects_are_never_unpickled(run):
+    assert not list(run.markers.glob("*unpickled*")), "a returned object's __reduce__ payload ran in the grader"
+
+
+def real_uid(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])
+    raise LookupError(f"no Uid line for process {pid}")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="sandbox uids are only used when the grader runs as root")
+def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
+    """Two grader runs on one machine (CI, two `make grade`s, `make check` beside a grading run) must
+    not run student code as the same uid: killing "every process of the sandbox uid" (the uid
+    level's timeout kill, Gradescope's final sweep) would then kill the other run's children in the
+    middle of a test, and RLIMIT_NPROC would count both runs' processes together."""
+    from autograder import sandbox
+
+    level = sandbox.requested_level() or sandbox.detect_level()
+    zygotes, children = [], []
+    try:
+        for run_number in range(2):  # two runs, each grading its first submission in slot 0
+            zygote = sandbox.Zygote(level, hidden=[str(ROOT)])
+            zygotes.append(zygote)
+            scratch = tmp_path / f"run{run_number}"
+            scratch.mkdir(mode=0o755)
+            os.chown(scratch, zygote.sandbox_uid, zygote.sandbox_uid)
+            child = zygote.spawn(str(scratch), "student", sandbox.Limits(call_seconds=10))
+            children.append(child)
+            child.call({"import": "attention"})  # answered once the child has dropped its privileges
+        uids = [real_uid(child.pid) for child in children]
+    finally:
+        for child in children:
+            child.close()
+        for zygote in zygotes:
+            zygote.stop()
+    assert uids[0] != uids[1], (
+        f"both grader runs run student code as uid {uids[0]} ({level} isolation), so either run's "
+        f"kill of that uid's processes also kills the other's sandboxes")
