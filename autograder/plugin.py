@@ -57,6 +57,8 @@ def result_of(item, report, call, config):
         "passed": report.passed,
         "message": message,
         "grader_error": grader_error,
+        "mistake": getattr(getattr(error, "mistake", None), "name", None),
+        "figure": getattr(error, "figure", None),
     }
 
 

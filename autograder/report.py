@@ -44,6 +44,7 @@ def results_json(record, submitters=()):
             "output_format": "md",
             "visibility": result["visibility"],
             "tags": [part],
+            **({"extra_data": {"mistake": result["mistake"]}} if result.get("mistake") else {}),
         })
     score = round(sum(t["score"] for t in tests), 4)
     max_score = round(sum(t["max_score"] for t in tests), 4)

@@ -24,7 +24,19 @@ MAX_TIMEOUTS = 3
 
 
 class StudentError(AssertionError):
-    """The student's code failed a probe; the message is meant for the student."""
+    """The student's code failed a probe or a comparison; the message is meant for the student.
+
+    ``figure`` (expected and got for one small matrix) and ``mistake`` (a catalogued bug the
+    result matches) travel with it into the report.
+    """
+
+    def __init__(self, message, figure=None, mistake=None):
+        super().__init__(message)
+        self.figure, self.mistake = figure, mistake
+
+    def named(self, mistake):
+        """The same failure, with the catalogued mistake named first."""
+        return StudentError(f"Likely bug: {mistake.explain()}.\n{self}", self.figure, mistake)
 
 
 class RuleViolation(StudentError):

@@ -82,3 +82,24 @@ def test_mutant_loses_points_in_its_part(reports, name, part):
     assert score < max_score, f"mutant {name} ({mutant['why']}) kept all {max_score} points of part {part!r}"
     silent = [t["name"] for t in lost(tests) if not t.get("output", "").strip()]
     assert not silent, f"mutant {name}: tests of part {part!r} lost points without saying why: {silent}"
+
+
+NAMED = [m for m in MUTANTS if m.get("mistake")]
+
+
+@pytest.mark.parametrize("mutant", NAMED, ids=[m["name"] for m in NAMED])
+def test_feedback_names_the_catalogued_mistake(reports, mutant):
+    """The feedback names the bug: some failed test carries the catalogue entry this mutant was written as."""
+    tests = results(reports, f"mutant-{mutant['name']}")["tests"]
+    named = {t.get("extra_data", {}).get("mistake") for t in tests if t["status"] == "failed"}
+    assert mutant["mistake"] in named, (
+        f"{mutant['name']}: expected the feedback to name {mutant['mistake']!r}, it named {sorted(filter(None, named))}")
+
+
+def test_every_catalogue_entry_is_proved_by_a_mutant():
+    from autograder.catalogue import CATALOGUE
+
+    entries = {entry.name for kind in CATALOGUE.values() for entry, _ in kind}
+    proved = {m["mistake"] for m in NAMED}
+    assert entries - proved <= {"split_and_merge_without_transpose"}, (
+        f"catalogue entries with no mutant in tests/variants/mutants.yaml: {sorted(entries - proved)}")

@@ -20,6 +20,7 @@ CHECKER = Path(__file__).resolve().parent / "variant_checker.py"
 MUTANTS = load_mutants()
 CORRECT_NAMES = correct_names()
 FIELDS = {"name", "file", "find", "replace", "parts", "why"}
+OPTIONAL_FIELDS = {"mistake"}
 
 
 def by_name(items):
@@ -103,11 +104,20 @@ def test_mutant_names_are_unique():
 
 @by_name(MUTANTS)
 def test_mutant_is_well_formed(mutant):
-    assert set(mutant) == FIELDS, f"fields {sorted(mutant)}, expected {sorted(FIELDS)}"
+    assert FIELDS <= set(mutant) <= FIELDS | OPTIONAL_FIELDS, (
+        f"fields {sorted(mutant)}, expected {sorted(FIELDS)} and optionally {sorted(OPTIONAL_FIELDS)}")
     assert re.fullmatch(r"[a-z][a-z0-9_]*", mutant["name"]), "name must be a lower-case slug"
     assert mutant["file"] in FILES, f"file {mutant['file']!r} is not one of {FILES}"
     assert mutant["find"] != mutant["replace"], "replace is the same text as find"
     assert mutant["why"].strip(), "why is empty"
+
+
+@by_name([m for m in MUTANTS if "mistake" in m])
+def test_mutant_names_a_catalogue_entry(mutant):
+    from autograder.catalogue import CATALOGUE
+
+    known = {entry.name for kind in CATALOGUE.values() for entry, _ in kind}
+    assert mutant["mistake"] in known, f"{mutant['mistake']!r} is not in autograder/catalogue.py"
 
 
 @by_name(MUTANTS)

@@ -1,7 +1,7 @@
 """Shared checks of scaled_dot_product_attention against the reference (used by several parts)."""
 import torch
 
-from autograder.compare import expect_close, expect_pair
+from autograder.compare import diagnosed, expect_close, expect_pair
 
 HINTS = {
     "none": "scores = Q K^T / sqrt(d_k) with d_k = query.size(-1); softmax over the keys (dim=-1); output = weights @ V",
@@ -24,6 +24,7 @@ def check_sdpa(student, reference, case, target="attention.scaled_dot_product_at
     hint = HINTS[case.mask if case.mask_dtype == torch.bool else "random"]
     if case.mask != "none" and case.mask_dtype != torch.bool:
         hint = "a numeric mask means nonzero = may attend, 0 = blocked (it is not added to the scores)"
-    expect_close(got_weights, weights, case.describe(), "weights", hint)
-    expect_close(got_out, out, case.describe(), "output", hint)
+    with diagnosed("sdpa", (got_out, got_weights), q, k, v, mask):
+        expect_close(got_weights, weights, case.describe(), "weights", hint, mask=mask)
+        expect_close(got_out, out, case.describe(), "output", hint)
     return reply

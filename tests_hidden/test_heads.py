@@ -5,7 +5,7 @@ Like construction, head reshaping does not depend on attention.py: graded with m
 import pytest
 import torch
 
-from autograder.compare import expect_close, expect_tensor
+from autograder.compare import diagnosed, expect_close, expect_tensor
 from cases import randn
 
 pytestmark = pytest.mark.part("heads")
@@ -35,7 +35,9 @@ def test_split_heads_layout(student):
     """split_heads: head i holds features [i*d_k, (i+1)*d_k) of every position"""
     x = torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12)  # every entry names its place
     got = student.call(MHA, x, init=SIZES, method="split_heads", mode="oracle").result
-    expect_close(got, _split(x), "MultiHeadAttention(12, 3).split_heads(x = arange (2, 5, 12))", "result", SPLIT_HINT)
+    with diagnosed("split_heads", got, x, 3):
+        expect_close(got, _split(x), "MultiHeadAttention(12, 3).split_heads(x = arange (2, 5, 12))", "result",
+                     SPLIT_HINT)
 
 
 @pytest.mark.points(2)
@@ -51,5 +53,6 @@ def test_merge_heads_inverts_split_heads(student):
     """merge_heads: exactly undoes split_heads"""
     x = torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12)
     got = student.call(MHA, _split(x), init=SIZES, method="merge_heads", mode="oracle").result
-    expect_close(got, x, "MultiHeadAttention(12, 3).merge_heads(split_heads(x = arange (2, 5, 12)))", "result",
-                 MERGE_HINT)
+    with diagnosed("merge_heads", got, _split(x), 3):
+        expect_close(got, x, "MultiHeadAttention(12, 3).merge_heads(split_heads(x = arange (2, 5, 12)))", "result",
+                     MERGE_HINT)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.compare import expect_equal, expect_tensor
+from autograder.compare import diagnosed, expect_equal, expect_tensor
 from cases import tokens_with_padding
 
 pytestmark = pytest.mark.part("masks")
@@ -14,11 +14,12 @@ PADDING_HINT = "True where the key is a real token (tokens != pad_id), shaped (B
 @pytest.mark.points(3)
 @pytest.mark.public
 def test_causal_mask_values(student):
-    """Causal mask: True on and below the diagonal, for T = 1, 4 and 7"""
-    for seq_len in (1, 4, 7):
+    """Causal mask: True on and below the diagonal, for T = 7, 4 and 1"""
+    for seq_len in (7, 4, 1):  # the largest first: it tells the mistakes apart
         got = student.call("attention.causal_mask", seq_len).result
         expected = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
-        expect_equal(got, expected, f"causal_mask({seq_len})", "mask", CAUSAL_HINT)
+        with diagnosed("causal_mask", got, seq_len):
+            expect_equal(got, expected, f"causal_mask({seq_len})", "mask", CAUSAL_HINT)
 
 
 @pytest.mark.points(2)
@@ -50,7 +51,8 @@ def test_padding_mask_values(student):
     for label, tokens, pad_id in _padding_cases():
         got = student.call("attention.padding_mask", tokens, pad_id).result
         expected = (tokens != pad_id)[:, None, None, :]
-        expect_equal(got, expected, f"padding_mask(tokens {tuple(tokens.shape)}, {label})", "mask", PADDING_HINT)
+        with diagnosed("padding_mask", got, tokens, pad_id):
+            expect_equal(got, expected, f"padding_mask(tokens {tuple(tokens.shape)}, {label})", "mask", PADDING_HINT)
 
 
 @pytest.mark.points(2)

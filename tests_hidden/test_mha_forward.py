@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.compare import expect_close, expect_pair, fail
+from autograder.compare import diagnosed, expect_close, expect_pair, fail
 from autograder.student import StudentError
 from cases import MHACase, randn
 
@@ -38,8 +38,9 @@ def check_mha(student, reference, case, request):
     def compare(mode):
         reply = student.call(MHA, query, key, value, mask, init=init, state=state, mode=mode)
         out, weights = expect_pair(reply.result, case.describe())
-        expect_close(weights, expected_weights.detach(), case.describe(), "weights", HINT)
-        expect_close(out, expected_out.detach(), case.describe(), "output", HINT)
+        with diagnosed("mha", (out, weights), state, case.n_heads, query, key, value, mask):
+            expect_close(weights, expected_weights.detach(), case.describe(), "weights", HINT, mask=mask)
+            expect_close(out, expected_out.detach(), case.describe(), "output", HINT)
 
     with_attention_fallback(compare, request)
 

@@ -1,0 +1,291 @@
+"""A catalogue of the common mistakes, recomputed in the trusted grader to name a student's bug.
+
+When a student's result is wrong, the grader recomputes every known mistake of that kind on
+the same inputs; if the student's result matches one, the feedback names it in one sentence
+and points to the part of the lab that covers it. Add a mistake by writing one small function
+with the ``@mistake`` decorator below; ``tests/test_catalogue.py`` proves each entry is
+recognised from a submission written that way.
+
+Kinds and what their functions compute:
+* ``causal_mask(seq_len) -> mask``
+* ``padding_mask(tokens, pad_id) -> mask``
+* ``sdpa(query, key, value, mask) -> (output, weights)``
+* ``mha(state, n_heads, query, key, value, mask) -> (output, weights)``, with ``state`` the
+  parameters of the reference module, by name.
+"""
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+LAB = "assignment/README.md"
+
+
+@dataclass(frozen=True)
+class Mistake:
+    name: str
+    kind: str
+    sentence: str  # what the student did, in one sentence
+    section: str  # where the lab covers it
+
+    def explain(self):
+        return f"{self.sentence} (see \"{self.section}\" in the lab text)"
+
+
+CATALOGUE = {}  # kind -> [(Mistake, compute)]
+
+
+def mistake(kind, name, sentence, section):
+    def register(compute):
+        CATALOGUE.setdefault(kind, []).append((Mistake(name, kind, sentence, section), compute))
+        return compute
+    return register
+
+
+def diagnose(kind, got, *inputs):
+    """The first catalogued mistake whose result matches ``got`` on ``inputs``, or None."""
+    for entry, compute in CATALOGUE.get(kind, []):
+        try:
+            with torch.no_grad():
+                candidate = compute(*inputs)
+        except (RuntimeError, ValueError, IndexError):
+            continue  # this mistake cannot even run on these inputs
+        if candidate is not None and _matches(got, candidate):
+            return entry
+    return None
+
+
+def _matches(got, candidate):
+    if isinstance(candidate, tuple):
+        return (isinstance(got, (tuple, list)) and len(got) == len(candidate)
+                and all(_matches(g, c) for g, c in zip(got, candidate)))
+    if not isinstance(got, torch.Tensor) or got.shape != candidate.shape:
+        return False
+    if got.dtype == torch.bool or candidate.dtype == torch.bool:
+        return got.dtype == candidate.dtype and torch.equal(got, candidate)
+    got, candidate = got.double(), candidate.double()
+    same_nan = torch.isnan(got) == torch.isnan(candidate)
+    close = torch.isclose(got, candidate, rtol=1e-3, atol=1e-4, equal_nan=True)
+    return bool(same_nan.all() and close.all())
+
+
+# --- masks ------------------------------------------------------------------------------------
+
+SECTION_CAUSAL = "2. Causal masking"
+SECTION_MASKS = "The mask convention (used everywhere)"
+SECTION_SDPA = "Scaled dot-product attention"
+SECTION_MHA = "Multi-head attention"
+SECTION_HEADS = "Part 2: `mha.py`"
+SPLIT_SENTENCE = ("Your split_heads reshapes straight to (B, n_heads, T, d_k), which mixes positions across heads: "
+                  "view to (B, T, n_heads, d_k), then transpose(1, 2)")
+
+
+@mistake("causal_mask", "causal_leaks_future", "Your causal mask lets each query see the future: it is True "
+         "above the diagonal (torch.triu or a transposed mask) instead of on and below it", SECTION_CAUSAL)
+def _causal_upper(seq_len):
+    return torch.ones(seq_len, seq_len, dtype=torch.bool).triu()
+
+
+@mistake("causal_mask", "causal_hides_diagonal", "Your causal mask hides the diagonal: a token must be able to "
+         "attend to itself (torch.tril with diagonal=0, not -1)", SECTION_CAUSAL)
+def _causal_no_diagonal(seq_len):
+    return torch.ones(seq_len, seq_len, dtype=torch.bool).tril(-1)
+
+
+@mistake("causal_mask", "causal_polarity_flipped", "Your causal mask marks the blocked positions with True; in "
+         "this lab True means 'may attend'", SECTION_MASKS)
+def _causal_inverted(seq_len):
+    return ~torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
+
+
+@mistake("padding_mask", "padding_polarity_flipped", "Your padding mask is True at the padding tokens; in this lab "
+         "True means 'may attend', so it should be tokens != pad_id", SECTION_MASKS)
+def _padding_inverted(tokens, pad_id):
+    return (tokens == pad_id)[:, None, None, :]
+
+
+# --- scaled dot-product attention -------------------------------------------------------------
+
+def attention(query, key, value, mask, scale=None, fill=float("-inf"), softmax_dim=-1, mask_mode="fill",
+              flip=False, stable=True):
+    """Reference attention with one knob per known mistake."""
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    scores = query @ key.transpose(-2, -1) * scale  # (..., T_q, T_k)
+    allowed = None
+    if mask is not None:
+        allowed = mask if mask.dtype == torch.bool else mask != 0
+        if flip:
+            allowed = ~allowed
+        if mask_mode == "fill":
+            scores = scores.masked_fill(~allowed, fill)
+        elif mask_mode == "add":
+            scores = scores + mask
+    if stable:
+        weights = torch.softmax(scores, dim=softmax_dim)
+    else:
+        weights = scores.exp() / scores.exp().sum(dim=softmax_dim, keepdim=True)
+    if mask is not None and mask_mode == "after":
+        weights = weights * allowed
+    return weights @ value, weights
+
+
+@mistake("sdpa", "no_scaling", "You did not scale the scores: divide Q K^T by sqrt(d_k)", SECTION_SDPA)
+def _no_scaling(q, k, v, mask):
+    return attention(q, k, v, mask, scale=1.0)
+
+
+@mistake("sdpa", "scale_by_d_k", "You scaled the scores by 1/d_k; the formula divides by sqrt(d_k)", SECTION_SDPA)
+def _scale_by_d_k(q, k, v, mask):
+    return attention(q, k, v, mask, scale=1.0 / q.size(-1))
+
+
+@mistake("sdpa", "scale_by_d_v", "You scaled by the value's width; d_k is the query's last dim", SECTION_SDPA)
+def _scale_by_d_v(q, k, v, mask):
+    return attention(q, k, v, mask, scale=1.0 / math.sqrt(v.size(-1))) if v.size(-1) != q.size(-1) else None
+
+
+@mistake("sdpa", "softmax_wrong_axis", "Your softmax runs over the queries (dim=-2); each query's weights must "
+         "sum to 1 over the keys, so use dim=-1", SECTION_SDPA)
+def _softmax_dim(q, k, v, mask):
+    return attention(q, k, v, mask, softmax_dim=-2)
+
+
+@mistake("sdpa", "mask_polarity_flipped", "You blocked the positions where the mask is True (or nonzero); in this "
+         "lab True means 'may attend', so fill where the mask is False", SECTION_MASKS)
+def _flipped(q, k, v, mask):
+    return attention(q, k, v, mask, flip=True) if mask is not None else None
+
+
+@mistake("sdpa", "masked_with_zero", "You filled blocked scores with 0; a score of 0 still gets weight after the "
+         "softmax, so fill with -inf (or a very negative number)", SECTION_SDPA)
+def _zero_fill(q, k, v, mask):
+    return attention(q, k, v, mask, fill=0.0) if mask is not None else None
+
+
+@mistake("sdpa", "mask_after_softmax", "You applied the mask after the softmax, so the remaining weights no "
+         "longer sum to 1; mask the scores before the softmax", SECTION_SDPA)
+def _after_softmax(q, k, v, mask):
+    return attention(q, k, v, mask, mask_mode="after") if mask is not None else None
+
+
+@mistake("sdpa", "numeric_mask_additive", "You added the numeric mask to the scores; here a numeric mask means "
+         "nonzero = may attend and 0 = blocked, like a bool mask", SECTION_MASKS)
+def _additive(q, k, v, mask):
+    return attention(q, k, v, mask, mask_mode="add") if mask is not None and mask.dtype != torch.bool else None
+
+
+@mistake("sdpa", "numeric_mask_ignored", "Your code ignores a numeric (int or float) mask; convert it with "
+         "mask != 0 and apply it like a bool mask", SECTION_MASKS)
+def _numeric_ignored(q, k, v, mask):
+    return attention(q, k, v, None) if mask is not None and mask.dtype != torch.bool else None
+
+
+@mistake("sdpa", "unstable_softmax", "Your softmax overflows on large scores: exp() of a large score is inf. "
+         "Subtract the row max first, or use torch.softmax", SECTION_SDPA)
+def _unstable(q, k, v, mask):
+    out, weights = attention(q, k, v, mask, stable=False)
+    return (out, weights) if not torch.isfinite(weights).all() else None
+
+
+# --- splitting and merging heads (MultiHeadAttention(d_model, n_heads)) ----------------------------
+
+@mistake("split_heads", "split_without_transpose", SPLIT_SENTENCE, SECTION_HEADS)
+def _split_only(x, n_heads):
+    B, T, d_model = x.shape
+    return x.reshape(B, n_heads, T, d_model // n_heads)
+
+
+@mistake("merge_heads", "merge_without_transpose", "Your merge_heads reshapes (B, n_heads, T, d_k) straight to "
+         "(B, T, d_model) without transpose(1, 2) first, which interleaves heads and positions", SECTION_HEADS)
+def _merge_only(x, n_heads):
+    B, h, T, d_k = x.shape
+    return x.reshape(B, T, h * d_k)
+
+
+# --- multi-head attention ---------------------------------------------------------------------
+
+def mha(state, n_heads, query, key, value, mask, *, split="transpose", merge="transpose", output_projection=True,
+        inputs=("query", "key", "value"), scale_dim=None, average_heads=False, project=("w_q", "w_k", "w_v")):
+    """The reference MultiHeadAttention as a function of its parameters, with one knob per known mistake."""
+    def linear(name, x):
+        return F.linear(x, state[f"{name}.weight"], state.get(f"{name}.bias"))
+
+    sources = {"query": query, "key": key, "value": value}
+    x_q, x_k, x_v = (sources[name] for name in inputs)
+    d_model = query.size(-1)
+    d_k = d_model // n_heads
+
+    def split_heads(x):
+        B, T, _ = x.shape
+        if split == "view":  # no transpose: positions and heads get mixed
+            return x.reshape(B, n_heads, T, d_k)
+        return x.view(B, T, n_heads, d_k).transpose(1, 2)
+
+    def merge_heads(x):
+        B, h, T, _ = x.shape
+        if merge == "view":
+            return x.reshape(B, T, h * d_k)
+        return x.transpose(1, 2).reshape(B, T, h * d_k)
+
+    q = split_heads(linear(project[0], x_q) if project[0] else x_q)
+    k = split_heads(linear(project[1], x_k) if project[1] else x_k)
+    v = split_heads(linear(project[2], x_v) if project[2] else x_v)
+    scale = 1.0 / math.sqrt(scale_dim(d_model, d_k)) if scale_dim else None
+    heads, weights = attention(q, k, v, mask, scale=scale)  # (B, h, T_q, d_k)
+    merged = merge_heads(heads)
+    output = linear("w_o", merged) if output_projection else merged
+    return output, weights.mean(dim=1) if average_heads else weights
+
+
+@mistake("mha", "split_without_transpose", SPLIT_SENTENCE, SECTION_MHA)
+def _split_view(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, split="view")
+
+
+@mistake("mha", "split_and_merge_without_transpose", SPLIT_SENTENCE + "; merge_heads has the same problem",
+         SECTION_MHA)
+def _split_merge_view(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, split="view", merge="view")
+
+
+@mistake("mha", "merge_without_transpose", "Your merge_heads reshapes straight back without transpose(1, 2), so "
+         "features of different positions get mixed", SECTION_MHA)
+def _merge_view(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, merge="view")
+
+
+@mistake("mha", "no_output_projection", "Your forward returns the merged heads without the output projection w_o",
+         SECTION_MHA)
+def _no_w_o(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, output_projection=False)
+
+
+@mistake("mha", "key_value_swapped", "Your forward swaps the key and value projections (w_k on the value or w_v "
+         "on the key)", SECTION_MHA)
+def _kv_swapped(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, project=("w_q", "w_v", "w_k"))
+
+
+@mistake("mha", "kv_from_query", "Your forward projects the query for keys and values too; in cross-attention "
+         "they come from the key and value inputs", SECTION_MHA)
+def _kv_from_query(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, inputs=("query", "query", "query"))
+
+
+@mistake("mha", "only_query_projected", "Only the query is projected: keys and values must go through w_k and w_v",
+         SECTION_MHA)
+def _only_query(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, project=("w_q", None, None))
+
+
+@mistake("mha", "scale_by_sqrt_d_model", "You scaled by sqrt(d_model); each head's scores are scaled by the head "
+         "width, sqrt(d_k) with d_k = d_model // n_heads", SECTION_MHA)
+def _scale_d_model(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, scale_dim=lambda d_model, d_k: d_model) if n_heads > 1 else None
+
+
+@mistake("mha", "weights_averaged_over_heads", "You averaged the attention weights over the heads; return every "
+         "head's weights, (B, n_heads, T_q, T_k)", SECTION_MHA)
+def _averaged(state, n_heads, q, k, v, mask):
+    return mha(state, n_heads, q, k, v, mask, average_heads=True) if n_heads > 1 else None
