@@ -94,8 +94,9 @@ def build_batch(batch, values):
     for folder in sorted(p for p in HOSTILE.iterdir() if p.is_dir()):
         texts = {}
         for name in FILES:
-            if (folder / name).exists():
-                texts[name] = reference[name] + fill((folder / name).read_text(), values)
+            payload = folder / f"{name}.payload"  # inert on disk: only the sandbox ever runs it as a .py
+            if payload.exists():
+                texts[name] = reference[name] + fill(payload.read_text(), values)
             elif MISSING.get(folder.name) != name:
                 texts[name] = reference[name]
         write_submission(batch / folder.name, texts)
