@@ -9,16 +9,18 @@ SUBMISSIONS ?= examples/submissions
 OUT         ?= reports
 SUBMISSION  ?= assignment
 JOBS        ?=
+NBGRADER_COURSE ?= dist/nbgrader-course
 
-.PHONY: help venv grade check test stubs submit gradescope bench lock clean
+.PHONY: help venv grade check test stubs submit gradescope nbgrader-course bench lock clean
 
 help:
 	@echo "make grade       grade the sample submissions (SUBMISSIONS=PATH OUT=DIR to grade others)"
 	@echo "make check       run the kit's own tests"
 	@echo "make test        run the public tests on assignment/ (SUBMISSION=DIR for another folder)"
-	@echo "make stubs       regenerate the student stubs from solution/ with nbgrader"
+	@echo "make stubs       regenerate the student stubs, playground.ipynb and otter checks (nbgrader)"
 	@echo "make submit      build submission.zip from assignment/ (SUBMISSION=DIR for another folder)"
 	@echo "make gradescope  build dist/autograder.zip for Gradescope"
+	@echo "make nbgrader-course  write an nbgrader course folder (NBGRADER_COURSE=DIR, default dist/nbgrader-course)"
 	@echo "make bench       measure the grader against a torch import"
 
 venv: $(STAMP)
@@ -46,6 +48,9 @@ submit: $(STAMP)
 
 gradescope: $(STAMP)
 	$(PY) -m autograder.gradescope build
+
+nbgrader-course: $(STAMP)
+	$(PY) -m autograder.nbgrader_course $(NBGRADER_COURSE)
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -7,23 +7,33 @@ Every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region of a source becomes
 ``raise NotImplementedError`` at the region's indentation; everything else (docstrings,
 imports, given code) is kept as written. A Python module goes through ClearSolutions as a
 one-cell notebook, so modules and notebooks share one preprocessor and one configuration.
+A notebook also loses its outputs.
+
+The otter checks in assignment/checks/ are generated too: one file per part of the public
+case table (assignment/tests/cases.py), one otter test case per public case.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
 """
 import argparse
 import difflib
+import functools
+import importlib
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# (source, target) pairs relative to ROOT. A notebook pair such as
-# ("solution/playground.ipynb", "assignment/playground.ipynb") only needs a renderer in RENDERERS.
+# (source, target) pairs relative to ROOT, rendered by RENDERERS after the source's suffix.
 PAIRS = [
     ("solution/attention.py", "assignment/attention.py"),
     ("solution/mha.py", "assignment/mha.py"),
+    ("solution/playground.ipynb", "assignment/playground.ipynb"),
 ]
+
+# The public case table, and the folder of otter checks generated from it (one file per part).
+CASES = "assignment/tests/cases.py"
+CHECKS = "assignment/checks"
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -59,34 +69,140 @@ def render_module(path: Path) -> str:
     return clear_solutions(path.read_text(encoding="utf-8"))
 
 
-RENDERERS = {".py": render_module}
+def render_notebook(path: Path) -> str:
+    """The student notebook: solution regions cleared, outputs and execution counts dropped."""
+    import nbformat
+    from nbgrader.preprocessors import ClearOutput
+
+    nb = clear_notebook(nbformat.read(path, as_version=4))
+    nb, _ = ClearOutput().preprocess(nb, {})
+    nbformat.validate(nb)
+    return nbformat.writes(nb) + "\n"
 
 
-def render(source: Path) -> str:
-    """The text that the target of `source` must hold."""
-    return RENDERERS[source.suffix](source)
+RENDERERS = {".py": render_module, ".ipynb": render_notebook}
+
+
+# ----------------------------------------------------------------------------- otter checks
+
+CHECK_HEADER = '''"""Otter check "{part}": {title}.
+
+Generated from tests/cases.py by `make stubs` in the kit: change the cases there, not here.
+Each test case runs one public case (the same as `python -m pytest tests`) on the
+attention.py and mha.py next to checks/.
+"""
+from otter.test_files import test_case
+
+OK_FORMAT = False
+
+name = "{part}"
+
+
+def public_case(case):
+    import sys
+    from pathlib import Path
+
+    # otter runs this file with exec() and no __file__, but the code still knows its path.
+    lab = Path(public_case.__code__.co_filename).resolve().parent.parent
+    sys.path.insert(0, str(lab / "tests"))
+    try:
+        from cases import run_case
+    finally:
+        sys.path.remove(str(lab / "tests"))
+    run_case(case, lab)
+'''
+
+CHECK_CASE = '''
+
+@test_case(name="{name}", points={points})
+def {name}():
+    public_case("{name}")
+'''
+
+
+def public_cases():
+    """((name, part, points), ...) of the public case table, and its {part: title}."""
+    return _case_table(ROOT / CASES)
+
+
+@functools.lru_cache(maxsize=None)
+def _case_table(path: Path):
+    """Import the table at `path`. It imports its neighbour ``checks``; both are taken out of
+    sys.modules again afterwards, so they cannot shadow other modules of those names."""
+    folder = str(path.parent)
+    names = (path.stem, "checks")
+    saved = {name: sys.modules.pop(name, None) for name in names}
+    sys.path.insert(0, folder)
+    try:
+        table = importlib.import_module(path.stem)
+        return tuple((c.name, c.part, c.points) for c in table.CASES), dict(table.PARTS)
+    finally:
+        sys.path.remove(folder)
+        for name, module in saved.items():
+            sys.modules.pop(name, None)
+            if module is not None:
+                sys.modules[name] = module
+
+
+def check_pairs() -> list:
+    """(CASES, check file) for every part of the table."""
+    _, parts = public_cases()
+    return [(CASES, f"{CHECKS}/{part}.py") for part in parts]
+
+
+def render_check(part: str) -> str:
+    """The otter test file of one part: one test case per public case of that part."""
+    cases, parts = public_cases()
+    text = CHECK_HEADER.format(part=part, title=parts[part])
+    for name, case_part, points in cases:
+        if case_part == part:
+            text += CHECK_CASE.format(name=name, points=points)
+    return text
+
+
+def all_pairs() -> list:
+    return PAIRS + check_pairs()
+
+
+def render(source: str, target: str) -> str:
+    """The text that `target` must hold, made from `source` (both relative to ROOT)."""
+    if source == CASES:
+        return render_check(Path(target).stem)
+    return RENDERERS[Path(source).suffix](ROOT / source)
+
+
+def stray_checks() -> list:
+    """Files in CHECKS that no part of the table generates (a part was renamed or removed)."""
+    expected = {ROOT / target for _, target in check_pairs()}
+    folder = ROOT / CHECKS
+    return sorted(p for p in folder.glob("*") if p.is_file() and p not in expected) if folder.is_dir() else []
 
 
 def generate(check: bool = False) -> list:
     """Bring every target in sync with its source; return the targets that were out of sync.
 
-    With check=True nothing is written.
+    Stray files in CHECKS count as out of sync and are deleted. With check=True nothing is written.
     """
     drifted = []
-    for source, target in PAIRS:
-        expected = render(ROOT / source)
+    for source, target in all_pairs():
+        expected = render(source, target)
         path = ROOT / target
         if path.exists() and path.read_text(encoding="utf-8") == expected:
             continue
         drifted.append(path)
         if not check:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(expected, encoding="utf-8", newline="\n")
+    for path in stray_checks():
+        drifted.append(path)
+        if not check:
+            path.unlink()
     return drifted
 
 
 def diff(source: str, target: str) -> str:
     """Unified diff from the committed target to what generation produces from source."""
-    expected = render(ROOT / source).splitlines(keepends=True)
+    expected = render(source, target).splitlines(keepends=True)
     path = ROOT / target
     actual = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.exists() else []
     return "".join(difflib.unified_diff(actual, expected, f"{target} (committed)", f"{target} (generated)"))
@@ -100,12 +216,12 @@ def main(argv=None) -> int:
     drifted = generate(check=args.check)
     for path in drifted:
         rel = path.relative_to(ROOT)
-        print(f"out of sync: {rel}" if args.check else f"wrote {rel}")
+        print(f"out of sync: {rel}" if args.check else f"{'wrote' if path.exists() else 'removed'} {rel}")
     if args.check and drifted:
-        print("run `make stubs` to regenerate them from solution/", file=sys.stderr)
+        print(f"run `make stubs` to regenerate them from solution/ and {CASES}", file=sys.stderr)
         return 1
     if not drifted:
-        print("all generated files are in sync with solution/")
+        print(f"all generated files are in sync with solution/ and {CASES}")
     return 0
 
 

@@ -9,6 +9,7 @@ region still has a line long enough to be checked, so the rule cannot go blind.
 """
 import ast
 import json
+import shutil
 import subprocess
 import sys
 
@@ -179,12 +180,42 @@ def test_clear_solutions_refuses_a_source_without_regions():
 # ---------------------------------------------------------------- sync and leaks
 
 
-@pytest.mark.parametrize("source, target", generate.PAIRS, ids=[t for _, t in generate.PAIRS])
+@pytest.mark.parametrize("source, target", generate.all_pairs(), ids=[t for _, t in generate.all_pairs()])
 def test_committed_target_matches_generation(source, target):
     assert (ROOT / target).exists(), f"{target} is missing: run `make stubs`"
     drift = generate.diff(source, target)
     if drift:  # pytest.fail keeps the report to the message and the diff
         pytest.fail(f"{target} is out of sync with {source}: run `make stubs`\n{drift[:3000]}", pytrace=False)
+
+
+def test_checks_folder_holds_only_generated_checks():
+    stray = [str(path.relative_to(ROOT)) for path in generate.stray_checks()]
+    assert not stray, f"no part of {generate.CASES} generates {stray}: run `make stubs` to remove them"
+
+
+def test_generation_removes_the_check_of_a_removed_part(tmp_path, monkeypatch):
+    for folder in ("solution", "assignment"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    stray = tmp_path / generate.CHECKS / "part9_gone.py"
+    stray.write_text("OK_FORMAT = False\nname = 'part9_gone'\n")
+    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    assert generate.generate(check=True) == [stray], "--check should report exactly the stray check"
+    assert stray.exists(), "--check must not delete anything"
+    assert generate.generate() == [stray] and not stray.exists(), "generation should delete the stray check"
+
+
+def test_student_notebook_has_no_outputs():
+    notebook = json.loads((ROOT / "assignment/playground.ipynb").read_text(encoding="utf-8"))
+    kept = [cell.get("id") for cell in notebook["cells"]
+            if cell["cell_type"] == "code" and (cell["outputs"] or cell["execution_count"] is not None)]
+    assert not kept, f"cells of assignment/playground.ipynb keep outputs or execution counts: {kept}"
+
+
+def test_student_notebook_leaves_the_exercise_to_the_student():
+    cells = {cell["id"]: "".join(cell["source"])
+             for cell in json.loads((ROOT / "assignment/playground.ipynb").read_text(encoding="utf-8"))["cells"]}
+    exercises = [cid for cid, source in cells.items() if generate.CODE_STUB in source]
+    assert exercises, "no cell of the student notebook asks for code (raise NotImplementedError)"
 
 
 def test_no_solution_marker_under_assignment():

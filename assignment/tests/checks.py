@@ -1,15 +1,18 @@
-"""Oracles and failure messages shared by the public tests.
+"""Oracles and failure messages shared by the public cases (cases.py).
 
 The oracle is PyTorch itself: ``torch.nn.functional.scaled_dot_product_attention``
 for attention and ``torch.nn.MultiheadAttention`` for multi-head attention. Your
 code may not call them (see the README); the tests may.
 
 Every failure goes through :func:`fail`, so messages look alike: the input case,
-what is wrong (shape, dtype, or the largest error and where), and a hint.
+what is wrong (shape, dtype, or the largest error and where), and a hint. Nothing
+here needs pytest: the same cases also run as the playground's otter checks.
 """
+import importlib
+import linecache
 import math
+from pathlib import Path
 
-import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -50,14 +53,54 @@ def describe(**tensors):
 
 # ----------------------------------------------------------------------------- messages
 
+class CheckFailed(AssertionError):
+    """A case failed; the message is all the student needs (pytest shows it without a traceback)."""
+
+
 def fail(case, problem, *details, hint=None):
-    """Fail the test with a short message: no traceback, the case first."""
+    """Fail the case with a short message: the case first, then details and a hint."""
     lines = [f"{case}: {problem}"]
     lines += [f"    {detail}" for detail in details]
     if hint:
         lines.append(f"    hint: {hint}")
     # `from None`: a failure raised while handling the student's exception shows no chain.
-    raise pytest.fail.Exception("\n".join(lines), pytrace=False) from None
+    raise CheckFailed("\n".join(lines)) from None
+
+
+def import_student(name, folder):
+    """Import the student's ``name``.py, which must be the one in ``folder`` (already on sys.path)."""
+    path = folder / f"{name}.py"
+    if not path.is_file():
+        raise CheckFailed(f"{name}.py not found in {folder}")
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:  # any import-time error is the student's to fix
+        raise CheckFailed(f"cannot import {name}.py: {type(exc).__name__}: {exc}") from None
+    if Path(module.__file__).resolve() != path:
+        raise CheckFailed(f"`import {name}` found {module.__file__}, not {path}")
+    return module
+
+
+def explain(exc, folder):
+    """A short account of an exception raised in the student's code in ``folder``, or None if it was not."""
+    frames = []  # (function, file, line) of the student's frames, outermost first
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if Path(code.co_filename).resolve().parent == folder:
+            where = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+            frames.append((where, Path(code.co_filename).name, tb.tb_lineno))
+        last = tb
+        tb = tb.tb_next
+    if not frames:
+        return None
+    where, file, line = frames[-1]
+    raised_here = Path(last.tb_frame.f_code.co_filename).resolve() == folder / file
+    if isinstance(exc, NotImplementedError) and raised_here and last.tb_lineno == line:
+        return f"{where} is not implemented yet (NotImplementedError in {file})"
+    chain = " <- ".join(f"{w} ({f}, line {n})" for w, f, n in reversed(frames))
+    source = linecache.getline(str(folder / file), line).strip()
+    return f"{type(exc).__name__}: {exc}\n    raised in {chain}\n    > {source}"
 
 
 def _dtype_hint(expected):

@@ -6,14 +6,18 @@ Any other folder:     python -m pytest tests --submission DIR
 The tests never import your files directly: they ask for the ``attention`` and
 ``mha`` fixtures below, so a missing file or a syntax error becomes one clear
 message per test instead of a crash of the whole run.
+
+The cases themselves are in cases.py: a test module lists its parts in ``PARTS``,
+and its test that takes ``case`` runs once per case of those parts.
 """
-import importlib
-import linecache
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from cases import cases_of
+from checks import CheckFailed, explain, import_student
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["test_masks.py", "test_attention.py", "test_mha.py"]  # the order of the lab
@@ -42,20 +46,20 @@ def _scoreboard(config):
 
 
 def _import(name, config):
-    folder = _scoreboard(config).folder
-    path = folder / f"{name}.py"
-    if not path.is_file():
-        pytest.fail(f"{name}.py not found in {folder}", pytrace=False)
     try:
-        module = importlib.import_module(name)
-    except Exception as exc:  # any import-time error is the student's to fix
-        message = f"cannot import {name}.py: {type(exc).__name__}: {exc}"
-    else:
-        if Path(module.__file__).resolve() != path:
-            message = f"`import {name}` found {module.__file__}, not {path}"
-        else:
-            return module
-    pytest.fail(message, pytrace=False)
+        return import_student(name, _scoreboard(config).folder)
+    except CheckFailed as exc:
+        message = str(exc)
+    pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback
+
+
+def pytest_generate_tests(metafunc):
+    """A test that takes ``case`` runs once per case of the parts its module lists in PARTS."""
+    if "case" in metafunc.fixturenames:
+        metafunc.parametrize("case", [
+            pytest.param(case, id=case.name, marks=pytest.mark.points(case.points))
+            for case in cases_of(*metafunc.module.PARTS)
+        ])
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +72,15 @@ def attention(request):
 def mha(request):
     """The student's mha.py, imported from the submission folder."""
     return _import("mha", request.config)
+
+
+@pytest.fixture
+def student(request, case):
+    """The student's modules the case needs, by name: ``student("mha")`` is the ``mha`` fixture.
+
+    They are imported here, at set-up, so a file that does not import is an error of the set-up.
+    """
+    return {name: request.getfixturevalue(name) for name in case.needs}.__getitem__
 
 
 @pytest.fixture(autouse=True)
@@ -96,34 +109,13 @@ class Scoreboard:
     def pytest_pyfunc_call(self, pyfuncitem):
         try:
             return (yield)
-        except AssertionError:
-            raise  # a plain assert in a test: pytest explains it best
+        except CheckFailed as exc:
+            message = str(exc)  # a case failed: its message says it all
         except Exception as exc:
-            message = self._explain(exc)
+            message = explain(exc, self.folder)
             if message is None:
-                raise
+                raise  # not from the student's code: pytest explains it best
         pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback
-
-    def _explain(self, exc):
-        """A short account of an exception raised in the student's code, or None if it was not."""
-        frames = []  # (function, file, line) of the student's frames, outermost first
-        tb = exc.__traceback__
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if Path(code.co_filename).resolve().parent == self.folder:
-                where = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
-                frames.append((where, Path(code.co_filename).name, tb.tb_lineno))
-            last = tb
-            tb = tb.tb_next
-        if not frames:
-            return None
-        where, file, line = frames[-1]
-        raised_here = Path(last.tb_frame.f_code.co_filename).resolve() == self.folder / file
-        if isinstance(exc, NotImplementedError) and raised_here and last.tb_lineno == line:
-            return f"{where} is not implemented yet (NotImplementedError in {file})"
-        chain = " <- ".join(f"{w} ({f}, line {n})" for w, f, n in reversed(frames))
-        source = linecache.getline(str(self.folder / file), line).strip()
-        return f"{type(exc).__name__}: {exc}\n    raised in {chain}\n    > {source}"
 
     def pytest_runtest_logreport(self, report):
         if report.failed:

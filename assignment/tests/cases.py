@@ -1,0 +1,462 @@
+"""The public test cases: one table, read by the pytest tests and by the otter checks.
+
+Each case checks one behaviour and is worth some points. It is a function whose
+parameters name the student modules it needs (``attention``, ``mha``), and it fails
+by raising :class:`checks.CheckFailed`. They run
+
+* as pytest tests: ``test_masks.py``, ``test_attention.py`` and ``test_mha.py``
+  run the cases of their parts (see ``PARTS`` in each);
+* as otter checks: ``../checks/<part>.py`` holds one otter test case per case here,
+  generated from this table by ``make stubs`` in the kit, which also checks that the
+  two never drift apart; each one calls :func:`run_case`;
+* in nbgrader courses: the autograded cells of the playground call :func:`score`.
+"""
+import sys
+from dataclasses import dataclass
+from inspect import signature
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from checks import (FORMULA, CheckFailed, attention_hint, check_attention, check_layout, check_mha,
+                    check_tensor, describe, explain, fail, import_student, lower_triangle, projections,
+                    randn, split_hint, torch_attention, torch_mha, unpack_pair)
+
+# The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
+PARTS = {
+    "part1_masks": "Part 1: causal_mask and padding_mask",
+    "part1_attention": "Part 1: scaled_dot_product_attention",
+    "part2_init": "Part 2: building MultiHeadAttention",
+    "part2_heads": "Part 2: split_heads and merge_heads",
+    "part2_forward": "Part 2: MultiHeadAttention.forward",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    part: str
+    points: int
+    check: Callable
+
+    @property
+    def needs(self):
+        """The student modules the case takes, by name: ("attention",), ("mha",)."""
+        return tuple(signature(self.check).parameters)
+
+    def run(self, module):
+        """Run the case; ``module(name)`` gives the student's module of that name."""
+        self.check(*(module(name) for name in self.needs))
+
+
+CASES = []
+
+
+def case(part, points):
+    """Add the decorated function to CASES as a case of ``part`` worth ``points``."""
+    if part not in PARTS:
+        raise ValueError(f"unknown part {part!r}")
+
+    def register(check):
+        CASES.append(Case(check.__name__, part, points, check))
+        return check
+    return register
+
+
+def cases_of(*parts):
+    return [c for c in CASES if c.part in parts]
+
+
+# ============================================================================= part1_masks
+
+# (B=2, T=5); 0 is the usual pad id, 9 shows that pad_id is a parameter.
+TOKENS = torch.tensor([[5, 7, 2, 0, 0],
+                       [3, 0, 9, 4, 1]])
+
+
+def real_tokens(tokens, pad_id):
+    """The expected padding mask, entry by entry: True where the token is not padding."""
+    batch, seq = tokens.shape
+    expected = torch.zeros(batch, 1, 1, seq, dtype=torch.bool)
+    for b in range(batch):
+        for t in range(seq):
+            expected[b, 0, 0, t] = tokens[b, t].item() != pad_id
+    return expected
+
+
+@case("part1_masks", points=1)
+def causal_mask_is_a_square_bool_tensor(attention):
+    for seq_len in (1, 4, 7):
+        check_layout(attention.causal_mask(seq_len), (seq_len, seq_len), torch.bool,
+                     case=f"causal_mask({seq_len})", what="mask", hint="causal_mask(T) is a (T, T) tensor")
+
+
+@case("part1_masks", points=2)
+def causal_mask_allows_the_past_and_blocks_the_future(attention):
+    for seq_len in (2, 5):
+        check_tensor(attention.causal_mask(seq_len), lower_triangle(seq_len),
+                     case=f"causal_mask({seq_len})", what="mask", hint=(
+                         "mask[i, j] is True when query i may attend key j, that is j <= i: "
+                         "True on and below the diagonal, False above it"))
+
+
+@case("part1_masks", points=1)
+def causal_mask_is_created_on_the_requested_device(attention):
+    # The CPU is the one device every machine has: this checks that `device` is accepted and used.
+    case = "causal_mask(3, device='cpu')"
+    mask = attention.causal_mask(3, device=torch.device("cpu"))
+    check_layout(mask, (3, 3), torch.bool, case=case, what="mask")
+    if mask.device.type != "cpu":
+        fail(case, f"the mask is on {mask.device}, expected cpu",
+             hint="pass device=device to the function that creates the tensor")
+
+
+@case("part1_masks", points=1)
+def padding_mask_is_bool_with_shape_batch_1_1_seq(attention):
+    check_layout(attention.padding_mask(TOKENS, pad_id=0), (2, 1, 1, 5), torch.bool,
+                 case="padding_mask(tokens (2, 5), pad_id=0)", what="mask", hint=(
+                     "add two singleton dims so the mask is (B, 1, 1, T): it broadcasts over heads and queries"))
+
+
+@case("part1_masks", points=2)
+def padding_mask_is_true_exactly_at_real_tokens(attention):
+    for pad_id in (0, 9):
+        check_tensor(attention.padding_mask(TOKENS, pad_id), real_tokens(TOKENS, pad_id),
+                     case=f"padding_mask({TOKENS.tolist()}, pad_id={pad_id})", what="mask",
+                     hint="True where the key is a real token, False where it equals pad_id")
+
+
+# ============================================================================= part1_attention
+
+# (name, query shape, key shape, value shape): 2-D, 3-D and 4-D inputs,
+# including T_q != T_k and d_v != d_k.
+SHAPES = [
+    ("2-D", (5, 4), (5, 4), (5, 4)),
+    ("3-D, T_q != T_k, d_v != d_k", (2, 3, 4), (2, 6, 4), (2, 6, 5)),
+    ("4-D (batch, heads)", (2, 3, 5, 8), (2, 3, 5, 8), (2, 3, 5, 8)),
+]
+
+
+def qkv(q_shape, k_shape, v_shape, dtype=torch.float64):
+    """Query, key and value of the given shapes, each from its own fixed seed."""
+    return tuple(randn(*shape, dtype=dtype, seed=seed)
+                 for seed, shape in enumerate((q_shape, k_shape, v_shape), start=1))
+
+
+def attend(attention, query, key, value, mask=None):
+    """Call the student's function and return (output, weights, case)."""
+    case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
+    result = attention.scaled_dot_product_attention(query, key, value, mask)
+    output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention")
+    return output, weights, case
+
+
+@case("part1_attention", points=1)
+def attention_returns_output_and_weights_with_the_right_shapes(attention):
+    for name, q_shape, k_shape, v_shape in SHAPES:
+        query, key, value = qkv(q_shape, k_shape, v_shape)
+        output, weights, case = attend(attention, query, key, value)
+        check_layout(output, (*q_shape[:-1], v_shape[-1]), torch.float64, case=case, what="output",
+                     hint="output is (..., T_q, d_v): one row per query, as wide as value")
+        check_layout(weights, (*q_shape[:-1], k_shape[-2]), torch.float64, case=case, what="weights",
+                     hint="weights are (..., T_q, T_k): one row per query, one column per key")
+
+
+@case("part1_attention", points=2)
+def attention_weights_match_pytorch(attention):
+    for name, *shapes in SHAPES:
+        query, key, value = qkv(*shapes)
+        _, weights, case = attend(attention, query, key, value)
+        check_tensor(weights, torch_attention(query, key, value)[1], case=f"{name}: {case}", what="weights",
+                     hint=lambda got: attention_hint(query, key, value, None, got) or FORMULA)
+
+
+@case("part1_attention", points=2)
+def attention_output_matches_pytorch(attention):
+    for name, *shapes in SHAPES:
+        query, key, value = qkv(*shapes)
+        output, weights, case = attend(attention, query, key, value)
+        check_tensor(output, torch_attention(query, key, value)[0], case=f"{name}: {case}", what="output",
+                     hint=lambda got: attention_hint(query, key, value, None, weights)
+                     or "output = weights @ value: the weighted sum of the values")
+
+
+@case("part1_attention", points=1)
+def attention_weights_are_non_negative_and_rows_sum_to_one(attention):
+    query, key, value = qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8))
+    _, weights, case = attend(attention, query, key, value)
+    check_layout(weights, (2, 3, 5, 7), torch.float64, case=case, what="weights")
+    if (weights < 0).any():
+        fail(case, f"weights contain negative values (min {float(weights.min()):.3g})",
+             hint="weights come out of a softmax, so they are never negative")
+    sums = weights.detach().sum(dim=-1)
+    check_tensor(sums, torch.ones_like(sums), case=case, what="row sums of weights (sum over the keys)",
+                 hint=lambda _: attention_hint(query, key, value, None, weights) or FORMULA)
+
+
+@case("part1_attention", points=1)
+def attention_works_in_float32(attention):
+    query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8), dtype=torch.float32)
+    output, weights, case = attend(attention, query, key, value)
+    check_attention((output, weights), query, key, value, case=case, what="scaled_dot_product_attention")
+
+
+@case("part1_attention", points=1)
+def module_wrapper_matches_pytorch(attention):
+    query, key, value = qkv((2, 5, 4), (2, 5, 4), (2, 5, 6))
+    mask = lower_triangle(5)
+    case = f"ScaledDotProductAttention()({describe(q=query, k=key, v=value, mask=mask)})"
+    result = attention.ScaledDotProductAttention()(query, key, value, mask)
+    check_attention(result, query, key, value, mask, case=case, what="ScaledDotProductAttention.forward")
+
+
+@case("part1_attention", points=3)
+def causal_mask_in_attention_matches_pytorch(attention):
+    for shapes in [((2, 5, 4), (2, 5, 4), (2, 5, 3)),          # 3-D inputs
+                   ((2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8))]:  # a (T, T) mask broadcast over batch and heads
+        query, key, value = qkv(*shapes)
+        mask = lower_triangle(query.size(-2))
+        output, weights, case = attend(attention, query, key, value, mask)
+        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+
+
+@case("part1_attention", points=2)
+def causal_attention_gives_future_keys_exactly_zero_weight(attention):
+    query, key, value = qkv((2, 6, 4), (2, 6, 4), (2, 6, 4))
+    _, weights, case = attend(attention, query, key, value, lower_triangle(6))
+    check_layout(weights, (2, 6, 6), torch.float64, case=case, what="weights")
+    future = ~lower_triangle(6).expand(2, 6, 6)
+    leaked = future & (weights.detach() != 0)
+    if leaked.any():
+        b, i, j = (int(n) for n in leaked.nonzero()[0])
+        fail(case, f"future leak at {int(leaked.sum())} positions: weights[{b}, {i}, {j}] = "
+                   f"{float(weights[b, i, j]):.3g}, but key {j} comes after query {i}",
+             hint=attention_hint(query, key, value, lower_triangle(6), weights)
+             or "fill blocked scores with -inf before the softmax: they then get exactly 0 weight")
+
+
+@case("part1_attention", points=2)
+def padding_mask_in_attention_matches_pytorch(attention):
+    query, key, value = qkv((2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 4))  # (B, h, T, d_k)
+    real = torch.tensor([[True, True, True, False, False],
+                         [True, True, True, True, True]])
+    mask = real[:, None, None, :]  # (B, 1, 1, T): broadcast over heads and queries
+    output, weights, case = attend(attention, query, key, value, mask)
+    check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+
+
+@case("part1_attention", points=1)
+def numeric_masks_mean_nonzero_may_attend(attention):
+    query, key, value = qkv((2, 5, 4), (2, 5, 4), (2, 5, 4))
+    for dtype in (torch.int64, torch.float32):
+        mask = lower_triangle(5).to(dtype)  # 1 = may attend, 0 = blocked
+        output, weights, case = attend(attention, query, key, value, mask)
+        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+
+
+# ============================================================================= part2_init
+
+@case("part2_init", points=1)
+def mha_stores_its_sizes(mha):
+    for d_model, n_heads in [(12, 3), (8, 1), (8, 8)]:
+        model = mha.MultiHeadAttention(d_model, n_heads)
+        case = f"MultiHeadAttention({d_model}, {n_heads})"
+        for name, expected in [("d_model", d_model), ("n_heads", n_heads), ("d_k", d_model // n_heads)]:
+            got = getattr(model, name, "<missing>")
+            if got != expected:
+                fail(case, f"self.{name} is {got!r}, expected {expected}",
+                     hint="store d_model, n_heads and d_k = d_model // n_heads on self")
+
+
+@case("part2_init", points=1)
+def mha_has_four_linear_projections_and_nothing_else(mha):
+    for bias in (True, False):
+        d_model = 12
+        model = mha.MultiHeadAttention(d_model, 3, bias=bias)
+        case = f"MultiHeadAttention({d_model}, 3, bias={bias})"
+        for name, layer in zip(("w_q", "w_k", "w_v", "w_o"), projections(model, case=case)):
+            if (layer.in_features, layer.out_features) != (d_model, d_model):
+                fail(case, f"{name} maps {layer.in_features} -> {layer.out_features} features, "
+                           f"expected {d_model} -> {d_model}",
+                     hint="all four projections are nn.Linear(d_model, d_model): the heads share them")
+            if (layer.bias is not None) != bias:
+                fail(case, f"{name} {'has no' if bias else 'has a'} bias",
+                     hint="pass bias=bias on to every nn.Linear")
+        expected = 4 * (d_model * d_model + (d_model if bias else 0))
+        count = sum(p.numel() for p in model.parameters())
+        if count != expected:
+            fail(case, f"the module has {count} parameters, expected {expected} (the four projections)",
+                 hint="MultiHeadAttention has no layers besides w_q, w_k, w_v and w_o")
+
+
+@case("part2_init", points=2)
+def mha_raises_dimension_mismatch_when_heads_do_not_divide_d_model(mha):
+    case = "MultiHeadAttention(16, 5)"
+    try:
+        mha.MultiHeadAttention(16, 5)
+    except mha.DimensionMismatchError as exc:
+        message = str(exc)
+    except ValueError as exc:
+        fail(case, f"raised {type(exc).__name__}: {exc}",
+             hint="raise DimensionMismatchError (defined at the top of mha.py), not a plain ValueError")
+    else:
+        fail(case, "created a module, but 16 is not divisible by 5",
+             hint="check d_model % n_heads != 0 and raise DimensionMismatchError")
+    if "16" not in message or "5" not in message:
+        fail(case, f"the error message {message!r} should name both numbers",
+             hint='for example "d_model=16 is not divisible by n_heads=5"')
+
+
+@case("part2_init", points=1)
+def mha_raises_value_error_for_non_positive_sizes(mha):
+    for d_model, n_heads in [(0, 2), (-8, 2), (8, 0)]:
+        case = f"MultiHeadAttention({d_model}, {n_heads})"
+        try:
+            mha.MultiHeadAttention(d_model, n_heads)
+        except ValueError:
+            continue
+        except ZeroDivisionError:
+            fail(case, "raised ZeroDivisionError",
+                 hint="check that both sizes are positive before d_model % n_heads")
+        fail(case, "created a module", hint="raise ValueError when d_model or n_heads is not positive")
+
+
+# ============================================================================= part2_heads
+
+def build(mha, d_model, n_heads, bias=True):
+    """The student's module in float64, so comparisons can be tight."""
+    return mha.MultiHeadAttention(d_model, n_heads, bias=bias).double()
+
+
+@case("part2_heads", points=1)
+def split_heads_returns_batch_heads_seq_d_k(mha):
+    model = build(mha, 12, 3)
+    x = randn(2, 5, 12)
+    check_layout(model.split_heads(x), (2, 3, 5, 4), torch.float64,
+                 case=f"MultiHeadAttention(12, 3).split_heads(x {tuple(x.shape)})",
+                 what="split_heads(x)", hint=split_hint(x, 3))
+
+
+@case("part2_heads", points=2)
+def split_heads_gives_head_i_its_own_slice_of_features(mha):
+    model = build(mha, 12, 3)
+    x = randn(2, 5, 12)
+    # Head i holds features [i*d_k, (i+1)*d_k) of every position.
+    expected = torch.stack([x[:, :, 4 * i: 4 * (i + 1)] for i in range(3)], dim=1)  # (B, h, T, d_k)
+    check_tensor(model.split_heads(x), expected,
+                 case=f"MultiHeadAttention(12, 3).split_heads(x {tuple(x.shape)})",
+                 what="split_heads(x)", hint=split_hint(x, 3))
+
+
+@case("part2_heads", points=2)
+def merge_heads_undoes_split_heads(mha):
+    model = build(mha, 12, 3)
+    heads = randn(2, 3, 5, 4)  # (B, h, T, d_k)
+    expected = torch.cat([heads[:, i] for i in range(3)], dim=-1)  # (B, T, d_model), head by head
+    merge_hint = ("merge_heads is the inverse of split_heads: swap dims 1 and 2 back to "
+                  "(B, T, n_heads, d_k), then flatten the last two dims (.contiguous() first if you use view)")
+    check_tensor(model.merge_heads(heads), expected, case=f"merge_heads(x {tuple(heads.shape)})",
+                 what="merge_heads(x)", hint=merge_hint)
+    x = randn(2, 5, 12)
+    check_tensor(model.merge_heads(model.split_heads(x)), x, case=f"merge_heads(split_heads(x {tuple(x.shape)}))",
+                 what="the round trip", hint="merge_heads is right, so split_heads must be wrong: see its tests")
+
+
+# ============================================================================= part2_forward
+
+def run(model, label, query, key, value, mask=None):
+    """Call the student's forward; ``label`` names the module in messages."""
+    case = f"{label}({describe(query=query, key=key, value=value, mask=mask)})"
+    return model(query, key, value, mask), case
+
+
+@case("part2_forward", points=1)
+def mha_forward_returns_output_and_per_head_weights(mha):
+    model = build(mha, 8, 2)
+    query, memory = randn(2, 3, 8, seed=1), randn(2, 6, 8, seed=2)  # T_q = 3, T_k = 6
+    result, case = run(model, "MultiHeadAttention(8, 2)", query, memory, memory)
+    output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward")
+    check_layout(output, (2, 3, 8), torch.float64, case=case, what="output",
+                 hint="the output has the query's shape (B, T_q, d_model)")
+    check_layout(weights, (2, 2, 3, 6), torch.float64, case=case, what="weights",
+                 hint="return the weights of every head, (B, n_heads, T_q, T_k), not their average")
+
+
+@case("part2_forward", points=2)
+def mha_self_attention_matches_pytorch(mha):
+    model = build(mha, 8, 2)
+    x = randn(2, 5, 8)
+    result, case = run(model, "MultiHeadAttention(8, 2)", x, x, x)
+    check_mha(result, torch_mha(model, 2, x, x, x, case=case), model, 2, x, x, x, case=case)
+
+
+@case("part2_forward", points=2)
+def mha_causal_self_attention_matches_pytorch(mha):
+    model = build(mha, 12, 3)
+    x = randn(2, 6, 12)
+    causal = lower_triangle(6)  # (T, T), passed on unchanged
+    result, case = run(model, "MultiHeadAttention(12, 3)", x, x, x, causal)
+    check_mha(result, torch_mha(model, 3, x, x, x, allowed=causal, case=case), model, 3, x, x, x, causal, case=case)
+
+
+@case("part2_forward", points=2)
+def mha_cross_attention_with_padding_matches_pytorch(mha):
+    model = build(mha, 8, 2, bias=False)
+    query, key, value = randn(2, 3, 8, seed=1), randn(2, 6, 8, seed=2), randn(2, 6, 8, seed=3)
+    real = torch.tensor([[True, True, True, True, False, False],
+                         [True, True, True, True, True, True]])
+    padding = real[:, None, None, :]  # (B, 1, 1, T_k)
+    result, case = run(model, "MultiHeadAttention(8, 2, bias=False)", query, key, value, padding)
+    expected = torch_mha(model, 2, query, key, value, real_keys=real, case=case)
+    check_mha(result, expected, model, 2, query, key, value, padding, case=case)
+
+
+# ============================================================================= outside pytest
+
+def run_case(name, folder="."):
+    """Run one case on the attention.py and mha.py in ``folder``, as an otter check does.
+
+    The files are imported afresh, as they are on disk now, and whatever modules of those
+    names were loaded before are put back afterwards: a notebook keeps its own imports.
+    A failure raises CheckFailed with the message the pytest test gives.
+    """
+    case = {c.name: c for c in CASES}[name]
+    folder = Path(folder).resolve()
+    saved = {module: sys.modules.pop(module, None) for module in ("attention", "mha")}
+    sys.path.insert(0, str(folder))  # first, so `from attention import ...` in mha.py finds theirs
+    torch.manual_seed(0)  # the same random weights as under pytest
+    try:
+        case.run(lambda module: import_student(module, folder))
+    except CheckFailed:
+        raise
+    except Exception as exc:
+        message = explain(exc, folder)
+        if message is None:
+            raise
+        raise CheckFailed(message) from None
+    finally:
+        sys.path.remove(str(folder))
+        for module, previous in saved.items():
+            sys.modules.pop(module, None)
+            if previous is not None:
+                sys.modules[module] = previous
+
+
+def score(part, folder="."):
+    """Run the cases of one part, print how each went, and return the points earned.
+
+    The nbgrader course's autograded cells end with this call: nbgrader reads the
+    number as the cell's partial credit.
+    """
+    earned = 0
+    print(f"{PARTS[part]}")
+    for c in cases_of(part):
+        try:
+            run_case(c.name, folder)
+        except CheckFailed as exc:
+            print(f"  FAILED {c.name} (0/{c.points})\n" + "\n".join(f"    {line}" for line in str(exc).splitlines()))
+        else:
+            earned += c.points
+            print(f"  passed {c.name} ({c.points}/{c.points})")
+    return earned

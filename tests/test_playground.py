@@ -1,0 +1,197 @@
+"""The playground notebook runs headless, top to bottom.
+
+Against the reference (solution/playground.ipynb with the reference files) it raises nothing,
+draws every heatmap and passes every otter check. Against what students get (the generated
+notebook with the stubs) it raises nothing either, and each cell says what to implement first.
+Each run happens in a copy of assignment/, with the kernel of this Python (ipykernel).
+"""
+import os
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (requirements/kit.lock has it)")
+nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (requirements/kit.lock has it)")
+pytest.importorskip("ipykernel", reason="ipykernel is not installed: no kernel to run the notebook")
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = ("bidirectional_vs_causal", "padding", "heads")  # what show(fig, name) saves
+NOT_YET = re.compile(r"^Not yet: implement (.+) first, then run this cell again\.$", re.MULTILINE)
+
+
+def execute(lab, figures):
+    """Run lab/playground.ipynb in a fresh kernel; return the executed notebook."""
+    nb = nbformat.read(lab / "playground.ipynb", as_version=4)
+    # "python3" is the kernelspec ipykernel installs into this venv; jupyter_client starts its
+    # `python` as this interpreter, so a fresh clone needs no kernel registered anywhere.
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": str(lab)}})
+    client.execute(env={**os.environ, "PLAYGROUND_FIGURES": str(figures)})
+    return nb
+
+
+def lab_copy(tmp, files_from):
+    """assignment/ copied to `tmp`, with the notebook and the two files taken from `files_from`."""
+    lab = tmp / "lab"
+    shutil.copytree(ROOT / "assignment", lab, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    for name in ("attention.py", "mha.py", "playground.ipynb"):
+        shutil.copy(files_from / name, lab / name)
+    return lab
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """{"reference": (notebook, figures folder), "stubs": (...)}, the two run side by side."""
+    folders = {"reference": ROOT / "solution", "stubs": ROOT / "assignment"}
+    jobs = {}
+    for which, files_from in folders.items():
+        tmp = tmp_path_factory.mktemp(f"playground-{which}")
+        jobs[which] = (lab_copy(tmp, files_from), tmp / "figures")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        executed = dict(zip(jobs, pool.map(lambda job: execute(*job), jobs.values())))
+    return {which: (executed[which], jobs[which][1]) for which in jobs}
+
+
+@pytest.fixture(scope="module")
+def reference_run(runs):
+    return runs["reference"]
+
+
+@pytest.fixture(scope="module")
+def stub_run(runs):
+    return runs["stubs"][0]
+
+
+def code_cells(nb):
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+def errors(nb):
+    """'cell id: ename: evalue' for every error output, and every traceback printed to stderr."""
+    found = []
+    for cell in code_cells(nb):
+        for out in cell.outputs:
+            if out.output_type == "error":
+                found.append(f"{cell.id}: {out.ename}: {out.evalue}")
+            elif out.output_type == "stream" and out.name == "stderr" and "Traceback" in out.text:
+                found.append(f"{cell.id}: traceback on stderr:\n{out.text}")
+    return found
+
+
+def stdout(cell):
+    return "".join(out.text for out in cell.outputs if out.output_type == "stream" and out.name == "stdout")
+
+
+def text(cell):
+    """Everything the cell shows as text: its printed output and the plain text of its results."""
+    shown = [stdout(cell)]
+    shown += [out.data.get("text/plain", "") for out in cell.outputs if out.output_type == "execute_result"]
+    return "\n".join(shown)
+
+
+def guarded(nb):
+    """The cells that run code students write, inside `with needs_your_code():`."""
+    return [cell for cell in code_cells(nb) if "with needs_your_code():" in cell.source]
+
+
+def check_cells(nb):
+    return [cell for cell in code_cells(nb) if cell.source.strip().startswith("grader.check(")]
+
+
+# ----------------------------------------------------------------------------- the reference
+
+
+def test_reference_run_raises_nothing(reference_run):
+    nb, _ = reference_run
+    assert not errors(nb), "the playground fails on the reference:\n" + "\n".join(errors(nb))
+
+
+def test_reference_run_finishes_every_experiment(reference_run):
+    nb, _ = reference_run
+    unfinished = [cell.id for cell in guarded(nb) if NOT_YET.search(stdout(cell))]
+    assert not unfinished, f"with the reference, these cells still ask for code: {unfinished}"
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_reference_run_saves_a_heatmap_that_is_not_blank(reference_run, name):
+    import matplotlib.image
+
+    _, figures = reference_run
+    path = figures / f"{name}.png"
+    assert path.is_file(), f"the playground did not save {path.name} into PLAYGROUND_FIGURES"
+    pixels = matplotlib.image.imread(path)[..., :3]  # RGB in [0, 1]
+    coloured = (pixels.min(axis=-1) < 0.9).mean()  # share of pixels that are not (nearly) white
+    assert pixels.std() > 0.2 and coloured > 0.3, (
+        f"{path.name} looks blank: pixel std {pixels.std():.3f}, {coloured:.0%} of the pixels coloured")
+
+
+def test_reference_run_passes_every_otter_check(reference_run):
+    nb, _ = reference_run
+    results = {cell.id: text(cell) for cell in check_cells(nb)}
+    assert results, "the playground has no grader.check cells"
+    failed = {cid: shown for cid, shown in results.items() if "All test cases passed!" not in shown}
+    assert not failed, f"otter checks fail on the reference: {failed}"
+
+
+def test_reference_run_shows_the_shapes_step_by_step(reference_run):
+    nb, _ = reference_run
+    steps = stdout(next(cell for cell in code_cells(nb) if cell.id == "steps"))
+    for step in ("scores", "scaled scores", "weights"):
+        assert re.search(rf"{step} \(6, 6\)", steps), f"the steps cell does not print the shape of {step}:\n{steps}"
+    assert "gives the same weights: True" in steps, steps
+
+
+# ----------------------------------------------------------------------------- the stubs
+
+
+def test_stub_run_raises_nothing(stub_run):
+    assert not errors(stub_run), "the playground fails on the stubs:\n" + "\n".join(errors(stub_run))
+
+
+def test_stub_run_says_what_to_implement_in_every_cell_that_needs_code(stub_run):
+    silent = [cell.id for cell in guarded(stub_run) if len(NOT_YET.findall(stdout(cell))) != 1]
+    assert not silent, f"with the stubs, these cells do not say (once) what to implement first: {silent}"
+
+
+def test_stub_run_names_the_functions_to_implement(stub_run):
+    named = {match for cell in guarded(stub_run) for match in NOT_YET.findall(stdout(cell))}
+    expected = {
+        "causal_mask (attention.py)",
+        "padding_mask (attention.py)",
+        "MultiHeadAttention.__init__ (mha.py)",
+        "the lines of this cell that still say `raise NotImplementedError`",
+    }
+    assert expected <= named, f"missing: {sorted(expected - named)}; the cells said: {sorted(named)}"
+
+
+def test_stub_run_otter_checks_fail_with_readable_messages(stub_run):
+    for cell in check_cells(stub_run):
+        shown = text(cell)
+        assert "Test case failed" in shown, f"{cell.id}: the check should fail on the stubs:\n{shown}"
+        assert "is not implemented yet (NotImplementedError in" in shown, f"{cell.id}: unclear failure:\n{shown}"
+        assert "Traceback" not in shown, f"{cell.id}: a check failure shows a traceback:\n{shown}"
+
+
+# ----------------------------------------------------------------------------- its structure
+
+
+def test_there_is_a_check_cell_for_every_part():
+    from autograder.generate import public_cases
+
+    nb = nbformat.read(ROOT / "assignment" / "playground.ipynb", as_version=4)
+    checked = [re.fullmatch(r'grader\.check\("(\w+)"\)', cell.source.strip())[1] for cell in check_cells(nb)]
+    _, parts = public_cases()
+    assert sorted(checked) == sorted(parts), f"grader.check cells {checked}, parts of the case table {list(parts)}"
+    assert any("otter.Notebook(tests_dir=\"checks\")" in cell.source for cell in code_cells(nb)), \
+        "the playground does not create grader = otter.Notebook(tests_dir=\"checks\")"
+
+
+def test_colab_cell_installs_only_otter_grader():
+    nb = nbformat.read(ROOT / "assignment" / "playground.ipynb", as_version=4)
+    colab = [cell for cell in code_cells(nb) if "google.colab" in cell.source]
+    assert len(colab) == 1, "there should be one Colab set-up cell"
+    installs = re.findall(r'"install", "--quiet", ([^)\]]*)', colab[0].source)
+    assert installs == ['"otter-grader"'], f"the Colab cell installs {installs}; Colab has torch and matplotlib"
