@@ -1,11 +1,13 @@
 """Grade many submissions: one forked trusted grader per submission, ``jobs`` at a time.
 
 Each per-submission grader is forked from the warm engine (torch, reference and suite already
-loaded), grades, sends its record back as JSON over a pipe and exits. The parent writes each
-report as soon as it arrives, so a killed batch keeps what it finished and a re-run grades
-only the rest. Results do not depend on ``jobs`` or on the order: every case is seeded and no
-state is shared between submissions.
+loaded), grades, writes its reports, sends the results back as JSON over a pipe and exits: the
+reports (and their pictures) are made ``jobs`` at a time. If a grader fails, the parent writes
+its report. Each report is written as soon as its submission finishes, so a killed batch keeps
+what it finished and a re-run grades only the rest. Results do not depend on ``jobs`` or on the
+order: every case is seeded and no state is shared between submissions.
 """
+import gc
 import json
 import os
 import select
@@ -41,12 +43,18 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     running = {}  # read fd -> (pid, source, slot, chunks)
     free_slots = list(range(max(1, jobs)))
     queue = list(todo)
+    preloaded = False
     while queue or running:
         while queue and free_slots:
             source = queue.pop(0)
             slot = free_slots.pop(0)
-            fd, pid = _fork_grader(engine, source.path, slot)
+            fd, pid = _fork_grader(engine, source.path, slot, write_to=(out_dir, source))
             running[fd] = (pid, source, slot, [])
+        if not preloaded:  # while the first graders run, not before them
+            if queue:
+                engine.preload_for_graders()
+            _preload_pictures()
+            preloaded = True
         ready, _, _ = select.select(list(running), [], [])
         for fd in ready:
             pid, source, slot, chunks = running[fd]
@@ -58,16 +66,21 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
             del running[fd]
             _, status = os.waitpid(pid, 0)
             free_slots.append(slot)
-            record = _record_from(b"".join(chunks), status)
-            if record.get("grader_error"):
-                outcome.grader_errors.append(source.id)
-            finished[source.id] = report.write_submission(out_dir, source.id, record, source.submitters)
+            data = b"".join(chunks)
+            written = (_decoded(data) or {}).get("written")
+            if written is None:  # the grader failed: its report says so
+                record = _record_from(data, status)
+                if record.get("grader_error"):
+                    outcome.grader_errors.append(source.id)
+                written = report.write_submission(out_dir, source.id, record, source.submitters)
+            finished[source.id] = written
             outcome.graded.append(source.id)
             if progress:
                 progress.advance(source.id, finished[source.id])
     outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
     report.write_atomic(os.path.join(out_dir, "gradebook.csv"), report.gradebook_csv(outcome.entries))
     report.write_atomic(os.path.join(out_dir, "summary.md"), report.summary_markdown(outcome.entries))
+    report.write_atomic(os.path.join(out_dir, "summary.html"), report.summary_html(outcome.entries, out_dir))
     return outcome
 
 
@@ -82,7 +95,18 @@ def grade_forked(engine, source_path, slot=0):
     return _record_from(b"".join(chunks), status)
 
 
-def _fork_grader(engine, source_path, slot):
+def _preload_pictures():
+    """Import matplotlib here, once: the graders forked after this draw feedback.html's heatmaps
+    without importing it again, and this process needs it for summary.html's histogram anyway."""
+    from matplotlib import figure  # noqa: F401
+    from matplotlib.backends import backend_agg  # noqa: F401
+
+    gc.freeze()  # like the engine's own state (runner.Engine)
+
+
+def _fork_grader(engine, source_path, slot, write_to=None):
+    """Fork a grader for one submission; returns (read fd, pid). It sends back its record or,
+    given ``write_to`` = (out_dir, source), writes the reports and sends ``{"written": results}``."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -92,6 +116,13 @@ def _fork_grader(engine, source_path, slot):
             record = grade_one(engine, source_path, slot=slot)
         except BaseException as err:  # the grader's own failure: report it as such
             record = {"grader_error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-4000:]}
+        if write_to and not record.get("grader_error"):
+            out_dir, source = write_to
+            try:
+                record = {"written": report.write_submission(out_dir, source.id, record, source.submitters)}
+            except BaseException as err:
+                record = {"grader_error": f"writing the report: {type(err).__name__}: {err}",
+                          "trace": traceback.format_exc()[-4000:]}
         data = json.dumps(record).encode()
         view = memoryview(data)
         while view:
@@ -101,10 +132,17 @@ def _fork_grader(engine, source_path, slot):
     return read_fd, pid
 
 
-def _record_from(data, status):
+def _decoded(data):
     try:
-        record = json.loads(data)
+        message = json.loads(data)
     except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _record_from(data, status):
+    record = _decoded(data)
+    if record is None:
         reason = f"the per-submission grader died ({_status_text(status)}) before sending results"
         record = {"grader_error": reason}
     if record.get("grader_error"):

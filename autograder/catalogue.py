@@ -12,6 +12,9 @@ Kinds and what their functions compute:
 * ``sdpa(query, key, value, mask) -> (output, weights)``
 * ``mha(state, n_heads, query, key, value, mask) -> (output, weights)``, with ``state`` the
   parameters of the reference module, by name.
+* ``split_heads(x, n_heads)`` and ``merge_heads(x, n_heads)`` -> the reshaped tensor.
+* ``tiled(query, key, value, causal, block_size) -> output`` (extra credit).
+* ``decode(state, n_heads, x) -> [output of each step]`` (extra credit, ``MultiHeadAttention.step``).
 """
 import math
 from dataclasses import dataclass
@@ -57,6 +60,8 @@ def diagnose(kind, got, *inputs):
 
 
 def _matches(got, candidate):
+    if isinstance(candidate, list):  # one result per decoding step
+        return isinstance(got, list) and len(got) == len(candidate) and all(map(_matches, got, candidate))
     if isinstance(candidate, tuple):
         return (isinstance(got, (tuple, list)) and len(got) == len(candidate)
                 and all(_matches(g, c) for g, c in zip(got, candidate)))
@@ -289,3 +294,75 @@ def _scale_d_model(state, n_heads, q, k, v, mask):
          "head's weights, (B, n_heads, T_q, T_k)", SECTION_MHA)
 def _averaged(state, n_heads, q, k, v, mask):
     return mha(state, n_heads, q, k, v, mask, average_heads=True) if n_heads > 1 else None
+
+
+# --- extra credit: tiled attention and KV-cache decoding --------------------------------------------
+
+SECTION_EXTRA = "Extra credit"
+
+
+def tiled(query, key, value, causal, block_size, rescale=True, causal_shift=0, offset=True):
+    """The reference tiling with one knob per known mistake."""
+    T_q, T_k = query.size(-2), key.size(-2)
+    q = query / math.sqrt(query.size(-1))
+    row_max = query.new_full((*query.shape[:-1], 1), float("-inf"))
+    row_sum = query.new_zeros((*query.shape[:-1], 1))
+    acc = query.new_zeros((*query.shape[:-1], value.size(-1)))
+    rows = torch.arange(T_q)[:, None]
+    for start in range(0, T_k, block_size):
+        k, v = key[..., start:start + block_size, :], value[..., start:start + block_size, :]
+        scores = q @ k.transpose(-2, -1)
+        if causal:
+            cols = torch.arange(start if offset else 0, (start if offset else 0) + k.size(-2))[None, :]
+            scores = scores.masked_fill(cols > rows + causal_shift, float("-inf"))
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        safe_max = new_max.masked_fill(torch.isinf(new_max), 0.0)
+        factor = torch.exp(row_max - safe_max) if rescale else torch.ones_like(row_sum)
+        p = torch.exp(scores - safe_max)
+        row_sum = row_sum * factor + p.sum(dim=-1, keepdim=True)
+        acc = acc * factor + p @ v
+        row_max = new_max
+    return acc / row_sum
+
+
+@mistake("tiled", "tiled_no_rescale", "Your running sum and output are not rescaled when the running max grows: "
+         "multiply both by exp(old_max - new_max) before adding a block", SECTION_EXTRA)
+def _tiled_no_rescale(q, k, v, causal, block_size):
+    return tiled(q, k, v, causal, block_size, rescale=False) if k.size(-2) > block_size else None
+
+
+@mistake("tiled", "tiled_causal_off_by_one", "Your causal block boundary is off by one: query i may attend keys "
+         "j <= i, so block (start + offset) > i is blocked, not >= i nor > i + 1", SECTION_EXTRA)
+def _tiled_off_by_one(q, k, v, causal, block_size):
+    return tiled(q, k, v, causal, block_size, causal_shift=1) if causal else None
+
+
+@mistake("tiled", "tiled_block_offset_forgotten", "Your causal mask inside a block forgets where the block starts: "
+         "key positions are start + 0, 1, ..., not 0, 1, ...", SECTION_EXTRA)
+def _tiled_offset(q, k, v, causal, block_size):
+    return tiled(q, k, v, causal, block_size, offset=False) if causal and k.size(-2) > block_size else None
+
+
+@mistake("decode", "cache_unprojected_tokens", "Your cache stores the new tokens as they come, not their projected "
+         "keys and values: append split_heads(w_k(x)) and split_heads(w_v(x))", SECTION_EXTRA)
+def _cache_unprojected(state, n_heads, x):
+    B, T, d_model = x.shape
+    d_k = d_model // n_heads
+
+    def linear(name, t):
+        return F.linear(t, state[f"{name}.weight"], state.get(f"{name}.bias"))
+
+    def split(t):
+        return t.view(B, t.size(1), n_heads, d_k).transpose(1, 2)
+
+    outputs, past = [], None
+    for t in range(T):
+        token = x[:, t:t + 1]
+        raw = split(token)  # the mistake: unprojected token in the cache
+        past = raw if past is None else torch.cat([past, raw], dim=2)
+        # this step uses the projected token with the (unprojected) past
+        k = torch.cat([past[:, :, :-1], split(linear("w_k", token))], dim=2)
+        v = torch.cat([past[:, :, :-1], split(linear("w_v", token))], dim=2)
+        heads, _ = attention(split(linear("w_q", token)), k, v, None)
+        outputs.append(linear("w_o", heads.transpose(1, 2).reshape(B, 1, d_model)))
+    return outputs

@@ -61,6 +61,11 @@ def _check_out_dir(out_dir):
 def _grade(sources, out_dir, args, started):
     import dataclasses
 
+    from autograder import isolation
+
+    # Tried in a throwaway fork, which is cheaper before this process holds torch.
+    level = isolation.requested_level() or isolation.detect_level()
+
     from autograder.batch import Progress, grade_all
     from autograder.config import load_config
     from autograder.runner import Engine
@@ -68,7 +73,7 @@ def _grade(sources, out_dir, args, started):
     config = load_config()
     if args.call_timeout:
         config = dataclasses.replace(config, call_seconds=args.call_timeout)
-    engine = Engine(config)
+    engine = Engine(config, level=level)
     progress = Progress()
     try:
         outcome = grade_all(engine, sources, out_dir, jobs=args.jobs, force=args.force, progress=progress)

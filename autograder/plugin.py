@@ -15,7 +15,8 @@ import pytest
 from autograder.student import StudentError
 
 KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules")
+PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules", "extra")
+EXTRA_PARTS = ("extra",)  # extra credit: points above the 100
 
 
 class GradingContext:

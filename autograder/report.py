@@ -1,29 +1,40 @@
 """Score reports, written by the trusted grader after the submission's processes are gone.
 
-* ``results.json``: Gradescope's results schema, one per submission;
-* ``feedback.md``: the same, for a person;
-* ``gradebook.csv`` and ``summary.md``: the class picture.
+* ``results.json``: Gradescope's results schema, one per submission, with a text heatmap under
+  each failed matrix comparison (Gradescope shows no images);
+* ``feedback.md`` and ``feedback.html``: the same, for a person (the HTML with PNG heatmaps inline);
+* ``gradebook.csv`` (ready to import into Canvas or Moodle), ``summary.md`` and ``summary.html``:
+  the class picture.
 
 Every file is written atomically (temp file, then rename): a batch killed halfway leaves
 whole reports or none, which is what makes re-running a batch resume it.
 """
+import base64
 import csv
 import dataclasses
+import html
 import io
 import json
 import os
 import re
 import statistics
+import sys
 import tempfile
+import urllib.parse
+from collections import Counter
 
-from autograder.plugin import PARTS
+from autograder import pictures
+from autograder.plugin import EXTRA_PARTS, PARTS
 
 PART_TITLES = {
     "masks": "Masks", "attention": "Attention values", "gradients": "Gradients, dtypes, stability",
     "mha_init": "MHA construction", "heads": "Head split/merge", "mha_forward": "MHA forward",
-    "rules": "From-scratch rule", "other": "Other",
+    "rules": "From-scratch rule", "extra": "Extra credit", "other": "Other",
 }
 OUTPUT_SHOWN = 4000
+MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each adds ~40-70 ms of CPU to grading the submission
+PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, gradients) stay text
+LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
 
 
 def results_json(record, submitters=()):
@@ -47,17 +58,21 @@ def results_json(record, submitters=()):
             **({"extra_data": {"mistake": result["mistake"]}} if result.get("mistake") else {}),
         })
     score = round(sum(t["score"] for t in tests), 4)
-    max_score = round(sum(t["max_score"] for t in tests), 4)
+    # Extra credit counts in the score but not in the maximum: a full core is 100, extra goes above.
+    max_score = round(sum(t["max_score"] for t in tests if t["tags"][0] not in EXTRA_PARTS), 4)
+    extra = [t for t in tests if t["tags"][0] in EXTRA_PARTS]
     grader_errors = [r["name"] for r in record["tests"] if r.get("grader_error")]
     return {
         "score": score,
         "execution_time": record.get("execution_time", 0.0),
-        "output": overview(record, score, max_score, grader_errors, submitters),
+        "output": overview(record, score, max_score, grader_errors, submitters, extra),
         "output_format": "md",
         "test_output_format": "md",
         "tests": tests,
         "extra_data": {
             "max_score": max_score,
+            "extra_credit": round(sum(t["score"] for t in extra), 4),
+            "extra_credit_max": round(sum(t["max_score"] for t in extra), 4),
             "isolation": record.get("isolation", "unknown"),
             "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
             "submitters": [dataclasses.asdict(s) for s in submitters],
@@ -71,16 +86,24 @@ def _part_number(part):
 
 def _test_output(result):
     text = result["message"]
-    return f"```\n{text}\n```" if text and not result["passed"] else text
+    if not text or result["passed"]:
+        return text
+    if result.get("figure"):
+        text += "\n\n" + pictures.text_heatmap(result["figure"])
+    return f"```\n{text}\n```"
 
 
-def overview(record, score, max_score, grader_errors, submitters=()):
+def overview(record, score, max_score, grader_errors, submitters=(), extra=()):
     """The top of the report: the score so far, stated so that nobody mistakes it for a final grade."""
     lines = []
     if submitters:
         lines.append("Submission of " + ", ".join(s.name for s in submitters if s.name) + ".")
     hidden = [r for r in record["tests"] if r["visibility"] != "visible"]
-    lines.append(f"**Score: {score:g} / {max_score:g}.** This includes {len(hidden)} hidden tests whose "
+    bonus = ""
+    if extra:
+        bonus = (f" (including {sum(t['score'] for t in extra):g} of {sum(t['max_score'] for t in extra):g} "
+                 "extra-credit points)")
+    lines.append(f"**Score: {score:g} / {max_score:g}{bonus}.** This includes {len(hidden)} hidden tests whose "
                  "details appear after the due date; a passing public test does not mean a passing hidden test.")
     failed = sum(1 for r in record["tests"] if not r["passed"])
     lines.append(f"{len(record['tests']) - failed} of {len(record['tests'])} tests passed.")
@@ -147,10 +170,11 @@ def write_atomic(path, text):
 
 
 def write_submission(out_dir, submission_id, record, submitters=()):
-    """Write results.json and feedback.md for one submission; returns the results dict."""
+    """Write results.json, feedback.md and feedback.html for one submission; returns the results dict."""
     results = results_json(record, submitters)
     folder = os.path.join(out_dir, submission_id)
     write_atomic(os.path.join(folder, "feedback.md"), feedback_markdown(record, results, submitters))
+    write_atomic(os.path.join(folder, "feedback.html"), feedback_html(record, results))
     write_atomic(os.path.join(folder, "results.json"), json.dumps(results, indent=2) + "\n")  # last: marks done
     return results
 
@@ -167,20 +191,38 @@ def load_results(out_dir, submission_id):
     return results
 
 
+# Canvas's gradebook import needs these first, in this order; it finds each student by SIS User
+# ID, then SIS Login ID, then name, and offers every later column as an assignment. Moodle maps
+# any column, so the same file serves both (README: "Importing the gradebook").
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+
+
 def gradebook_csv(entries):
-    """One row per student (per submission when no names are known), one column per part."""
+    """One row per student (per submission when no names are known), ready for an LMS import."""
     parts = [p for p in PARTS if any(p in part_scores(r) for _, _, r in entries)]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["submission_id", "name", "email", "sid", "total", "max"] + [f"{p}" for p in parts])
+    writer.writerow([*CANVAS_COLUMNS, "total", *parts, "max", "submission_id", "email"])
     for submission_id, submitters, results in entries:
         scores = part_scores(results)
         per_part = [f"{scores.get(p, (0.0, 0.0))[0]:g}" for p in parts]
-        totals = [f"{results['score']:g}", f"{results['extra_data']['max_score']:g}"]
+        total, max_score = f"{results['score']:g}", f"{results['extra_data']['max_score']:g}"
         for who in submitters or [None]:
-            person = [who.name, who.email, who.sid] if who else ["", "", ""]
-            writer.writerow([submission_id, *person, *totals, *per_part])
+            # ID is Canvas's own user id, which the grader never knows: left empty, never guessed.
+            name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
+            writer.writerow([name, "", sid, email, "", total, *per_part, max_score, submission_id, email])
     return buffer.getvalue()
+
+
+def pass_rates(entries):
+    """[((number, name, part), (passed, total))] over the class, the most failed test first."""
+    rates = {}
+    for _, _, results in entries:
+        for test in results["tests"]:
+            key = (test["number"], test["name"], test["tags"][0] if test["tags"] else "")
+            passed, total = rates.get(key, (0, 0))
+            rates[key] = (passed + (test["status"] == "passed"), total + 1)
+    return sorted(rates.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
 
 
 def summary_markdown(entries):
@@ -197,15 +239,232 @@ def summary_markdown(entries):
         count = sum(1 for s in scores if low <= s / max_score * 100 < low + 10 or (low == 90 and s == max_score))
         lines.append(f"| {low}-{low + 9 if low < 90 else 100}% | {'#' * count} {count} |")
     lines += ["", "## Pass rate per test (most failed first)", "", "| Test | Part | Passed |", "|---|---|---|"]
-    rates = {}
-    for _, _, results in entries:
-        for test in results["tests"]:
-            key = (test["number"], test["name"], test["tags"][0] if test["tags"] else "")
-            passed, total = rates.get(key, (0, 0))
-            rates[key] = (passed + (test["status"] == "passed"), total + 1)
-    for (number, name, part), (passed, total) in sorted(rates.items(), key=lambda i: (i[1][0] / i[1][1], i[0])):
+    for (number, name, part), (passed, total) in pass_rates(entries):
         lines.append(f"| {number} {name} | {part} | {passed}/{total} ({100 * passed / total:.0f}%) |")
     errors = [sid for sid, _, r in entries if r["extra_data"].get("grader_error")]
     if errors:
         lines += ["", f"**Grader errors in: {', '.join(errors)}** (re-run to retry them)."]
     return "\n".join(lines) + "\n"
+
+
+# --- HTML pages: self-contained (CSS and PNGs inline), so they open from disk or as attachments ---
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{css}</style>
+</head>
+<body>
+<main>
+{body}
+</main>
+</body>
+</html>
+"""
+CSS = """
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328;
+       background: #f6f8fa; margin: 0; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 32px 48px; background: #fff; }
+h1 { font-size: 26px; margin: 0 0 12px; }
+h2 { font-size: 20px; margin: 32px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
+h3 { font-size: 16px; margin: 24px 0 6px; }
+table { border-collapse: collapse; margin: 8px 0; }
+th, td { border: 1px solid #d0d7de; padding: 4px 10px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 12px;
+      overflow-x: auto; font: 13px/1.35 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+pre.message, .pre { white-space: pre-wrap; }
+img { max-width: 100%; height: auto; display: block; margin: 8px 0; }
+code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.bug { background: #fff8c5; border-left: 4px solid #d4a72c; padding: 6px 12px; margin: 6px 0; }
+.note { color: #57606a; font-size: 13px; }
+.bar { background: #d0d7de; width: 160px; height: 10px; border-radius: 5px; overflow: hidden; }
+.bar span { display: block; height: 100%; background: #2da44e; }
+.low .bar span { background: #cf222e; }
+.failed { color: #cf222e; }
+"""
+
+
+def _e(text):
+    """Escape anything that may come from a submission (names, messages, what it printed)."""
+    return html.escape(str(text), quote=True)
+
+
+def _page(title, body):
+    return PAGE.format(title=_e(title), css=CSS, body=body)
+
+
+def _drawn(draw, *args):
+    """draw(*args), or None: a picture that cannot be drawn must not cost the report it is in."""
+    try:
+        return draw(*args)
+    except Exception as err:  # noqa: BLE001 - matplotlib can fail in many ways; the report comes first
+        sys.stderr.write(f"warning: {draw.__name__} failed: {type(err).__name__}: {err}\n")
+        return None
+
+
+def _png_img(png, alt):
+    return f'<img src="data:image/png;base64,{base64.b64encode(png).decode()}" alt="{_e(alt)}">'
+
+
+def _overview_html(text):
+    """The overview's markdown (paragraphs, "- " items, **bold**) as HTML, everything else escaped.
+
+    Written out rather than a markdown library: each forked grader would pay ~40 ms to import one."""
+    blocks, items = [], []
+    for block in text.split("\n\n") + [""]:
+        inline = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(block))
+        if block.startswith("- "):
+            items.append(f"<li>{inline[2:]}</li>")
+            continue
+        if items:
+            blocks.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        if block:
+            blocks.append(f"<p>{inline}</p>")
+    return "\n".join(blocks)
+
+
+def _bar(fraction):
+    css_class = ' class="low"' if fraction < 0.5 else ""
+    return f'<div{css_class}><div class="bar"><span style="width: {100 * fraction:.0f}%"></span></div></div>'
+
+
+def feedback_html(record, results):
+    """feedback.md as a page, with the first few failed matrix comparisons drawn as PNG heatmaps."""
+    body = ["<h1>Attention from Scratch: feedback</h1>", _overview_html(results["output"]),
+            "<table><tr><th>Part</th><th>Score</th><th></th></tr>"]
+    for part, (got, total) in part_scores(results).items():
+        body.append(f'<tr><td>{_e(PART_TITLES.get(part, part))}</td><td class="num">{got:g} / {total:g}</td>'
+                    f"<td>{_bar(got / total if total else 1)}</td></tr>")
+    body.append("</table>")
+    failures = [(test, result) for test, result in zip(results["tests"], record["tests"]) if test["status"] == "failed"]
+    if failures:
+        body.append("<h2>What to fix</h2>")
+        drawn = {}  # picture key -> number of the test whose picture shows it
+        for test, result in failures:
+            body += [f'<h3 class="failed">{_e(test["number"])} {_e(test["name"])} (0 / {test["max_score"]:g})</h3>',
+                     *_failure_html(test, result, drawn)]
+    notes = [t for t in results["tests"] if t["status"] == "passed" and t["output"]]
+    if notes:
+        body.append("<h2>Notes</h2><ul>")
+        body += [f'<li><strong>{_e(t["name"])}</strong>: <span class="pre">{_e(t["output"])}</span></li>'
+                 for t in notes]
+        body.append("</ul>")
+    if record.get("output"):
+        body += ["<h2>What your code printed</h2>", f"<pre>{_e(chr(10).join(printed_output(record['output'])))}</pre>"]
+    body.append(f'<p class="note">Sandbox: {_e(record.get("isolation", "unknown"))} isolation; graded in '
+                f'{record.get("execution_time", 0):.1f} s.</p>')
+    return _page("Attention from Scratch: feedback", "\n".join(body))
+
+
+def _failure_html(test, result, drawn):
+    """One failed test: the named bug (if any), the message, and its heatmap as a PNG or as text."""
+    message = result["message"] or ""
+    parts = []
+    if message.startswith(LIKELY_BUG):
+        sentence, _, message = message.partition("\n")
+        parts.append(f'<p class="bug"><strong>Likely bug</strong> (<code>{_e(result.get("mistake"))}</code>): '
+                     f"{_e(sentence[len(LIKELY_BUG):])}</p>")
+    parts.append(f'<pre class="message">{_e(message)}</pre>')
+    figure = result.get("figure")
+    if figure:
+        parts.append(_figure_html(test, result, figure, drawn))
+    return parts
+
+
+def _figure_html(test, result, figure, drawn):
+    # PNGs only where a picture says most (masks and attention weights; the issue asks for those),
+    # once per named bug (the same mistake in eight tests looks the same eight times) and once per
+    # kind of unnamed failure in a part: each PNG costs ~40-70 ms of CPU.
+    mistake = result.get("mistake")
+    key = (figure["what"], "bug", mistake) if mistake else (figure["what"], "part", result["part"])
+    if figure["what"] not in PICTURED:
+        why = None
+    elif key in drawn:
+        why = (f"the same likely bug as {drawn[key]}" if mistake else f"a failure like {drawn[key]}") + ", drawn above"
+    elif len(drawn) >= MAX_PICTURES:
+        why = f"at most {MAX_PICTURES} pictures are drawn per report"
+    else:
+        png = _drawn(pictures.png_heatmap, figure)
+        if png:
+            drawn[key] = test["number"]
+            return _png_img(png, f"{figure['what']}: expected, got and their difference")
+        why = "the picture could not be drawn"
+    note = f" ({_e(why)})" if why else ""
+    return f'<p class="note">As text{note}:</p><pre>{_e(pictures.text_heatmap(figure))}</pre>'
+
+
+def summary_html(entries, out_dir):
+    """The class picture as a page: score histogram, common named bugs, pass rates, links to each report."""
+    body = ["<h1>Class summary</h1>"]
+    scores = [r["score"] for _, _, r in entries]
+    if not scores:
+        body.append("<p>No submissions were graded.</p>")
+        return _page("Class summary", "\n".join(body))
+    max_score = entries[0][2]["extra_data"]["max_score"]
+    body.append(f"<p>{len(scores)} submissions; mean {statistics.mean(scores):.1f}, median "
+                f"{statistics.median(scores):g}, min {min(scores):g}, max {max(scores):g} (out of {max_score:g}).</p>")
+    body.append('<p><a href="#bugs">Most common named bugs</a> · <a href="#tests">Pass rate per test</a> · '
+                '<a href="#submissions">Submissions, with links to their reports</a></p>')
+    histogram = _drawn(pictures.score_histogram_png, scores, max_score)
+    if histogram:
+        body.append(_png_img(histogram, "histogram of the scores"))
+    body += _common_bugs_html(entries, out_dir)
+    body += ['<h2 id="tests">Pass rate per test (most failed first)</h2>',
+             "<table><tr><th>Test</th><th>Part</th><th>Passed</th><th></th></tr>"]
+    for (number, name, part), (passed, total) in pass_rates(entries):
+        body.append(f'<tr><td>{_e(number)} {_e(name)}</td><td>{_e(part)}</td><td class="num">{passed}/{total} '
+                    f"({100 * passed / total:.0f}%)</td><td>{_bar(passed / total)}</td></tr>")
+    body += ["</table>", '<h2 id="submissions">Submissions</h2>',
+             "<table><tr><th>Submission</th><th>Student</th><th>Score</th><th>Named bugs</th></tr>"]
+    for submission_id, submitters, results in entries:
+        names = ", ".join(s.name or s.email for s in submitters)
+        error = ' <strong class="failed">grader error</strong>' if results["extra_data"].get("grader_error") else ""
+        bugs = ", ".join(f"<code>{_e(m)}</code>" for m in _mistakes(results))
+        body.append(f"<tr><td>{_report_link(submission_id, out_dir)}</td><td>{_e(names)}</td>"
+                    f'<td class="num">{results["score"]:g} / {results["extra_data"]["max_score"]:g}{error}</td>'
+                    f"<td>{bugs}</td></tr>")
+    body.append("</table>")
+    return _page("Class summary", "\n".join(body))
+
+
+def _common_bugs_html(entries, out_dir):
+    counts, sentences, who = Counter(), {}, {}
+    for submission_id, _, results in entries:
+        for mistake, sentence in _mistakes(results).items():
+            counts[mistake] += 1
+            sentences.setdefault(mistake, sentence)
+            who.setdefault(mistake, []).append(submission_id)
+    parts = ['<h2 id="bugs">Most common named bugs</h2>']
+    if not counts:
+        return parts + ["<p>No failed test matched a catalogued mistake.</p>"]
+    parts.append("<table><tr><th>Bug</th><th>Submissions</th><th>What it is</th><th>For example</th></tr>")
+    for mistake, count in counts.most_common():
+        examples = ", ".join(_report_link(s, out_dir) for s in who[mistake][:5])
+        parts.append(f'<tr><td><code>{_e(mistake)}</code></td><td class="num">{count} of {len(entries)}</td>'
+                     f"<td>{_e(sentences[mistake])}</td><td>{examples}</td></tr>")
+    return parts + ["</table>"]
+
+
+def _mistakes(results):
+    """{mistake name: its sentence} for the named bugs in one submission's results.json."""
+    found = {}
+    for test in results["tests"]:
+        mistake = test.get("extra_data", {}).get("mistake")
+        if mistake and mistake not in found:
+            first_line = test["output"].strip("`\n").split("\n", 1)[0]
+            found[mistake] = first_line.removeprefix(LIKELY_BUG)
+    return found
+
+
+def _report_link(submission_id, out_dir):
+    """A relative link to the submission's feedback.html, or just its name when there is none yet."""
+    if not os.path.exists(os.path.join(out_dir, submission_id, "feedback.html")):
+        return _e(submission_id)
+    return f'<a href="{_e(urllib.parse.quote(submission_id, safe=""))}/feedback.html">{_e(submission_id)}</a>'

@@ -51,6 +51,9 @@ class Reply:
         self.grads = value.get("grads")
         self.attrs = value.get("attrs")
         self.forbidden = forbidden
+        self.peak_bytes = value.get("peak_bytes")  # measure_memory: growth of the child's peak RSS
+        self.projected = value.get("projected") or {}  # decode: input shapes seen by w_k and w_v, per step
+        self.cache_shapes = value.get("cache_shapes") or []  # decode: (k, v) shapes after each step
         after = value.get("inputs_after") or []
         # Compared here, not in the child, where torch.equal may have been monkeypatched.
         self.inputs_modified = [isinstance(sent, torch.Tensor) and not _unchanged(sent, back)

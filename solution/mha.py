@@ -108,3 +108,32 @@ class MultiHeadAttention(nn.Module):
         output = self.w_o(self.merge_heads(heads))  # (B, T_q, d_model)
         return output, weights
         ### END SOLUTION
+
+    def step(self, x, cache=None):
+        """Extra credit: one decoding step of causal self-attention, with a KV cache.
+
+        Args:
+            x: the new token(s), ``(B, 1, d_model)``.
+            cache: ``None`` on the first step, then the ``(k, v)`` this method returned last time:
+                the projected keys and values of every earlier token, ``(B, n_heads, T_past, d_k)`` each.
+
+        Returns:
+            ``(y, cache)``: y ``(B, 1, d_model)``, and the cache grown by the new token's key and
+            value, ``(B, n_heads, T_past + 1, d_k)`` each.
+
+        Feeding a sequence one token at a time reproduces ``forward(x, x, x, causal_mask(T))`` at
+        every position. Project only the new token: the cache already holds the past.
+
+        Hint: the newest token may attend every cached position and itself, so no mask is needed;
+        ``torch.cat(..., dim=2)`` grows the cache along the time dim.
+        """
+        ### BEGIN SOLUTION
+        k = self.split_heads(self.w_k(x))  # (B, h, 1, d_k)
+        v = self.split_heads(self.w_v(x))  # (B, h, 1, d_k)
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)  # (B, h, T_past + 1, d_k)
+            v = torch.cat([cache[1], v], dim=2)
+        q = self.split_heads(self.w_q(x))  # (B, h, 1, d_k)
+        heads, _ = scaled_dot_product_attention(q, k, v)  # (B, h, 1, d_k)
+        return self.w_o(self.merge_heads(heads)), (k, v)
+        ### END SOLUTION

@@ -32,7 +32,7 @@ def failing(report):
 
 def test_reference_scores_full_marks(graded):
     report = results(graded[0], "reference")
-    assert report["score"] == 100, f"the reference lost points:\n{failing(report)}"
+    assert report["score"] == 110, f"the reference lost points (100 core + 10 extra):\n{failing(report)}"
 
 
 def test_untouched_stubs_score_zero_without_grader_errors(graded):
@@ -48,10 +48,12 @@ def test_results_json_follows_the_gradescope_schema(graded, submission):
     jsonschema.validate(results(graded[0], submission), SCHEMA)
 
 
-def test_suite_is_worth_100_points_in_the_seven_parts(graded):
+def test_suite_is_worth_100_points_in_seven_parts_plus_10_extra(graded):
     report = results(graded[0], "reference")
-    assert sum(t["max_score"] for t in report["tests"]) == 100
-    assert {t["tags"][0] for t in report["tests"]} == PARTS
+    assert sum(t["max_score"] for t in report["tests"] if t["tags"] != ["extra"]) == 100
+    assert sum(t["max_score"] for t in report["tests"] if t["tags"] == ["extra"]) == 10
+    assert report["extra_data"]["max_score"] == 100, "extra credit goes above the maximum, not into it"
+    assert {t["tags"][0] for t in report["tests"]} == PARTS | {"extra"}
     assert all(len(t["tags"]) == 1 for t in report["tests"])
 
 
@@ -79,7 +81,7 @@ def test_gradebook_has_one_row_per_submission_and_a_column_per_part(graded):
     assert sorted(r["submission_id"] for r in rows) == sorted(p.name for p in SAMPLES.iterdir() if p.is_dir())
     assert PARTS <= set(rows[0]), f"part columns missing from {list(rows[0])}"
     reference_row = next(r for r in rows if r["submission_id"] == "reference")
-    assert float(reference_row["total"]) == 100 and float(reference_row["max"]) == 100
+    assert float(reference_row["total"]) == 110 and float(reference_row["max"]) == 100
 
 
 def test_summary_ranks_tests_by_pass_rate(graded):

@@ -133,7 +133,7 @@ def reference_run(tmp_path_factory, autograder_zip):
 
 def test_reference_scores_full_marks(reference_run):
     _, results, _ = reference_run
-    assert results["score"] == 100, failing(results)
+    assert results["score"] == 110, failing(results)  # 100 core + 10 extra credit
 
 
 def test_results_follow_the_gradescope_schema(reference_run):
@@ -146,7 +146,7 @@ def test_report_names_the_student_from_the_metadata(reference_run):
 
 def test_overview_says_hidden_tests_are_included(reference_run):
     results = reference_run[1]
-    assert "hidden tests" in results["output"] and "Score: 100 / 100" in results["output"]
+    assert "hidden tests" in results["output"] and "Score: 110 / 100" in results["output"]
     hidden = [t for t in results["tests"] if t["visibility"] == "after_due_date"]
     assert hidden and all(t["output_format"] == "md" and t["number"] and t["tags"] for t in results["tests"])
 
@@ -233,7 +233,7 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     upload(root, {"attention.py": files["attention.py"] + payload, "mha.py": files["mha.py"]})
     results, _ = run_autograder(root, AUTOGRADER_ISOLATION=isolation)
     written = (root / "results" / "results.json").read_bytes()
-    assert results["score"] == 100 and results["extra_data"]["isolation"] == isolation
+    assert results["score"] == 110 and results["extra_data"]["isolation"] == isolation
     feedback = (root / "results" / "feedback.md").read_text()
     assert "READ REFERENCE" not in feedback and "reference not readable" in feedback
     time.sleep(5)  # past the daemon's wake-up

@@ -11,13 +11,14 @@ import sys
 
 import pytest
 
-from variant_builder import ROOT, build_correct, build_mutant, build_reference, correct_names, load_mutants
+from variant_builder import EXTRA_VARIANTS, ROOT, build_correct, build_mutant, build_reference, correct_names, load_mutants
 
 pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(),
                                 reason="the grader CLI (autograder/__main__.py) does not exist yet")
 
 MUTANTS = load_mutants()
 CORRECT_NAMES = correct_names()
+
 MUTANT_PARTS = [(m["name"], part) for m in MUTANTS for part in m["parts"]]
 
 
@@ -52,25 +53,30 @@ def explain(tests):
     return "\n".join(f"- {t['name']} ({t['score']}/{t['max_score']}): {t.get('output', '')[:600]}" for t in tests)
 
 
-def assert_full_marks(result, submission):
-    failing = lost(result["tests"])
-    assert result["score"] == pytest.approx(100) and not failing, (
-        f"{submission} scored {result['score']}/100; it lost points in:\n{explain(failing)}")
+def core(tests):
+    """The tests of the 100 core points (extra credit is optional: a correct core variant may skip it)."""
+    return [t for t in tests if t["tags"] != ["extra"]]
+
+
+def assert_full_marks(result, submission, with_extra=False):
+    failing = lost(result["tests"] if with_extra else core(result["tests"]))
+    assert not failing, f"{submission} scored {result['score']}; it lost points in:\n{explain(failing)}"
+    assert sum(t["score"] for t in core(result["tests"])) == pytest.approx(100)
 
 
 def test_reference_scores_100(reports):
-    assert_full_marks(results(reports, "reference"), "the reference")
+    assert_full_marks(results(reports, "reference"), "the reference", with_extra=True)
 
 
 @pytest.mark.parametrize("name", CORRECT_NAMES)
 def test_correct_variant_scores_100(reports, name):
-    assert_full_marks(results(reports, f"correct-{name}"), f"correct variant {name}")
+    assert_full_marks(results(reports, f"correct-{name}"), f"correct variant {name}", with_extra=name in EXTRA_VARIANTS)
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m["name"] for m in MUTANTS])
-def test_mutant_scores_below_100(reports, mutant):
+def test_mutant_loses_points(reports, mutant):
     result = results(reports, f"mutant-{mutant['name']}")
-    assert result["score"] < 100, f"mutant {mutant['name']} ({mutant['why']}) scored full marks"
+    assert lost(result["tests"]), f"mutant {mutant['name']} ({mutant['why']}) lost no points"
 
 
 @pytest.mark.parametrize("name, part", MUTANT_PARTS, ids=[f"{n}-{p}" for n, p in MUTANT_PARTS])

@@ -34,6 +34,7 @@ pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists
                                 reason="the grader CLI (autograder/__main__.py) does not exist yet")
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
+FULL_MARKS = 110  # 100 core + 10 extra credit: the reference earns both
 CALL_TIMEOUT = 2  # seconds per call of student code (the grader's default, 10, would make this module slow)
 LATE_STRIKE_WAIT = 3  # seconds a daemon gets, after the grader exits, to overwrite a report
 MISSING = {"missing_file": "mha.py"}  # case -> the file it does not hand in
@@ -310,7 +311,7 @@ def test_reference_control_scores_100(run):
     """The control: the reference, graded beside all the attacks, loses nothing."""
     results = run.results("reference")
     lost = [t for t in results["tests"] if t["status"] != "passed"]
-    assert results["score"] == pytest.approx(100) and not lost, (
+    assert results["score"] == pytest.approx(FULL_MARKS) and not lost, (
         f"the reference, graded in the hostile batch, scored {results['score']}:\n{explain(lost)}")
 
 
@@ -323,7 +324,7 @@ def test_a_hanging_submission_costs_a_few_call_limits_not_one_per_test(run, case
 
 def test_monkeypatching_torch_comparisons_does_not_raise_the_score(run):
     patched, control = run.results("monkeypatch"), run.results("monkeypatch_control")
-    assert control["score"] < 100, "the control (wrong answers, no patching) should lose points"
+    assert control["score"] < FULL_MARKS, "the control (wrong answers, no patching) should lose points"
     flipped = [(p["name"], c["status"], p["status"]) for p, c in zip(patched["tests"], control["tests"])
                if p["status"] != c["status"]]
     assert not flipped and patched["score"] == control["score"], (

@@ -304,6 +304,51 @@ class Lab:
             sys.path.remove(str(folder))
 
 
+
+# --- extra credit ------------------------------------------------------------------------------
+
+@probe("extra")
+def tiled_values(lab):
+    q, k, v = qkv((2,), 11, 11, 4, 3)
+    return tuple(lab.attention.tiled_attention(q, k, v, causal=c, block_size=b) for c in (False, True) for b in (1, 4, 64))
+
+
+@probe("extra")
+def tiled_uses_little_memory(lab):
+    """Whether the peak RSS grows by less than half of one (T, T) float32 matrix (T = 4096)."""
+    q, k, v = (torch.randn(4096, 16) for _ in range(3))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    start = _status_kib("VmRSS")
+    lab.attention.tiled_attention(q, k, v, causal=True)
+    return (_status_kib("VmHWM") - start) * 1024 < 4096 * 4096 * 4 / 2
+
+
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+
+@probe("extra")
+def step_outputs(lab):
+    model, x, cache, outputs = mha(lab), randn(2, 5, 16), None, []
+    for t in range(5):
+        y, cache = model.step(x[:, t:t + 1], cache)
+        outputs.append(y)
+    return torch.cat(outputs, dim=1)
+
+
+@probe("extra")
+def step_projected_shapes(lab):
+    model, x, cache, seen = mha(lab), randn(2, 4, 16), None, []
+    hooks = [getattr(model, n).register_forward_pre_hook(lambda _, i: seen.append(tuple(i[0].shape))) for n in ("w_k", "w_v")]
+    for t in range(4):
+        _, cache = model.step(x[:, t:t + 1], cache)
+    for hook in hooks:
+        hook.remove()
+    return tuple(seen), tuple(tuple(c.shape) for c in cache)
+
+
 def run_probes(folder):
     """Every probe's record for the submission in `folder`."""
     try:

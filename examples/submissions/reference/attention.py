@@ -91,6 +91,49 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return output, weights
 
 
+def tiled_attention(query, key, value, causal=False, block_size=64):
+    """Extra credit: exact attention, computed block by block over the keys.
+
+    The same result as ``scaled_dot_product_attention(query, key, value, mask)[0]``, with
+    ``mask = causal_mask(T)`` when ``causal=True`` (then T_q == T_k), but it never builds the
+    ``(T_q, T_k)`` score matrix: only ``(T_q, block_size)`` scores exist at any time. This is the
+    idea behind FlashAttention.
+
+    Args:
+        query: ``(..., T_q, d_k)``; key: ``(..., T_k, d_k)``; value: ``(..., T_k, d_v)``.
+        causal: query i attends keys j <= i only.
+        block_size: keys per block, any int >= 1 (it need not divide T_k).
+
+    Returns:
+        output ``(..., T_q, d_v)`` in the input dtype (no weights: they are never materialised).
+
+    Hint: keep, per query, a running max ``m``, a running sum ``l`` of exp(score - m) and a running
+    output ``acc``. For each block: ``m_new = max(m, block max)``; rescale the old ``l`` and ``acc``
+    by ``exp(m - m_new)`` before adding the block's terms; at the end return ``acc / l``.
+    """
+    T_q, T_k = query.size(-2), key.size(-2)
+    q = query / math.sqrt(query.size(-1))  # (..., T_q, d_k)
+    row_max = query.new_full((*query.shape[:-1], 1), float("-inf"))  # (..., T_q, 1)
+    row_sum = query.new_zeros((*query.shape[:-1], 1))  # (..., T_q, 1)
+    acc = query.new_zeros((*query.shape[:-1], value.size(-1)))  # (..., T_q, d_v)
+    rows = torch.arange(T_q, device=query.device)[:, None]  # (T_q, 1)
+    for start in range(0, T_k, block_size):
+        k = key[..., start:start + block_size, :]  # (..., b, d_k)
+        v = value[..., start:start + block_size, :]  # (..., b, d_v)
+        scores = q @ k.transpose(-2, -1)  # (..., T_q, b)
+        if causal:
+            cols = torch.arange(start, start + k.size(-2), device=query.device)[None, :]  # (1, b)
+            scores = scores.masked_fill(cols > rows, float("-inf"))
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        safe_max = new_max.masked_fill(torch.isinf(new_max), 0.0)  # rows that have seen no key yet
+        rescale = torch.exp(row_max - safe_max)  # what came before was summed against the old max
+        p = torch.exp(scores - safe_max)  # (..., T_q, b)
+        row_sum = row_sum * rescale + p.sum(dim=-1, keepdim=True)
+        acc = acc * rescale + p @ v
+        row_max = new_max
+    return acc / row_sum  # (..., T_q, d_v)
+
+
 class ScaledDotProductAttention(nn.Module):
     """Module wrapper around :func:`scaled_dot_product_attention`.
 

@@ -82,6 +82,29 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     raise NotImplementedError
 
 
+def tiled_attention(query, key, value, causal=False, block_size=64):
+    """Extra credit: exact attention, computed block by block over the keys.
+
+    The same result as ``scaled_dot_product_attention(query, key, value, mask)[0]``, with
+    ``mask = causal_mask(T)`` when ``causal=True`` (then T_q == T_k), but it never builds the
+    ``(T_q, T_k)`` score matrix: only ``(T_q, block_size)`` scores exist at any time. This is the
+    idea behind FlashAttention.
+
+    Args:
+        query: ``(..., T_q, d_k)``; key: ``(..., T_k, d_k)``; value: ``(..., T_k, d_v)``.
+        causal: query i attends keys j <= i only.
+        block_size: keys per block, any int >= 1 (it need not divide T_k).
+
+    Returns:
+        output ``(..., T_q, d_v)`` in the input dtype (no weights: they are never materialised).
+
+    Hint: keep, per query, a running max ``m``, a running sum ``l`` of exp(score - m) and a running
+    output ``acc``. For each block: ``m_new = max(m, block max)``; rescale the old ``l`` and ``acc``
+    by ``exp(m - m_new)`` before adding the block's terms; at the end return ``acc / l``.
+    """
+    raise NotImplementedError
+
+
 class ScaledDotProductAttention(nn.Module):
     """Module wrapper around :func:`scaled_dot_product_attention`.
 

@@ -81,3 +81,23 @@ class MultiHeadAttention(nn.Module):
         the extra heads dim.
         """
         raise NotImplementedError
+
+    def step(self, x, cache=None):
+        """Extra credit: one decoding step of causal self-attention, with a KV cache.
+
+        Args:
+            x: the new token(s), ``(B, 1, d_model)``.
+            cache: ``None`` on the first step, then the ``(k, v)`` this method returned last time:
+                the projected keys and values of every earlier token, ``(B, n_heads, T_past, d_k)`` each.
+
+        Returns:
+            ``(y, cache)``: y ``(B, 1, d_model)``, and the cache grown by the new token's key and
+            value, ``(B, n_heads, T_past + 1, d_k)`` each.
+
+        Feeding a sequence one token at a time reproduces ``forward(x, x, x, causal_mask(T))`` at
+        every position. Project only the new token: the cache already holds the past.
+
+        Hint: the newest token may attend every cached position and itself, so no mask is needed;
+        ``torch.cat(..., dim=2)`` grows the cache along the time dim.
+        """
+        raise NotImplementedError

@@ -1,0 +1,175 @@
+"""Pictures for the reports: expected vs got as a text heatmap (Gradescope strips images) or a PNG.
+
+A ``figure`` is what the grader keeps of a failed matrix comparison (``compare.matrix_figure``):
+``{"what": "weights" | "mask" | ..., "expected": rows, "got": rows}``, at most 16 x 16, and
+the values may be NaN or inf. matplotlib is imported only inside the PNG functions, so grading
+pays for it only when a picture is drawn (and Gradescope, which shows no images, never does).
+"""
+import io
+import math
+
+SHADES = " .:-=+*#%@"  # low -> high
+NAN, INF = "?", "!"
+BAD_COLOR = "#ff00ff"  # NaN/inf cells in the PNGs: a colour no colormap here uses
+DPI = 100
+
+
+# --- text -------------------------------------------------------------------------------------
+
+def text_heatmap(figure):
+    """expected | got | |diff| side by side, one shade character per entry, with a legend."""
+    expected, got = figure["expected"], figure["got"]
+    rows, cols = len(expected), len(expected[0]) if expected else 0
+    diff = [[_abs_diff(e, g) for e, g in zip(erow, grow)] for erow, grow in zip(expected, got)]
+    low, high = _finite_range(expected, got)
+    top = _finite_range(diff)[1]
+    panels = [("expected", expected, low, high), ("got", got, low, high), ("|diff|", diff, 0.0, top)]
+    repeat = 2 if cols <= 8 else 1  # two characters per entry look square; one keeps 16 columns narrow
+    width = repeat * cols
+    index = "".join(f"{j % 10:<{repeat}}" for j in range(cols))
+    lines = [f"{figure['what']}, first {rows}x{cols} matrix ({_axes(figure['what'])}):",
+             "   " + " ".join(f" {title:^{width}} " for title, *_ in panels),
+             "   " + " ".join(f" {index} " for _ in panels)]
+    for i in range(rows):
+        cells = ("|" + "".join(_shade(v, lo, hi) * repeat for v in matrix[i]) + "|" for _, matrix, lo, hi in panels)
+        lines.append(f"{i:>2} " + " ".join(cells))
+    lines.append(f"shades '{SHADES}' low to high: expected/got from {low:.3g} to {high:.3g}, "
+                 f"|diff| from 0 to {top:.3g}; '{NAN}' NaN, '{INF}' inf")
+    return "\n".join(lines)
+
+
+def _axes(what):
+    return "rows: query i, columns: key j" if what == "weights" else "rows i, columns j"
+
+
+def _abs_diff(expected, got):
+    if expected == got or (math.isnan(expected) and math.isnan(got)):
+        return 0.0  # equal, including the same inf: no difference to show
+    return abs(expected - got)  # NaN or inf when only one side is finite
+
+
+def _finite_range(*matrices):
+    values = [v for matrix in matrices for row in matrix for v in row if math.isfinite(v)]
+    return (min(values), max(values)) if values else (0.0, 0.0)
+
+
+def _shade(value, low, high):
+    if math.isnan(value):
+        return NAN
+    if math.isinf(value):
+        return INF
+    if high <= low:
+        return SHADES[-1] if value > 0 else SHADES[0]
+    return SHADES[round((value - low) / (high - low) * (len(SHADES) - 1))]
+
+
+# --- PNG --------------------------------------------------------------------------------------
+
+def png_heatmap(figure):
+    """expected, got (one colour scale) and |expected - got| side by side as a PNG, with token indices.
+
+    All three are drawn on one bare Axes, with the indices as plain text and a colour ramp per
+    scale: matplotlib's tick and colorbar machinery would make each picture 3x slower, and every
+    failing submission of a batch pays for its pictures.
+    """
+    import numpy as np
+
+    expected, got = (np.asarray(figure[key], dtype=float) for key in ("expected", "got"))
+    same = (expected == got) | (np.isnan(expected) & np.isnan(got))
+    diff = np.where(same, 0.0, np.abs(expected - got))  # NaN/inf where only one side is finite
+    rows, cols = expected.shape
+    low, high = _finite_range(expected.tolist(), got.tolist())
+    weights = figure["what"] == "weights"
+    fig, canvas, ax = _cells_axes(width=3 * cols + 3 * GAP, height=rows, cell=0.3 if cols <= 8 else 0.22)
+    panels = [("expected", expected, "viridis", low, high), ("got", got, "viridis", low, high),
+              ("|expected - got|", diff, "Reds", 0.0, _finite_range(diff.tolist())[1])]
+    for k, (title, matrix, cmap, vmin, vmax) in enumerate(panels):
+        x0 = k * (cols + GAP)
+        cmap = _colormap(cmap)
+        ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, extent=(x0, x0 + cols, rows, 0), interpolation="nearest")
+        ax.add_patch(_frame(x0, cols, rows))
+        ax.text(x0 + cols / 2, -0.4, title, ha="center", va="bottom", fontsize=10)
+        for j in range(cols):
+            ax.text(x0 + j + 0.5, rows + 0.15, str(j), ha="center", va="top", fontsize=8)
+        ax.text(x0 + cols / 2, rows + 0.9, "key j" if weights else "column j", ha="center", va="top", fontsize=8)
+        for i, j in zip(*np.nonzero(~np.isfinite(matrix))):
+            ax.text(x0 + j + 0.5, i + 0.5, NAN, ha="center", va="center", fontsize=7)
+        if k:  # expected and got share one scale, so one colour ramp for both
+            _colour_ramp(ax, x0 + cols + 0.3, rows, cmap, vmin, vmax)
+    for i in range(rows):
+        ax.text(-0.2, i + 0.5, str(i), ha="right", va="center", fontsize=8)
+    ax.text(-1.0, rows / 2, "query i" if weights else "row i", ha="right", va="center", rotation=90, fontsize=8)
+    note = "  (magenta '?' = NaN or inf)" if not np.isfinite(np.concatenate([expected, got])).all() else ""
+    fig.suptitle(f"{figure['what']}: first {rows}x{cols} matrix{note}", fontsize=11)
+    return _png(canvas)
+
+
+GAP = 3.5  # cells after each panel: room for a colour ramp and its labels
+
+
+def _cells_axes(width, height, cell):
+    """A figure whose one Axes, without ticks or frame, is ``width`` x ``height`` square cells."""
+    left, right, bottom, top = 0.75, 0.1, 0.6, 0.75  # inches around the cells, for the labels
+    fig, canvas = _figure(left + width * cell + right, bottom + height * cell + top)
+    fig_width, fig_height = fig.get_figwidth(), fig.get_figheight()
+    ax = fig.add_axes((left / fig_width, bottom / fig_height, width * cell / fig_width, height * cell / fig_height))
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0)  # row 0 on top, as in a matrix
+    ax.set_axis_off()
+    return fig, canvas, ax
+
+
+def _frame(x0, width, height):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x0, 0), width, height, fill=False, linewidth=0.8)
+
+
+def _colour_ramp(ax, x0, rows, cmap, low, high):
+    """A colorbar drawn as one image: the scale from ``low`` (bottom) to ``high`` (top), labelled."""
+    import numpy as np
+
+    ax.imshow(np.linspace(1, 0, 64)[:, None], cmap=cmap, extent=(x0, x0 + 0.5, rows, 0), aspect="auto")
+    ax.add_patch(_frame(x0, 0.5, rows))
+    labels = [(0, high), (rows / 2, (low + high) / 2), (rows, low)] if rows >= 3 else [(0, high), (rows, low)]
+    for y, value in labels:
+        ax.text(x0 + 0.7, y, f"{value:.3g}", va="center", fontsize=8)
+
+
+def score_histogram_png(scores, max_score):
+    """How many submissions scored in each tenth of ``max_score``, as a PNG bar chart."""
+    from matplotlib.ticker import MaxNLocator
+
+    counts = [0] * 10
+    for score in scores:
+        counts[min(int(score / max_score * 10), 9) if max_score else 0] += 1  # 100% joins 90-100%
+    fig, canvas = _figure(width=7.0, height=3.2)
+    ax = fig.add_axes((0.1, 0.2, 0.87, 0.68))
+    ax.bar(range(10), counts, color="#4c72b0")
+    ax.set_xticks(range(10), labels=[f"{10 * i}-{10 * i + 9}" for i in range(9)] + ["90-100"], fontsize=8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("score (% of the maximum)")
+    ax.set_ylabel("submissions")
+    ax.set_title(f"Scores of {len(scores)} submissions")
+    return _png(canvas)
+
+
+def _figure(width, height):
+    # A bare Figure on an Agg canvas: no pyplot, so no global figure registry to clean up.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    return fig, FigureCanvasAgg(fig)
+
+
+def _colormap(name):
+    import matplotlib
+
+    return matplotlib.colormaps[name].with_extremes(bad=BAD_COLOR)
+
+
+def _png(canvas):
+    buffer = io.BytesIO()
+    canvas.print_png(buffer)
+    return buffer.getvalue()

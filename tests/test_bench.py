@@ -1,0 +1,65 @@
+"""`make bench` works end to end: a smoke run (three submissions, one round) prints and writes its table.
+
+No timing is asserted here: the kit's tests run on machines of every speed. The measured
+figures are in bench/RESULTS.md, written by `make bench`.
+"""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+ROWS = ("0", "1", "2a", "2b", "2c", "2d", "2e", "3a", "3b", "3c", "3d", "4", "5")
+KEPT_ABOVE, KEPT_BELOW = "# Results\n\nNotes above the table.\n\n", "\n\n## Analysis\n\nNotes below the table.\n"
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One smoke run into a results file that already holds a table and notes around it."""
+    results = tmp_path_factory.mktemp("bench") / "RESULTS.md"
+    results.write_text(KEPT_ABOVE + "<!-- bench:begin -->\nan old table\n<!-- bench:end -->" + KEPT_BELOW)
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--smoke", "--results", str(results)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, f"bench/run.py --smoke failed:\n{run.stderr[-3000:]}"
+    return run, results.read_text()
+
+
+def row(text, number):
+    """The table row numbered ``number``, or None."""
+    return next((line for line in text.splitlines() if line.startswith(f"| {number} |")), None)
+
+
+def test_the_table_has_a_row_for_every_measure(smoke):
+    _, text = smoke
+    missing = [number for number in ROWS if row(text, number) is None]
+    assert not missing, f"rows {missing} are missing from the table:\n{text}"
+
+
+def test_the_table_is_printed_as_well(smoke):
+    run, _ = smoke
+    assert row(run.stdout, "1") is not None, f"the table was not printed:\n{run.stdout[-2000:]}"
+
+
+def test_the_new_table_replaces_the_old_and_keeps_the_notes(smoke):
+    _, text = smoke
+    assert "an old table" not in text, "the old table was not replaced"
+    assert text.startswith(KEPT_ABOVE) and text.endswith(KEPT_BELOW), "the notes around the table were not kept"
+
+
+def test_the_machine_and_the_torch_import_time_are_stated(smoke):
+    _, text = smoke
+    assert "Machine:" in text and "cores" in text, "the machine is not described"
+    assert "import torch" in row(text, "0") and " s " in row(text, "0"), "the torch import time is missing"
+
+
+def test_a_hostile_batch_still_writes_every_report(smoke):
+    hostile = row(smoke[1], "5")
+    assert "3/3 reports, 0 grader errors" in hostile, f"a looping submission cost a report or a worker: {hostile}"
+    assert "identical to the clean run" in hostile, f"a looping submission changed other submissions' reports: {hostile}"
+
+
+def test_reports_do_not_depend_on_the_number_of_jobs(smoke):
+    _, text = smoke
+    line = next(line for line in text.splitlines() if "identical with `--jobs 1` and `--jobs 2`" in line)
+    assert "| yes |" in line, f"--jobs 1 and --jobs 2 wrote different reports: {line}"

@@ -1,0 +1,168 @@
+"""Scaled dot-product attention and the masks that go with it.
+
+LAB-03, part 1. Fill in every function marked with ``raise NotImplementedError``.
+
+Mask convention used everywhere in this lab
+--------------------------------------------
+A mask says where a query MAY attend:
+
+* a ``torch.bool`` mask: ``True`` = may attend, ``False`` = blocked;
+* a numeric mask (int or float): nonzero = may attend, ``0`` = blocked.
+
+A mask is broadcast against the scores ``(..., T_q, T_k)``, so a ``(T, T)``
+causal mask and a ``(B, 1, 1, T_k)`` padding mask both work as given.
+
+Rules: build attention from tensor operations (``matmul``/``@``/``einsum``,
+``softmax``, ``masked_fill``...). Do not call
+``torch.nn.functional.scaled_dot_product_attention``: the grader checks.
+"""
+import math
+
+import torch
+import torch.nn as nn
+
+
+def causal_mask(seq_len, device=None):
+    """Causal (autoregressive) mask: query i may attend key j only when j <= i.
+
+    Args:
+        seq_len: number of positions T (an int >= 1).
+        device: where to create the mask (default: the CPU).
+
+    Returns:
+        A ``torch.bool`` tensor of shape ``(T, T)``: ``True`` on and below the
+        diagonal (allowed), ``False`` above it (the future, blocked).
+
+    Hint: ``torch.tril`` of a matrix of ones keeps the lower triangle.
+    """
+    ones = torch.ones(seq_len, seq_len, dtype=torch.bool, device=device)
+    return torch.tril(ones)  # (T, T)
+
+
+def padding_mask(tokens, pad_id):
+    """Padding mask: no query may attend a key that is a padding token.
+
+    Args:
+        tokens: integer tensor of token ids, shape ``(B, T)``.
+        pad_id: the id that marks padding.
+
+    Returns:
+        A ``torch.bool`` tensor of shape ``(B, 1, 1, T)``: ``True`` where the
+        key is a real token, ``False`` where it is padding. The two singleton
+        dims let it broadcast over heads and queries: ``(B, h, T_q, T)``.
+
+    Hint: compare with ``!=``, then add dims with ``[:, None, None, :]``.
+    """
+    keep = tokens != pad_id  # (B, T)
+    return keep[:, None, None, :]  # (B, 1, 1, T)
+
+
+def scaled_dot_product_attention(query, key, value, mask=None):
+    """softmax(Q K^T / sqrt(d_k), masked) V, for any number of leading dims.
+
+    Args:
+        query: ``(..., T_q, d_k)`` float tensor.
+        key:   ``(..., T_k, d_k)``, same dtype as ``query``.
+        value: ``(..., T_k, d_v)``, same dtype as ``query``.
+        mask:  ``None``, a ``torch.bool`` mask (``True`` = may attend) or a
+            numeric mask (nonzero = may attend, ``0`` = blocked), broadcastable
+            to ``(..., T_q, T_k)``.
+
+    Returns:
+        ``(output, weights)``: output ``(..., T_q, d_v)`` and weights
+        ``(..., T_q, T_k)``, both in the input dtype. Each row of ``weights``
+        sums to 1 over the keys, and blocked positions get exactly 0 weight.
+
+    Contract: scale by ``1 / sqrt(d_k)`` with ``d_k = query.size(-1)``; never
+    modify the inputs in place; gradients must flow to query, key and value;
+    stay finite for large scores (``torch.softmax`` is stable). Rows where
+    every key is blocked are undefined and never graded.
+
+    Hint: fill blocked scores with ``float("-inf")`` *before* the softmax,
+    and take the softmax over the keys (the last dim).
+    """
+    d_k = query.size(-1)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    if mask is not None:
+        allowed = mask if mask.dtype == torch.bool else mask != 0
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
+    output = weights @ value  # (..., T_q, d_v)
+    return output, weights
+
+
+def tiled_attention(query, key, value, causal=False, block_size=64):
+    """Extra credit: exact attention, computed block by block over the keys.
+
+    The same result as ``scaled_dot_product_attention(query, key, value, mask)[0]``, with
+    ``mask = causal_mask(T)`` when ``causal=True`` (then T_q == T_k), but it never builds the
+    ``(T_q, T_k)`` score matrix: only ``(T_q, block_size)`` scores exist at any time. This is the
+    idea behind FlashAttention.
+
+    Args:
+        query: ``(..., T_q, d_k)``; key: ``(..., T_k, d_k)``; value: ``(..., T_k, d_v)``.
+        causal: query i attends keys j <= i only.
+        block_size: keys per block, any int >= 1 (it need not divide T_k).
+
+    Returns:
+        output ``(..., T_q, d_v)`` in the input dtype (no weights: they are never materialised).
+
+    Hint: keep, per query, a running max ``m``, a running sum ``l`` of exp(score - m) and a running
+    output ``acc``. For each block: ``m_new = max(m, block max)``; rescale the old ``l`` and ``acc``
+    by ``exp(m - m_new)`` before adding the block's terms; at the end return ``acc / l``.
+    """
+    T_q, T_k = query.size(-2), key.size(-2)
+    q = query / math.sqrt(query.size(-1))  # (..., T_q, d_k)
+    row_max = query.new_full((*query.shape[:-1], 1), float("-inf"))  # (..., T_q, 1)
+    row_sum = query.new_zeros((*query.shape[:-1], 1))  # (..., T_q, 1)
+    acc = query.new_zeros((*query.shape[:-1], value.size(-1)))  # (..., T_q, d_v)
+    rows = torch.arange(T_q, device=query.device)[:, None]  # (T_q, 1)
+    for start in range(0, T_k, block_size):
+        k = key[..., start:start + block_size, :]  # (..., b, d_k)
+        v = value[..., start:start + block_size, :]  # (..., b, d_v)
+        scores = q @ k.transpose(-2, -1)  # (..., T_q, b)
+        if causal:
+            cols = torch.arange(start, start + k.size(-2), device=query.device)[None, :]  # (1, b)
+            scores = scores.masked_fill(cols > rows, float("-inf"))
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        safe_max = new_max.masked_fill(torch.isinf(new_max), 0.0)  # rows that have seen no key yet
+        rescale = torch.exp(row_max - safe_max)  # what came before was summed against the old max
+        p = torch.exp(scores - safe_max)  # (..., T_q, b)
+        row_sum = row_sum * rescale + p.sum(dim=-1, keepdim=True)
+        acc = acc * rescale + p @ v
+        row_max = new_max
+    return acc / row_sum  # (..., T_q, d_v)
+
+
+class ScaledDotProductAttention(nn.Module):
+    """Module wrapper around :func:`scaled_dot_product_attention`.
+
+    ``forward(query, key, value, mask=None)`` has exactly the same contract
+    and returns ``(output, weights)``.
+    """
+
+    def forward(self, query, key, value, mask=None):
+        return scaled_dot_product_attention(query, key, value, mask)
+
+
+def tiled_attention(query, key, value, causal=False, block_size=64):
+    """Extra credit, written another way: einsum, blocks visited last to first, exp2-free online softmax."""
+    scale = query.size(-1) ** -0.5
+    T_q, T_k = query.size(-2), key.size(-2)
+    m = torch.full(query.shape[:-1], float("-inf"), dtype=query.dtype)  # (..., T_q)
+    total = torch.zeros(query.shape[:-1], dtype=query.dtype)  # (..., T_q)
+    out = torch.zeros(*query.shape[:-1], value.size(-1), dtype=query.dtype)  # (..., T_q, d_v)
+    i = torch.arange(T_q).unsqueeze(-1)  # (T_q, 1)
+    for start in reversed(range(0, T_k, block_size)):
+        stop = min(start + block_size, T_k)
+        s = torch.einsum("...qd,...kd->...qk", query, key[..., start:stop, :]) * scale
+        if causal:
+            s = torch.where(torch.arange(start, stop) <= i, s, torch.tensor(float("-inf"), dtype=s.dtype))
+        m_new = torch.maximum(m, s.max(dim=-1).values)
+        base = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+        keep = torch.exp(m - base)
+        p = torch.exp(s - base.unsqueeze(-1))
+        total = total * keep + p.sum(-1)
+        out = out * keep.unsqueeze(-1) + torch.einsum("...qk,...kd->...qd", p, value[..., start:stop, :])
+        m = m_new
+    return out / total.unsqueeze(-1)

@@ -1,0 +1,119 @@
+"""Extra credit (up to 10 points above the 100): tiled attention and KV-cache decoding."""
+import pytest
+import torch
+
+from attention_checks import sdpa_expected
+from autograder.compare import diagnosed, expect_close, fail
+from cases import AttentionCase, MHACase, randn
+
+pytestmark = pytest.mark.part("extra")
+
+TILED = "attention.tiled_attention"
+MHA = "mha.MultiHeadAttention"
+TILED_HINT = ("rescale the running sum and output by exp(old_max - new_max) whenever the max grows; in a causal "
+              "block, key j = start + offset is allowed for query i when j <= i")
+MEMORY_T, MEMORY_D = 4096, 16
+
+
+def check_tiled(student, reference, case, block_size):
+    (q, k, v, mask), (expected, _) = sdpa_expected(reference, case)
+    causal = case.mask == "causal"
+    got = student.call(TILED, q, k, v, kwargs={"causal": causal, "block_size": block_size}).result
+    label = f"tiled_attention({case.describe().split(' with ', 1)[1]}, block_size={block_size})"
+    with diagnosed("tiled", got, q, k, v, causal, block_size):
+        expect_close(got, expected, label, "output", TILED_HINT)
+
+
+@pytest.mark.points(2)
+@pytest.mark.public
+def test_tiled_attention_matches_attention(student, reference):
+    """Extra: tiled_attention equals attention for block sizes 1, 5 (not a divisor), 64 and 100 (> T)"""
+    for causal in (False, True):
+        case = AttentionCase((2, 3), 17, 17, 8, 5, mask="causal" if causal else "none", seed=70 + causal)
+        for block_size in (1, 5, 64, 100):
+            check_tiled(student, reference, case, block_size)
+
+
+@pytest.mark.points(1)
+def test_tiled_attention_float64_and_more_keys_than_queries(student, reference):
+    """Extra: tiled_attention keeps float64, and handles T_q != T_k"""
+    check_tiled(student, reference, AttentionCase((2,), 9, 13, 8, 8, dtype=torch.float64, seed=72), 4)
+    check_tiled(student, reference, AttentionCase((2,), 11, 11, 4, 4, mask="causal", dtype=torch.float64, seed=73), 3)
+
+
+@pytest.mark.points(1)
+def test_tiled_attention_gradients(student, reference):
+    """Extra: gradients flow through tiled_attention to query, key and value"""
+    case = AttentionCase((2,), 6, 6, 4, 4, mask="causal", dtype=torch.float64, seed=74)
+    q, k, v, mask = case.inputs()
+    grad_out = randn(2, 6, 4, seed=75, dtype=torch.float64)
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    out, _ = reference[0].scaled_dot_product_attention(*leaves, mask)
+    expected = torch.autograd.grad([out], leaves, [grad_out])
+    reply = student.call(TILED, q, k, v, kwargs={"causal": True, "block_size": 4},
+                         grad={"inputs": [0, 1, 2], "grad_outputs": [grad_out]})
+    grads = reply.grads or {}
+    if not grads.get("connected") or any(g is None for g in grads["inputs"]):
+        fail("tiled_attention(causal=True, block_size=4)", "no gradient reaches query, key and value",
+             "build the result from tensor operations; no .detach(), .item() or torch.no_grad()")
+    for name, got, want in zip(("query", "key", "value"), grads["inputs"], expected):
+        expect_close(got, want, "tiled_attention(causal=True, block_size=4)", f"gradient w.r.t. {name}", grad=True)
+
+
+@pytest.mark.points(2)
+def test_tiled_attention_never_builds_the_score_matrix(student, reference):
+    """Extra: tiled_attention's peak memory stays far below the (T, T) score matrix (T = 4096)"""
+    q, k, v = (randn(MEMORY_T, MEMORY_D, seed=76 + i) for i in range(3))
+    label = f"tiled_attention(query/key/value ({MEMORY_T}, {MEMORY_D}) float32, causal=True)"
+    reply = student.call(TILED, q, k, v, kwargs={"causal": True}, measure_memory=True)
+    expected = reference[0].tiled_attention(q, k, v, causal=True)  # the reference's own tiling: cheap here too
+    expect_close(reply.result, expected, label, "output", TILED_HINT)
+    matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
+    peak = reply.peak_bytes
+    if peak is None:
+        fail(label, "the sandbox could not measure memory here", None)
+    if peak > matrix / 2:
+        fail(label, f"the call's peak memory grew by {peak / 2**20:.0f} MiB; one (T, T) score matrix is "
+                    f"{matrix / 2**20:.0f} MiB, so it was (at least partly) built",
+             "compute scores one (T_q, block_size) block at a time; calling scaled_dot_product_attention "
+             "builds the whole matrix")
+
+
+def _decode(student, reference, case, mode="student"):
+    module, state = case.state(reference[1])
+    x = randn(case.batch, case.t_q, case.d_model, seed=case.seed, dtype=case.dtype)
+    expected, _ = module(x, x, x, reference[0].causal_mask(case.t_q))
+    reply = student.call(MHA, init={"args": [case.d_model, case.n_heads]}, state=state, decode=x, mode=mode)
+    return reply, expected.detach(), state, x
+
+
+@pytest.mark.points(2)
+@pytest.mark.public
+def test_step_reproduces_the_causal_forward(student, reference):
+    """Extra: feeding tokens one at a time through step reproduces forward with a causal mask"""
+    case = MHACase(t_q=7, t_k=7, seed=80)
+    reply, expected, state, x = _decode(student, reference, case)
+    outputs = reply.result
+    for t, got in enumerate(outputs):
+        label = f"step {t + 1} of {case.t_q}, {case.describe()}"
+        with diagnosed("decode", outputs, state, case.n_heads, x):
+            expect_close(got, expected[:, t:t + 1], label, "output",
+                         "the new token attends every cached key and itself; concatenate the cache on dim 2")
+
+
+@pytest.mark.points(2)
+def test_step_projects_only_the_new_token_and_grows_the_cache(student, reference):
+    """Extra: step projects only the new token, and the cache holds (B, n_heads, t, d_k) keys and values"""
+    case = MHACase(t_q=5, t_k=5, seed=81)
+    reply, _, _, _ = _decode(student, reference, case)
+    B, h, d_k = case.batch, case.n_heads, case.d_model // case.n_heads
+    for layer in ("w_k", "w_v"):
+        seen = reply.projected.get(layer, [])
+        wrong = [(t + 1, shape) for t, shape in enumerate(seen) if shape[-2:] != [1, case.d_model]]
+        if len(seen) != case.t_q or wrong:
+            fail(f"decoding {case.t_q} tokens", f"{layer} saw inputs of shapes {seen}",
+                 "project only the new token (B, 1, d_model); the cache already holds the past keys and values")
+    for t, shapes in enumerate(reply.cache_shapes, start=1):
+        if shapes != [[B, h, t, d_k], [B, h, t, d_k]]:
+            fail(f"decoding {case.t_q} tokens", f"after step {t} the cache has shapes {shapes}, expected "
+                 f"2 x {[B, h, t, d_k]}", "return (k, v) with every past token's projected key and value")
