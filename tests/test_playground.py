@@ -18,7 +18,8 @@ nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (re
 pytest.importorskip("ipykernel", reason="ipykernel is not installed: no kernel to run the notebook")
 
 ROOT = Path(__file__).resolve().parent.parent
-FIGURES = ("bidirectional_vs_causal", "padding", "heads")  # what show(fig, name) saves
+FIGURES = ("bidirectional_vs_causal", "padding", "heads")  # heatmaps that show(fig, name) saves
+LINE_PLOTS = ("memory", "kv_cache")  # extra credit: two curves each, in matplotlib's first two colours
 NOT_YET = re.compile(r"^Not yet: implement (.+) first, then run this cell again\.$", re.MULTILINE)
 
 
@@ -126,6 +127,25 @@ def test_reference_run_saves_a_heatmap_that_is_not_blank(reference_run, name):
     coloured = (pixels.min(axis=-1) < 0.9).mean()  # share of pixels that are not (nearly) white
     assert pixels.std() > 0.2 and coloured > 0.3, (
         f"{path.name} looks blank: pixel std {pixels.std():.3f}, {coloured:.0%} of the pixels coloured")
+
+
+@pytest.mark.parametrize("name", LINE_PLOTS)
+def test_reference_run_saves_a_line_plot_with_both_curves(reference_run, name):
+    import matplotlib.image
+
+    _, figures = reference_run
+    path = figures / f"{name}.png"
+    assert path.is_file(), f"the playground did not save {path.name} into PLAYGROUND_FIGURES"
+    pixels = matplotlib.image.imread(path)[..., :3]
+    for label, rgb in (("first (blue)", (0.12, 0.47, 0.71)), ("second (orange)", (1.0, 0.50, 0.05))):
+        share = (abs(pixels - as_rgb(rgb)).max(axis=-1) < 0.08).mean()
+        assert share > 0.001, f"{path.name}: the {label} curve is missing ({share:.2%} of the pixels)"
+
+
+def as_rgb(rgb):
+    import numpy
+
+    return numpy.array(rgb, dtype=numpy.float32)
 
 
 def test_reference_run_passes_every_otter_check(reference_run):
