@@ -1,0 +1,336 @@
+"""make bench: what grading costs, against its floor: one `python -c "import torch"`.
+
+    .venv/bin/python bench/run.py [--quick] [--repeats R] [--short-runs N] [--results PATH]
+    .venv/bin/python bench/run.py --smoke --results PATH   (a few submissions, one round: proves it runs)
+
+Every figure is the median of several runs, and the compared commands run side by side: each
+round runs every command once, in a rotated order, so machine noise lands on all of them alike
+(`--short-runs N` runs the short ones, torch import, one submission and `make test`, N times per
+round, interleaved, for steadier ratios).
+Peak memory is PSS summed over a command's whole process tree (autograder/measure.py), sampled
+every 0.1 s under every command alike. The table is printed and written to bench/RESULTS.md
+between two markers; text outside the markers (the analysis) is kept.
+"""
+import argparse
+import ast
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder.measure import measure  # noqa: E402
+
+PY = sys.executable
+SAMPLES = ROOT / "examples" / "submissions"
+KINDS = ("reference", "mask_bug", "head_reshape_bug", "stubs", "crashes")  # good, buggy, all-fail, crashing
+GRADESCOPE_MB = 768
+SAMPLE_SECONDS = 0.1  # memory sampling; every 10 ms would cost a third of a core on 2 cores
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def student_constant(name):
+    """A constant of autograder/student.py, read without importing it: it imports torch, and this
+    process would then share torch's pages with the measured ones and lower their PSS."""
+    for node in ast.parse((ROOT / "autograder" / "student.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError(f"autograder/student.py has no {name}")
+
+
+MAX_TIMEOUTS = student_constant("MAX_TIMEOUTS")  # timeouts before a submission's time budget is spent
+LOOP_FOREVER = '''
+
+def scaled_dot_product_attention(query, key, value, mask=None):
+    while True:  # never returns: the grader must stop it at the call limit
+        pass
+'''
+
+
+@dataclass
+class Settings:
+    repeats: int = 3
+    short_runs: int = 1  # runs per round of the short commands, interleaved (--short-runs)
+    batch: int = 100  # submissions in the class-sized batch
+    naive: int = 5  # submissions the naive baseline runs on (extrapolated to the batch)
+    hostile: int = 10  # submissions in the hostile batch, 10% of them loop forever
+    call_limit: float = 2.0  # --call-timeout for the hostile batch
+    smoke: bool = False
+
+
+@dataclass
+class Item:
+    """One measured thing: a command (or a sequence of them) that every round runs."""
+    key: str
+    commands: callable  # run number -> list of argv lists
+    short: bool = False  # a few seconds: run several times per round
+    cwd: Path = ROOT
+    ok_codes: tuple = (0,)
+    runs: list = field(default_factory=list)
+
+    def wall(self):
+        return statistics.median(r["wall"] for r in self.runs)
+
+    def pss(self):
+        return statistics.median(r["pss"] for r in self.runs)
+
+    def rss(self):
+        return statistics.median(r["rss"] for r in self.runs)
+
+
+# --- the workspace: copies of the samples ----------------------------------------------------
+
+def build_workspace(tmp, settings):
+    """Folders of submissions for the batch, the naive baseline, the hostile batch and `make test`."""
+    batch = tmp / "batch"
+    for i in range(settings.batch):
+        kind = KINDS[i % len(KINDS)]
+        shutil.copytree(SAMPLES / kind, batch / f"s{i:03d}_{kind}")
+    naive = sorted(batch.iterdir())[:settings.naive]  # one of each kind first
+    loopers = set(range(0, settings.hostile, 10))  # 10%, at least one
+    for i in range(settings.hostile):
+        kind = KINDS[i % len(KINDS)]
+        shutil.copytree(SAMPLES / kind, tmp / "control" / f"s{i:03d}")
+        shutil.copytree(SAMPLES / kind, tmp / "hostile" / f"s{i:03d}")
+        if i in loopers:
+            with open(tmp / "hostile" / f"s{i:03d}" / "attention.py", "a") as f:
+                f.write(LOOP_FOREVER)
+    student = tmp / "student"
+    shutil.copytree(ROOT / "assignment", student)
+    for name in ("attention.py", "mha.py"):
+        shutil.copy(ROOT / "solution" / name, student / name)
+    return {"batch": batch, "naive": naive, "loopers": sorted(f"s{i:03d}" for i in loopers), "student": student}
+
+
+def items(tmp, space, settings):
+    out = lambda name, n: tmp / "out" / f"{name}-{n}"  # noqa: E731  (a fresh folder per run)
+    grade = [PY, "-m", "autograder", "grade"]
+    limit = ["--call-timeout", str(settings.call_limit)]
+    return [
+        Item("torch", lambda n: [[PY, "-c", "import torch"]], short=True),
+        Item("one", lambda n: [grade + [SAMPLES / "reference", "--out", out("one", n)]], short=True),
+        Item("make_test", lambda n: [["make", "-s", "test", f"PYTHON={PY}"]], short=True, cwd=space["student"]),
+        Item("jobs1", lambda n: [grade + [space["batch"], "--out", out("jobs1", n), "--jobs", "1"]]),
+        Item("jobs2", lambda n: [grade + [space["batch"], "--out", out("jobs2", n), "--jobs", "2"]]),
+        Item("naive", lambda n: [[PY, "-m", "pytest", ROOT / "tests_hidden", "--submission", s, "-q",
+                                  "-p", "no:cacheprovider"] for s in space["naive"]], ok_codes=(0, 1)),
+        Item("control", lambda n: [grade + [tmp / "control", "--out", out("control", n), "--jobs", "2"] + limit]),
+        Item("hostile", lambda n: [grade + [tmp / "hostile", "--out", out("hostile", n), "--jobs", "2"] + limit]),
+    ]
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def run_rounds(all_items, settings):
+    short = [item for item in all_items if item.short]
+    blocks = [[item] for item in all_items if not item.short] + [short * settings.short_runs]
+    for r in range(settings.repeats):
+        shift = r % len(blocks)
+        for block in blocks[shift:] + blocks[:shift]:  # rotated: no command always runs first
+            for item in block:
+                item.runs.append(run_item(item))
+                print(f"  round {r + 1}/{settings.repeats}  {item.key:<9} {item.runs[-1]['wall']:7.2f} s",
+                      file=sys.stderr)
+
+
+def last_out(tmp, item):
+    return tmp / "out" / f"{item.key}-{len(item.runs) - 1}"
+
+
+def run_item(item):
+    total = {"wall": 0.0, "pss": 0.0, "rss": 0.0}
+    for argv in item.commands(len(item.runs)):
+        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS, cwd=str(item.cwd))
+        if m.returncode not in item.ok_codes:
+            raise SystemExit(f"bench: {' '.join(map(str, argv))} exited with {m.returncode}:\n{m.stderr[-3000:]}")
+        total["wall"] += m.wall_seconds
+        total["pss"] = max(total["pss"], m.peak_pss_mb)
+        total["rss"] = max(total["rss"], m.peak_rss_mb)
+    return total
+
+
+# --- checking the reports ----------------------------------------------------------------------
+
+def reports(folder):
+    """submission id -> results.json without its timing."""
+    found = {}
+    for path in sorted(Path(folder).glob("*/results.json")):
+        data = json.loads(path.read_text())
+        data.pop("execution_time", None)
+        found[path.parent.name] = data
+    return found
+
+
+def hostile_outcome(tmp, space, settings, by):
+    hostile_out = last_out(tmp, by["hostile"])
+    hostile, control = reports(hostile_out), reports(last_out(tmp, by["control"]))
+    loopers = space["loopers"]
+    times = [json.loads((hostile_out / s / "results.json").read_text())["execution_time"]
+             for s in loopers if s in hostile]
+    others_same = all(hostile.get(s) == control[s] for s in control if s not in loopers)
+    errors = sum(1 for d in hostile.values() if d.get("extra_data", {}).get("grader_error"))
+    return {"written": len(hostile), "total": settings.hostile, "loopers": len(loopers), "errors": errors,
+            "others_same": others_same, "looper_seconds": max(times) if times else float("nan")}
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+def verdict(ok, smoke):
+    return "smoke run" if smoke else ("met" if ok else "**missed**")
+
+
+def table(by, settings, hostile, same_across_jobs):
+    """The Markdown table: one row per figure, with its target and whether it is met."""
+    rows = (timing_rows(by, settings) + memory_rows(by, settings)
+            + [make_test_row(by, settings), hostile_row(by, settings, hostile)])
+    rows.append(("", "reports identical with `--jobs 1` and `--jobs 2`", "yes" if same_across_jobs else "**NO**",
+                 "", verdict(same_across_jobs, settings.smoke)))
+    lines = ["| # | measure | result | target | |", "|---|---|---|---|---|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def timing_rows(by, settings):
+    unit, n, smoke = by["torch"].wall(), settings.batch, settings.smoke
+    one = by["one"].wall() / unit
+    per = {key: by[key].wall() / n for key in ("jobs1", "jobs2")}
+    naive = by["naive"].wall() / settings.naive
+
+    def batch(key, bold=""):
+        return (f"{by[key].wall():.1f} s, {per[key]:.3f} s/submission = "
+                f"{bold}{per[key] / unit:.3f}{bold} torch imports")
+
+    return [
+        ("0", '`python -c "import torch"` (the unit)', f"{unit:.2f} s", "", ""),
+        ("1", "one submission: `python -m autograder grade examples/submissions/reference`",
+         f"{by['one'].wall():.2f} s = **{one:.2f}x** torch import", "<= 1.5x", verdict(one <= 1.5, smoke)),
+        ("2a", f"batch of {n} (mixed good, buggy, crashing), `--jobs 1`", batch("jobs1"), "", ""),
+        ("2b", f"batch of {n}, `--jobs 2`", batch("jobs2", "**"), "<= 0.2", verdict(per["jobs2"] / unit <= 0.2, smoke)),
+        ("2c", f"naive baseline: a fresh `python -m pytest tests_hidden --submission S` per submission, "
+               f"one at a time (measured on {settings.naive}, extrapolated to {n})",
+         f"{naive:.2f} s/submission, {naive * n:.0f} s for {n}", "", ""),
+        ("2d", "`--jobs 2` against the naive baseline", f"**{naive / per['jobs2']:.1f}x** faster", ">= 10x",
+         verdict(naive / per["jobs2"] >= 10, smoke)),
+        ("2e", "`--jobs 1` against the naive baseline", f"{naive / per['jobs1']:.1f}x faster", "", ""),
+    ]
+
+
+def make_test_row(by, settings):
+    ratio = by["make_test"].wall() / by["torch"].wall()
+    return ("4", "a student's `make test` on the reference (copy of assignment/ with the solution)",
+            f"{by['make_test'].wall():.2f} s = **{ratio:.2f}x** torch import", "<= 1.5x",
+            verdict(ratio <= 1.5, settings.smoke))
+
+
+def memory_rows(by, settings):
+    n, smoke = settings.batch, settings.smoke
+
+    def peak(key, bold=""):
+        return f"{bold}{by[key].pss():.0f} MB{bold} (plain RSS sum {by[key].rss():.0f} MB)"
+
+    return [
+        ("3a", "peak memory, one submission (PSS summed over the process tree)", peak("one", "**"),
+         f"< {GRADESCOPE_MB} MB", verdict(by["one"].pss() < GRADESCOPE_MB, smoke)),
+        ("3b", f"peak memory, batch of {n}, `--jobs 1`", peak("jobs1"), "about one submission's",
+         verdict(by["jobs1"].pss() <= 1.25 * by["one"].pss(), smoke)),
+        ("3c", f"peak memory, batch of {n}, `--jobs 2`", peak("jobs2"), "grows with jobs", ""),
+        ("3d", "peak memory, naive baseline (one pytest process)", peak("naive"), "", ""),
+    ]
+
+
+def hostile_row(by, settings, hostile):
+    limit, loopers = settings.call_limit, hostile["loopers"]
+    extra = by["hostile"].wall() - by["control"].wall()
+    contained = (hostile["written"] == hostile["total"] and hostile["errors"] == 0 and hostile["others_same"]
+                 and hostile["looper_seconds"] <= MAX_TIMEOUTS * limit + 2)
+    result = (f"+{extra:.1f} s over the same batch without loops (expected about {loopers} x {MAX_TIMEOUTS} "
+              f"timeouts x {limit:g} s / 2 jobs = {loopers * MAX_TIMEOUTS * limit / 2:g} s); "
+              f"a looper took {hostile['looper_seconds']:.1f} s; {hostile['written']}/{hostile['total']} reports, "
+              f"{hostile['errors']} grader errors, the others' reports "
+              f"{'identical to' if hostile['others_same'] else 'DIFFERENT from'} the clean run")
+    return ("5", f"hostile: {settings.hostile} submissions, {loopers} loop forever "
+                 f"(`--call-timeout {limit:g}`, `--jobs 2`)",
+            result, "timeouts cost only their limit; no worker lost", verdict(contained, settings.smoke))
+
+
+def machine(tmp, load_at_start):
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+                 platform.processor() or "unknown CPU")
+    isolation = "?"
+    one = next(iter(sorted((tmp / "out").glob("one-*/*/results.json"))), None)
+    if one:
+        isolation = json.loads(one.read_text())["extra_data"].get("isolation", "?")
+    return (f"{os.cpu_count()} cores, {model}; Linux {platform.release()}, Python {platform.python_version()}, "
+            f"torch {metadata.version('torch')}; isolation: {isolation}; load average (1 min) "
+            f"{load_at_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
+
+
+def short_runs(n):
+    return "" if n == 1 else f" (the three short ones {n} times, interleaved)"
+
+
+def write_results(path, block):
+    """Replace the block between the markers; keep whatever else the file says."""
+    text = path.read_text() if path.exists() else "# Benchmark results\n\n" + BEGIN + "\n" + END + "\n"
+    if BEGIN not in text or END not in text:
+        text = text.rstrip() + "\n\n" + BEGIN + "\n" + END + "\n"
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(head + BEGIN + "\n" + block + "\n" + END + tail)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one round instead of three")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a few submissions, one round: proves the script works (no verdicts)")
+    parser.add_argument("--repeats", type=int, help="rounds (default 3; 1 with --quick or --smoke)")
+    parser.add_argument("--short-runs", type=int, default=1,
+                        help="runs per round of the three short commands (default 1)")
+    parser.add_argument("--results", type=Path, help="where the table goes (default bench/RESULTS.md; "
+                                                     "with --smoke, nowhere)")
+    args = parser.parse_args(argv)
+    settings = Settings(batch=3, naive=1, hostile=3, call_limit=1.0, smoke=True) if args.smoke else Settings()
+    settings.repeats = args.repeats or (1 if args.quick or args.smoke else settings.repeats)
+    settings.short_runs = args.short_runs
+    results = args.results or (None if args.smoke else ROOT / "bench" / "RESULTS.md")
+
+    started, load_at_start = time.monotonic(), os.getloadavg()[0]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-"))
+    try:
+        space = build_workspace(tmp, settings)
+        all_items = items(tmp, space, settings)
+        print(f"bench: {settings.repeats} round(s) of {len(all_items)} commands, batch of {settings.batch}",
+              file=sys.stderr)
+        run_rounds(all_items, settings)
+        by = {item.key: item for item in all_items}
+        hostile = hostile_outcome(tmp, space, settings, by)
+        one_job, two_jobs = reports(last_out(tmp, by["jobs1"])), reports(last_out(tmp, by["jobs2"]))
+        same = len(one_job) == settings.batch and one_job == two_jobs
+        block = "\n".join([
+            f"Machine: {machine(tmp, load_at_start)}.",
+            f"`bench/run.py{' --smoke' if settings.smoke else ''}`: medians over {settings.repeats} round(s), "
+            f"each running every command once{short_runs(settings.short_runs)}, in a rotated order; "
+            f"{time.monotonic() - started:.0f} s in all, {time.strftime('%Y-%m-%d %H:%M')}.",
+            "",
+            table(by, settings, hostile, same),
+        ])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(block)
+    if results:
+        write_results(results, block)
+        print(f"\nwritten to {results}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
