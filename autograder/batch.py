@@ -51,8 +51,6 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
             fd, pid = _fork_grader(engine, source.path, slot, write_to=(out_dir, source))
             running[fd] = (pid, source, slot, [])
         if not preloaded:  # while the first graders run, not before them
-            if queue:
-                engine.preload_for_graders()
             _preload_pictures()
             preloaded = True
         ready, _, _ = select.select(list(running), [], [])

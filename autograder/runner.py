@@ -44,17 +44,6 @@ class Engine:
         # copy) the pages they share with this process.
         gc.freeze()
 
-    def preload_for_graders(self):
-        """Do once here what the hidden suite does lazily in every grader, for the graders forked
-        from now on: its reference gradients (``torch.autograd.grad`` with ``grad_outputs``) import
-        sympy, 0.3 s. A batch calls this while its first graders run (they import it themselves),
-        and only if more graders are to come: one submission alone pays it once, in its grader."""
-        import torch
-
-        x = torch.ones(2, requires_grad=True)
-        torch.autograd.grad(x * 2, [x], [torch.ones(2)])
-        gc.freeze()
-
     def _preload_tests(self):
         """Import the suite once here, so each forked per-submission grader only runs it."""
         import pytest

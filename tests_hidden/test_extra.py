@@ -4,7 +4,7 @@ import torch
 
 from attention_checks import sdpa_expected
 from autograder.compare import diagnosed, expect_close, fail
-from cases import AttentionCase, MHACase, randn
+from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
 
@@ -49,7 +49,7 @@ def test_tiled_attention_gradients(student, reference):
     grad_out = randn(2, 6, 4, seed=75, dtype=torch.float64)
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
     out, _ = reference[0].scaled_dot_product_attention(*leaves, mask)
-    expected = torch.autograd.grad([out], leaves, [grad_out])
+    expected = reference_grads([out], leaves, [grad_out])
     reply = student.call(TILED, q, k, v, kwargs={"causal": True, "block_size": 4},
                          grad={"inputs": [0, 1, 2], "grad_outputs": [grad_out]})
     grads = reply.grads or {}

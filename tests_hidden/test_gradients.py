@@ -4,7 +4,7 @@ import torch
 
 from attention_checks import check_sdpa, sdpa_expected
 from autograder.compare import expect_close, fail
-from cases import AttentionCase, randn
+from cases import AttentionCase, randn, reference_grads
 
 pytestmark = pytest.mark.part("gradients")
 
@@ -30,7 +30,7 @@ def _check_gradients(student, reference, case):
     grad_weights = randn(*case.batch, case.t_q, case.t_k, seed=case.seed + 51, dtype=case.dtype)
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
     out, weights = reference[0].scaled_dot_product_attention(*leaves, mask)
-    expected = torch.autograd.grad([out, weights], leaves, [grad_out, grad_weights])
+    expected = reference_grads([out, weights], leaves, [grad_out, grad_weights])
     reply = student.call(SDPA, q, k, v, mask, grad={"inputs": [0, 1, 2], "grad_outputs": [grad_out, grad_weights]})
     grads = reply.grads or {}
     if not grads.get("connected"):

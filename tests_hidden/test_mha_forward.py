@@ -4,7 +4,7 @@ import torch
 
 from autograder.compare import diagnosed, expect_close, expect_pair, fail
 from autograder.student import StudentError
-from cases import MHACase, randn
+from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")
 
@@ -99,7 +99,7 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
     leaves = [t.clone().requires_grad_(True) for t in (query, key, value)]
     params = dict(module.named_parameters())
     out, weights = module(*leaves, mask)
-    expected = torch.autograd.grad([out, weights], leaves + list(params.values()), [grad_out, grad_weights])
+    expected = reference_grads([out, weights], leaves + list(params.values()), [grad_out, grad_weights])
 
     def compare(mode):
         reply = student.call(MHA, query, key, value, mask, state=state, mode=mode,
