@@ -106,4 +106,5 @@ def print_table(outcome, out_dir, level, seconds):
         total = f"{results['score']:g}/{results['extra_data']['max_score']:g}"
         table.add_row(submission_id, *cells, total)
     Console(width=160).print(table)
-    print(f"reports: {out_dir}/<submission>/results.json and feedback.md; {out_dir}/gradebook.csv; {out_dir}/summary.md")
+    print(f"reports: {out_dir}/<submission>/results.json, feedback.md, feedback.html; "
+          f"{out_dir}/gradebook.csv; {out_dir}/summary.md, summary.html")
