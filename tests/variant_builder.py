@@ -57,9 +57,15 @@ def build_mutant(mutant, dest):
 
 
 def build_correct(name, dest):
-    """Write correct variant `name` (its own files over the reference's) into `dest`; return `dest`."""
+    """Write correct variant `name` into `dest`; return `dest`.
+
+    A variant holds whole files (``attention.py``: it replaces the reference's) or additions
+    (``attention.py.append``: code appended to the reference's file, whose later ``def`` wins).
+    """
     folder = CORRECT / name
     own = {f: (folder / f).read_text() for f in FILES if (folder / f).exists()}
+    own.update({f: (SOLUTION / f).read_text() + (folder / f"{f}.append").read_text()
+                for f in FILES if (folder / f"{f}.append").exists()})
     if not own:
         raise ValueError(f"correct variant {name} holds neither attention.py nor mha.py")
     return _write(dest, own)
