@@ -55,12 +55,15 @@ nbgrader-course: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run.py
 
-# Rewrite the lock from kit.in in a throwaway venv (needs the package registry).
+# Rewrite the locks: kit.lock from kit.in in a throwaway venv (needs the package registry), then
+# requirements/gradescope.lock, the Gradescope image's runtime subset of it.
 lock:
 	rm -rf /tmp/kit-lock-venv && $(PYTHON) -m venv /tmp/kit-lock-venv
 	/tmp/kit-lock-venv/bin/pip install --quiet -r requirements/kit.in
 	( echo "# Generated from requirements/kit.in with 'pip freeze' in a fresh venv; 'make lock' rewrites it."; \
-	  /tmp/kit-lock-venv/bin/pip freeze | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' ) > requirements/kit.lock
+	  /tmp/kit-lock-venv/bin/pip freeze --all | grep -v '^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' ) > requirements/kit.lock
+	$(MAKE) venv
+	$(PY) -m autograder.gradescope lock
 
 clean:
 	rm -rf $(OUT) dist .pytest_cache

@@ -21,7 +21,9 @@ import zipfile
 
 KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES_DIR = os.path.join(KIT_ROOT, "autograder", "gradescope_files")
-RUNTIME_PACKAGES = ("pytest", "iniconfig", "packaging", "pluggy", "pygments", "numpy", "PyYAML")
+# What the grader imports inside Gradescope; requirements/gradescope.lock pins them and all they need.
+RUNTIME_ROOTS = ("torch", "numpy", "pytest", "PyYAML")
+RUNTIME_LOCK = os.path.join(KIT_ROOT, "requirements", "gradescope.lock")
 PACKED = {  # folder -> what of it goes into the zip
     "autograder": "*.py",
     "tests_hidden": "*.py",
@@ -39,7 +41,7 @@ def build(out_path):
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in ("setup.sh", "run_autograder"):
             _add(archive, os.path.join(FILES_DIR, name), name, executable=True)
-        archive.writestr(_info("requirements-gradescope.txt"), runtime_requirements())
+        _add(archive, RUNTIME_LOCK, "requirements-gradescope.txt")
         _add(archive, os.path.join(KIT_ROOT, "grading.yaml"), "grading.yaml")
         for folder, pattern in PACKED.items():
             for name in _files(folder, pattern):
@@ -66,44 +68,82 @@ def _add(archive, path, name, executable=False):
         archive.writestr(_info(name, executable), f.read())
 
 
-def runtime_requirements():
-    """The grader's few runtime packages, pinned as in the kit's lock (torch is installed by setup.sh)."""
+def runtime_lock_text():
+    """requirements/gradescope.lock as ``make lock`` writes it: every package the grader needs at run time
+    (``RUNTIME_ROOTS`` and, recursively, what they require on this platform), pinned as in kit.lock."""
+    pins = _kit_pins()
+    names = sorted(_runtime_closure(RUNTIME_ROOTS), key=str.lower)
+    missing = [n for n in names if _canonical(n) not in pins]
+    if missing:
+        raise SystemExit(f"requirements/kit.lock has no pin for {', '.join(missing)}")
+    header = ("# The Gradescope image's runtime packages, pinned as in kit.lock; 'make lock' rewrites this file.\n"
+              "# setup.sh installs torch from PyTorch's CPU index first; its 2.13.0+cpu satisfies the torch pin.\n")
+    return header + "".join(pins[_canonical(n)] + "\n" for n in names)
+
+
+def _kit_pins():
     pins = {}
     with open(os.path.join(KIT_ROOT, "requirements", "kit.lock")) as f:
         for line in f:
             name, sep, version = line.strip().partition("==")
-            if sep:
-                pins[name.lower()] = f"{name}=={version}"
-    missing = [p for p in RUNTIME_PACKAGES if p.lower() not in pins]
-    if missing:
-        raise SystemExit(f"requirements/kit.lock has no pin for {', '.join(missing)}")
-    return "".join(pins[p.lower()] + "\n" for p in RUNTIME_PACKAGES)
+            if sep and not name.startswith("#"):
+                pins[_canonical(name)] = f"{name}=={version}"
+    return pins
+
+
+def _canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _runtime_closure(roots):
+    """Names of the installed distributions ``roots`` need, following requirements whose markers hold here."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    seen, todo = {}, list(roots)
+    while todo:
+        name = todo.pop()
+        if _canonical(name) in seen:
+            continue
+        dist = importlib.metadata.distribution(name)
+        seen[_canonical(name)] = dist.metadata["Name"]
+        for text in dist.requires or ():
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return list(seen.values())
 
 
 # --- grading inside Gradescope --------------------------------------------------------------
 
 def run(root):
     """Grade ROOT/submission; always leaves ROOT/results/results.json. Returns the results dict."""
-    from autograder import report
-
     results_dir = os.path.join(root, "results")
-    os.makedirs(results_dir, exist_ok=True)
     started = time.monotonic()
-    metadata = _read_metadata(root)
     try:
+        os.makedirs(results_dir, exist_ok=True)
+        metadata = _read_metadata(root)
         lock_down(root)
-        limited = daily_limit_reached(metadata)
-        if limited:
-            results = limited
-        else:
+        results = daily_limit_reached(metadata)
+        if results is None:
             results, feedback = grade_submission(root, metadata)
-            report.write_atomic(os.path.join(results_dir, "feedback.md"), feedback)
-    except Exception as err:  # the grader's own failure: say so plainly, never blame the student
+            _write_atomic(os.path.join(results_dir, "feedback.md"), feedback)
+    except BaseException as err:  # the grader's own failure: say so plainly, never blame the student
         print(f"grader error: {type(err).__name__}: {err}\n{traceback.format_exc()}", flush=True)
         results = grader_error_results(err)
     results["execution_time"] = round(time.monotonic() - started, 3)
-    report.write_atomic(os.path.join(results_dir, "results.json"), json.dumps(results, indent=2) + "\n")
+    _write_atomic(os.path.join(results_dir, "results.json"), json.dumps(results, indent=2) + "\n")
     return results
+
+
+def _write_atomic(path, text):
+    """Standard library only: this must work even when the grader's own modules do not import."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def grade_submission(root, metadata):
@@ -123,13 +163,15 @@ def grade_submission(root, metadata):
         kill_sandbox_users(engine.zygote)  # a daemon that escaped its process group dies before we write
     if record.get("grader_error"):
         raise RuntimeError(record["grader_error"])
-    submitters = tuple(Submitter(u.get("name", ""), u.get("email", ""), str(u.get("sid") or u.get("id") or ""))
-                       for u in metadata.get("users", []))
-    results = report.results_json(record, submitters)
+    # The SID only: a Gradescope user id is not a student ID and must never stand in for one.
+    submitters = tuple(Submitter(str(u.get("name") or ""), str(u.get("email") or ""), str(u.get("sid") or ""))
+                       for u in metadata.get("users", []) if isinstance(u, dict))
+    results = report.results_json(record, submitters, student_view=True)
     results["stdout_visibility"] = config.stdout_visibility
     print(f"graded: {results['score']:g} / {results['extra_data']['max_score']:g} "
           f"({record['isolation']} isolation)", flush=True)
-    return results, report.feedback_markdown(record, results, submitters)
+    # feedback.md stays in the results folder for the instructor: it states the total.
+    return results, report.feedback_markdown(record, report.results_json(record, submitters), submitters)
 
 
 def submission_path(folder):
@@ -164,27 +206,46 @@ def _read_metadata(root):
 
 
 def daily_limit_reached(metadata):
-    """With a limit set in grading.yaml: results that keep the last score, when this upload is over it."""
+    """With a limit set in grading.yaml: when this upload is over it, results that keep the last grade.
+
+    Only graded submissions count toward the limit: uploads refused by the limit and uploads the
+    grader failed on do not, so a student who keeps trying is never locked out for good. The grade
+    kept is the last graded one, with its per-test results (Gradescope's own advice: merge the
+    previous results object).
+    """
     from autograder.config import load_config
 
     limit = load_config().daily_submission_limit
     if limit <= 0:
         return None
     now = _parse_time(metadata.get("created_at")) or datetime.datetime.now(datetime.timezone.utc)
-    previous = metadata.get("previous_submissions") or []
-    recent = [p for p in previous
-              if (t := _parse_time(p.get("submission_time"))) and now - t < datetime.timedelta(hours=24)]
+    graded = [(t, p) for p in metadata.get("previous_submissions") or []
+              if isinstance(p, dict) and (t := _parse_time(p.get("submission_time"))) and _was_graded(p)]
+    recent = [p for t, p in graded if now - datetime.timedelta(hours=24) < t <= now]
     if len(recent) < limit:
         return None
-    last = max(previous, key=lambda p: _parse_time(p.get("submission_time")) or now)
-    score = float(last.get("score") or 0)
-    return {
-        "score": score,
-        "output": (f"This upload was not graded: the limit is {limit} graded submissions per 24 hours and you "
-                   f"have used them. Your score stays {score:g} from your last graded submission."),
-        "output_format": "md",
-        "extra_data": {"daily_limit": limit, "not_graded": True},
-    }
+    earlier = [(t, p) for t, p in graded if t <= now]
+    last = max(earlier, key=lambda pair: pair[0])[1] if earlier else {}
+    previous = last.get("results") if isinstance(last.get("results"), dict) else {}
+    kept = {key: previous[key] for key in ("score", "tests", "output_format", "test_output_format", "visibility")
+            if key in previous}
+    kept.setdefault("score", float(last.get("score") or 0))
+    note = (f"**This upload was not graded:** the limit is {limit} graded submissions per 24 hours and you "
+            f"have used them. Your grade stays the one from your last graded submission; the results below are "
+            f"that submission's.")
+    kept["output"] = note + ("\n\n" + previous["output"] if isinstance(previous.get("output"), str) else "")
+    kept["output_format"] = "md"
+    extra = previous.get("extra_data") if isinstance(previous.get("extra_data"), dict) else {}
+    kept["extra_data"] = dict(extra, daily_limit=limit, not_graded=True)
+    return kept
+
+
+def _was_graded(previous):
+    """A previous submission that the grader really graded: not refused by the limit, not a grader error."""
+    extra = (previous.get("results") or {}).get("extra_data") if isinstance(previous.get("results"), dict) else None
+    if not isinstance(extra, dict):
+        return True  # graded by an older kit, or by hand: it counts
+    return not extra.get("not_graded") and not extra.get("grader_error")
 
 
 def _parse_time(text):
@@ -212,6 +273,7 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     build_cmd = commands.add_parser("build", help="write dist/autograder.zip")
     build_cmd.add_argument("--out", default=os.path.join(KIT_ROOT, "dist", "autograder.zip"))
+    commands.add_parser("lock", help="rewrite requirements/gradescope.lock from kit.lock (make lock)")
     run_cmd = commands.add_parser("run", help="grade inside Gradescope (called by run_autograder)")
     run_cmd.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     args = parser.parse_args(argv)
@@ -220,7 +282,13 @@ def main(argv=None):
         print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder, "
               "Ubuntu 22.04 base image (see README, 'Grading on Gradescope')")
         return 0
-    run(args.root)
+    if args.command == "lock":
+        from autograder.report import write_atomic
+
+        write_atomic(RUNTIME_LOCK, runtime_lock_text())
+        print(f"wrote {RUNTIME_LOCK}")
+        return 0
+    run(args.root)  # never raises: every failure becomes a results.json that says so
     return 0
 
 

@@ -8,6 +8,9 @@
   drops to an unprivileged uid; file permissions keep it out of the kit and the reports.
 * ``rlimits``: neither is available: resource limits and a process group only.
 
+Without namespaces (``uid``, ``rlimits``) the child also confines itself with whatever of
+Landlock and seccomp the machine allows (``confine``); ``detect_layers`` finds out which.
+
 Every layer also sets resource limits and ``no_new_privs``. Python 3.11 has no wrappers for
 unshare/mount/pivot_root, so they are called through libc.
 """
@@ -31,26 +34,28 @@ PR_SET_PDEATHSIG = 1
 _SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126}, "aarch64": {"pivot_root": 41, "capset": 91}}
 
 LEVELS = ("namespaces", "uid", "rlimits")
-DEFAULT_SANDBOX_UID = 65534  # nobody
-SANDBOX_USER = "sandbox"  # created by the Gradescope setup.sh
+DEFAULT_SANDBOX_UID = 65534  # nobody: only for trying a level out
 
-
+# Every child gets a uid of its own when the grader is root, so that killing "every process of the
+# child's uid" can never touch another child, another grader run, or a person. The uids lie far
+# above what useradd gives system users (100-999) and login users (1000-60000) and above nobody:
+# no real account can have one. Each zygote takes a block keyed by its pid; each slot (a submission
+# graded at the same time as others) a part of it, and its children take the next uid in turn.
+FIRST_SANDBOX_UID = 2_000_000_000
+UIDS_PER_SLOT = 256
 SLOTS_PER_RUN = 64
+UIDS_PER_RUN = UIDS_PER_SLOT * SLOTS_PER_RUN
 
 
-def sandbox_uid(zygote_pid):
-    """The first uid of a zygote's sandboxes (slot n runs as uid + n) when the grader is root.
+def sandbox_uid_block(zygote_pid):
+    """The first uid of a zygote's block of ``UIDS_PER_RUN`` sandbox uids."""
+    return FIRST_SANDBOX_UID + UIDS_PER_RUN * (zygote_pid % 100_000)
 
-    Gradescope's container has a 'sandbox' user and one run. Elsewhere each zygote takes its own
-    block of otherwise unused uids, keyed by its pid, so that killing a uid's processes never
-    touches another grader running on the same machine.
-    """
-    import pwd
 
-    try:
-        return pwd.getpwnam(SANDBOX_USER).pw_uid
-    except KeyError:
-        return 1_000_000 + SLOTS_PER_RUN * (zygote_pid % 100_000)
+def sandbox_uid(block, slot, serial):
+    """The uid of the ``serial``-th child of ``slot``."""
+    return block + UIDS_PER_SLOT * (slot % SLOTS_PER_RUN) + serial % UIDS_PER_SLOT
+
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -260,6 +265,49 @@ def _try_level(level):
             else:
                 drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
                 ok = os.getuid() != 0
+        except BaseException:
+            ok = False
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    answer = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return answer == b"1"
+
+
+# --- confinement layers for the levels without namespaces -----------------------------------
+
+def confinement_paths():
+    """What a confined child may read: the runtime, /proc (its own accounting) and a few devices."""
+    return runtime_paths() + ["/proc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
+
+
+def detect_layers(level):
+    """The confinement layers (``confine.LAYERS``) that work here at ``level``, each tried in a throwaway child."""
+    if level == "namespaces":
+        return []
+    from autograder import confine
+
+    return [layer for layer in confine.possible_layers() if _try_layer(level, layer)]
+
+
+def _try_layer(level, layer):
+    from autograder import confine
+
+    scratch = tempfile.mkdtemp(prefix="ag-probe-")
+    os.chmod(scratch, 0o777)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        ok = False
+        try:
+            if level == "uid":
+                drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
+            confine.apply([layer], readable=confinement_paths(), writable=[scratch])
+            ok = True
         except BaseException:
             ok = False
         os.write(w, b"1" if ok else b"0")

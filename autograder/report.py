@@ -37,8 +37,13 @@ PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, grad
 LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
 
 
-def results_json(record, submitters=()):
-    """The Gradescope results dict for one graded submission record."""
+def results_json(record, submitters=(), student_view=False):
+    """The Gradescope results dict for one graded submission record.
+
+    ``student_view``: the ``output`` is shown to students at once, whatever the tests' visibility
+    (Gradescope's spec). While any test that carries points is not ``visible``, Gradescope hides the
+    student's total, so the output must not state it either, nor how many hidden tests passed.
+    """
     tests = []
     counters = {}
     for result in record["tests"]:
@@ -65,7 +70,8 @@ def results_json(record, submitters=()):
     return {
         "score": score,
         "execution_time": record.get("execution_time", 0.0),
-        "output": overview(record, score, max_score, grader_errors, submitters, extra),
+        "output": overview(record, score, max_score, grader_errors, submitters, extra,
+                           reveal_total=not student_view or _all_points_visible(tests)),
         "output_format": "md",
         "test_output_format": "md",
         "tests": tests,
@@ -74,10 +80,15 @@ def results_json(record, submitters=()):
             "extra_credit": round(sum(t["score"] for t in extra), 4),
             "extra_credit_max": round(sum(t["max_score"] for t in extra), 4),
             "isolation": record.get("isolation", "unknown"),
+            "containment": list(record.get("containment", [])),
             "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
             "submitters": [dataclasses.asdict(s) for s in submitters],
         },
     }
+
+
+def _all_points_visible(tests):
+    return all(t["visibility"] == "visible" for t in tests if t["max_score"] > 0)
 
 
 def _part_number(part):
@@ -93,12 +104,23 @@ def _test_output(result):
     return f"```\n{text}\n```"
 
 
-def overview(record, score, max_score, grader_errors, submitters=(), extra=()):
-    """The top of the report: the score so far, stated so that nobody mistakes it for a final grade."""
+def overview(record, score, max_score, grader_errors, submitters=(), extra=(), reveal_total=True):
+    """The top of the report: the score so far, stated so that nobody mistakes it for a final grade.
+
+    Without ``reveal_total`` it states only what the visible tests earned, as Gradescope shows students.
+    """
     lines = []
     if submitters:
         lines.append("Submission of " + ", ".join(s.name for s in submitters if s.name) + ".")
     hidden = [r for r in record["tests"] if r["visibility"] != "visible"]
+    if not reveal_total:
+        shown = [r for r in record["tests"] if r["visibility"] == "visible"]
+        got = sum(r["points"] for r in shown if r["passed"])
+        lines.append(f"**Visible tests: {got:g} / {sum(r['points'] for r in shown):g} points, "
+                     f"{sum(1 for r in shown if r['passed'])} of {len(shown)} passed.** {len(hidden)} hidden tests "
+                     "also count; they and your total appear after the due date. A passing visible test does not "
+                     "mean a passing hidden test.")
+        return _overview_tail(lines, record, grader_errors)
     bonus = ""
     if extra:
         bonus = (f" (including {sum(t['score'] for t in extra):g} of {sum(t['max_score'] for t in extra):g} "
@@ -107,6 +129,10 @@ def overview(record, score, max_score, grader_errors, submitters=(), extra=()):
                  "details appear after the due date; a passing public test does not mean a passing hidden test.")
     failed = sum(1 for r in record["tests"] if not r["passed"])
     lines.append(f"{len(record['tests']) - failed} of {len(record['tests'])} tests passed.")
+    return _overview_tail(lines, record, grader_errors)
+
+
+def _overview_tail(lines, record, grader_errors):
     for problem in record.get("problems", []):
         lines.append(f"- {problem}")
     for event in dict.fromkeys(record.get("events", [])):  # each distinct event once, in order
@@ -132,9 +158,17 @@ def feedback_markdown(record, results, submitters=()):
         lines += ["", "## Notes", ""] + [f"- {t['name']}: {t['output']}" for t in notes]
     if record.get("output"):
         lines += ["", "## What your code printed", "", "```", *printed_output(record["output"]), "```"]
-    lines += ["", f"_Sandbox: {record.get('isolation', 'unknown')} isolation; graded in "
+    lines += ["", f"_Sandbox: {sandbox_description(record)}; graded in "
                   f"{record.get('execution_time', 0):.1f} s._", ""]
     return "\n".join(lines)
+
+
+def sandbox_description(record):
+    """The isolation level and, without namespaces, the confinement layers that were in force."""
+    text = f"{record.get('isolation', 'unknown')} isolation"
+    if record.get("isolation") in ("uid", "rlimits"):
+        text += f" ({', '.join(record.get('containment') or []) or 'no Landlock or seccomp layer available'})"
+    return text
 
 
 def printed_output(output):
@@ -358,7 +392,7 @@ def feedback_html(record, results):
         body.append("</ul>")
     if record.get("output"):
         body += ["<h2>What your code printed</h2>", f"<pre>{_e(chr(10).join(printed_output(record['output'])))}</pre>"]
-    body.append(f'<p class="note">Sandbox: {_e(record.get("isolation", "unknown"))} isolation; graded in '
+    body.append(f'<p class="note">Sandbox: {_e(sandbox_description(record))}; graded in '
                 f'{record.get("execution_time", 0):.1f} s.</p>')
     return _page("Attention from Scratch: feedback", "\n".join(body))
 

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import time
 
-from autograder import sandbox
+from autograder import isolation, sandbox
 from autograder.stage import stage
 
 KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,7 +37,8 @@ class Engine:
         self.limits = sandbox.Limits(call_seconds=self.config.call_seconds, memory_mb=self.config.memory_mb)
         self.level = level or sandbox.requested_level() or sandbox.detect_level()
         self.tests_dir = tests_dir
-        self.zygote = sandbox.Zygote(self.level, hidden=[KIT_ROOT])
+        self.layers = isolation.detect_layers(self.level)
+        self.zygote = sandbox.Zygote(self.level, hidden=[KIT_ROOT], layers=self.layers)
         self._preload_tests()
         # Everything loaded so far lives for the whole run. Frozen, the garbage collector never
         # scans it again: the forked graders' collections stay cheap, and do not write to (and so
@@ -85,6 +86,7 @@ def grade_one(engine, source_path, slot=0):
             "output": "\n".join(student.output),
             "events": student.events,
             "isolation": engine.level,
+            "containment": engine.layers,
             "execution_time": round(time.monotonic() - started, 3),
         }
     finally:
@@ -100,7 +102,7 @@ def standalone_student(path):
         raise SystemExit(f"--submission: no such file or folder: {path}")
     sandbox.warm_up()
     level = sandbox.requested_level() or sandbox.detect_level()
-    zygote = sandbox.Zygote(level, hidden=[KIT_ROOT])
+    zygote = sandbox.Zygote(level, hidden=[KIT_ROOT], layers=isolation.detect_layers(level))
     scratch = tempfile.mkdtemp(prefix="ag-sub-")
     os.chmod(scratch, 0o711)
     student = None

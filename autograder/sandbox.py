@@ -47,11 +47,12 @@ class ChildDied(Exception):
 class Zygote:
     """A forked process that holds torch and the probes, and forks sandboxed children on request."""
 
-    def __init__(self, level, hidden=()):
-        self.level, self.hidden = level, list(hidden)
+    def __init__(self, level, hidden=(), layers=()):
+        self.level, self.hidden, self.layers = level, list(hidden), list(layers)
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pid = os.fork()
-        self.sandbox_uid = isolation.sandbox_uid(self.pid or os.getpid())
+        self.uid_block = isolation.sandbox_uid_block(self.pid or os.getpid())
+        self.children_started = {}  # slot -> children started so far, in this process
         if self.pid == 0:
             self.sock.close()
             try:
@@ -60,20 +61,27 @@ class Zygote:
                 os._exit(0)
         theirs.close()
 
-    def spawn(self, submission_dir, mode, limits, slot=0):
-        """Start a sandboxed child for one submission folder; returns a ``Child``."""
+    def next_uid(self, slot=0):
+        """A uid no running child has: the next of this slot's (see ``isolation.sandbox_uid``).
+
+        Called before the child's folder is made, which is then owned by that uid alone."""
+        serial = self.children_started.get(slot, 0)
+        self.children_started[slot] = serial + 1
+        return isolation.sandbox_uid(self.uid_block, slot, serial)
+
+    def spawn(self, submission_dir, mode, limits, uid):
+        """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``); returns a ``Child``."""
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
         output_r, output_w = os.pipe()
         status_r, status_w = os.pipe()
-        config = {"dir": submission_dir, "mode": mode, "slot": slot, "memory_mb": limits.memory_mb,
+        config = {"dir": submission_dir, "mode": mode, "uid": uid, "memory_mb": limits.memory_mb,
                   "max_processes": limits.max_processes, "cpu_seconds": limits.cpu_seconds}
         fds = [request_r, response_w, output_w, status_w]
         socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
         for fd in fds:
             os.close(fd)
-        return Child(request_w, response_r, output_r, status_r, limits, self.level,
-                     self.sandbox_uid + slot)
+        return Child(request_w, response_r, output_r, status_r, limits, self.level, uid)
 
     def stop(self):
         try:
@@ -98,13 +106,13 @@ class Zygote:
             if os.fork() == 0:
                 sock.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _waiter(config, *fds, level=self.level, uid=self.sandbox_uid + config["slot"],
-                        hidden=self.hidden)
+                _waiter(config, *fds, level=self.level, uid=config["uid"],
+                        hidden=self.hidden, layers=self.layers)
             for fd in fds:
                 os.close(fd)
 
 
-def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidden):
+def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers):
     """Forked from the zygote: enter namespaces, fork the child, report its pid and exit status."""
     code = 0
     try:
@@ -114,7 +122,7 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
         pid = os.fork()
         if pid == 0:
             os.close(status_w)
-            _child(config, request_r, response_w, output_w, level, uid, hidden)
+            _child(config, request_r, response_w, output_w, level, uid, hidden, layers)
         os.close(request_r), os.close(response_w), os.close(output_w)
         os.write(status_w, json.dumps({"pid": pid}).encode() + b"\n")
         _, status = os.waitpid(pid, 0)
@@ -128,9 +136,9 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
     os._exit(code)
 
 
-def _child(config, request_r, response_w, output_w, level, uid, hidden):
+def _child(config, request_r, response_w, output_w, level, uid, hidden, layers):
     """The sandboxed child: isolate, limit, then serve probes until the grader hangs up."""
-    from autograder import probes  # already imported in the zygote: costs nothing
+    from autograder import confine, probes  # already imported in the zygote: costs nothing
 
     try:
         os.setsid()
@@ -144,6 +152,10 @@ def _child(config, request_r, response_w, output_w, level, uid, hidden):
         if level in ("namespaces", "uid"):
             isolation.drop_privileges(uid, uid)
         isolation.apply_limits(config["memory_mb"] << 20, config["cpu_seconds"], config["max_processes"])
+        if layers:  # every layer the parent found working, or the child does not run at all
+            own_proc = f"/proc/{os.getpid()}"  # the memory probe resets its own peak (clear_refs)
+            confine.apply(layers, readable=isolation.confinement_paths(), writable=[submission_dir, own_proc])
+            os.environ["TMPDIR"] = submission_dir  # /tmp is out of reach
     except BaseException as err:
         wire.send(response_w, {"ok": False, "setup_error": f"{type(err).__name__}: {err}"})
         os._exit(70)
@@ -308,12 +320,25 @@ def describe_status(status):
 
 
 def kill_sandbox_users(zygote):
-    """Final sweep before results are written, at the uid level (root only): no process of this run's
-    sandbox uids survives. Namespaces need no sweep: a PID namespace dies with its init."""
+    """Final sweep before results are written, at the uid level (root only): no process of any of this
+    zygote's sandbox uids survives. Namespaces need no sweep: a PID namespace dies with its init."""
     if zygote.level != "uid":
         return
-    for slot in range(isolation.SLOTS_PER_RUN):
-        _kill_all_of_uid(zygote.sandbox_uid + slot)
+    first, last = zygote.uid_block, zygote.uid_block + isolation.UIDS_PER_RUN
+    for _ in range(5):  # a process may fork while its uid is being swept; its uid's kill(-1) gets the fork
+        uids = {uid for uid in _process_uids() if first <= uid < last}
+        if not uids:
+            return
+        for uid in uids:
+            _kill_all_of_uid(uid)
+
+
+def _process_uids():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            yield os.stat(f"/proc/{pid}").st_uid
+        except OSError:
+            pass
 
 
 def _kill_all_of_uid(uid):

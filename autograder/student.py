@@ -149,22 +149,36 @@ class Student:
         if entry is None or entry["child"].dead:
             if entry is not None:
                 self._retire(entry["child"])
-            scratch = self._fresh_scratch()
-            child = self.zygote.spawn(scratch, mode, self.limits, slot=self.slot)
+            uid = self.zygote.next_uid(self.slot)
+            scratch = self._fresh_scratch(uid)
+            child = self.zygote.spawn(scratch, mode, self.limits, uid)
             entry = self.children[mode] = {"child": child, "imported": set()}
         return entry["child"]
 
-    def _fresh_scratch(self):
-        """Each child gets its own copy of the two files, so nothing one child writes reaches the next."""
+    def _fresh_scratch(self, uid):
+        """Each child gets its own copy of the two files, so nothing one child writes reaches the next.
+
+        The folder is new and filled by the grader before anyone else may enter it (O_EXCL and
+        O_NOFOLLOW through the folder's descriptor); only then is it handed to the child's uid, a uid
+        no earlier child had. Root never writes into a place a sandbox uid has owned.
+        """
         self.scratch_count += 1
         scratch = f"{self.staged.dir}.run{self.scratch_count}"
-        os.makedirs(scratch, mode=0o700)  # only this child's uid (and the grader) may enter
-        if os.getuid() == 0:  # the child may run as another uid and must own its folder
-            uid = self.zygote.sandbox_uid + self.slot
-            os.chown(scratch, uid, uid)
-        for name in os.listdir(self.staged.dir):
-            with open(os.path.join(self.staged.dir, name), "rb") as src, open(os.path.join(scratch, name), "wb") as dst:
-                dst.write(src.read())
+        os.mkdir(scratch, 0o700)  # fails if it exists: never reuse a folder
+        folder = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for name in os.listdir(self.staged.dir):
+                with open(os.path.join(self.staged.dir, name), "rb") as src:
+                    data = src.read()
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
+                with open(fd, "wb") as dst:
+                    dst.write(data)
+                if os.getuid() == 0:
+                    os.chown(name, uid, uid, dir_fd=folder, follow_symlinks=False)
+            if os.getuid() == 0:  # the child may run as another uid and must own its folder
+                os.fchown(folder, uid, uid)
+        finally:
+            os.close(folder)
         return scratch
 
     def _died(self, mode, target, died):

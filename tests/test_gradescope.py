@@ -1,9 +1,14 @@
-"""`make gradescope` and a faithful local copy of Gradescope's container layout.
+"""`make gradescope`'s zip, and the grading logic it runs inside Gradescope, on this machine.
 
-The zip is unpacked into ROOT/source, run_autograder is copied to ROOT/run_autograder, the
-upload lands in ROOT/submission with ROOT/submission_metadata.json beside it, and the script
-runs as root with the kit's .venv first on PATH (setup.sh makes its venv the first python3).
+The zip is unpacked into ROOT/source with the upload in ROOT/submission and
+ROOT/submission_metadata.json beside it, as in Gradescope's layout, and the grader's Python
+entry point (what run_autograder execs) runs there with a bare environment. These tests
+cover the grading logic fast: schema, upload shapes, visibility, the daily limit, grader
+errors. They borrow this machine's interpreter, so they prove nothing about the image:
+setup.sh and run_autograder themselves are tested in a clean container by
+tests/test_gradescope_container.py.
 """
+import datetime
 import io
 import json
 import os
@@ -12,6 +17,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -53,11 +59,11 @@ def gradescope_root(tmp_path, autograder_zip, metadata=METADATA):
 
 
 def run_autograder(root, **env):
-    """Run the copied run_autograder as Gradescope does; returns (results dict, Measurement)."""
-    environment = dict(os.environ, AUTOGRADER_ROOT=str(root), PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
-                       **env)
-    run = measure(["bash", str(root / "run_autograder")], cwd=str(root), env=environment, timeout=300)
-    assert run.returncode == 0, f"run_autograder failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+    """Run the grader's entry point as run_autograder execs it; returns (results dict, Measurement)."""
+    environment = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", **env}
+    command = [sys.executable, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root", str(root)]
+    run = measure(command, cwd=str(root / "source"), env=environment, timeout=300)
+    assert run.returncode == 0, f"the grader failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
     return json.loads((root / "results" / "results.json").read_text()), run
 
 
@@ -95,15 +101,29 @@ def test_zip_is_small(autograder_zip):
 
 def test_runtime_requirements_pin_every_package(autograder_zip):
     text = zipfile.ZipFile(autograder_zip).read("requirements-gradescope.txt").decode()
-    lines = [line for line in text.splitlines() if line]
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert lines and all("==" in line for line in lines), text
-    assert not any(line.startswith("torch") for line in lines), "setup.sh installs torch from the CPU index"
+    assert "torch==2.13.0" in lines, "the lock pins torch exactly (setup.sh's CPU build satisfies it)"
 
 
-def test_setup_script_pins_the_cpu_torch_and_creates_the_sandbox_user():
+def test_runtime_lock_is_in_sync_with_kit_lock_and_the_installed_packages():
+    from autograder.gradescope import RUNTIME_LOCK, runtime_lock_text
+
+    assert Path(RUNTIME_LOCK).read_text() == runtime_lock_text(), (
+        "requirements/gradescope.lock drifted from kit.lock or from what torch, numpy, pytest and PyYAML "
+        "require: run `.venv/bin/python -m autograder.gradescope lock` (make lock does it too)")
+
+
+def test_setup_script_pins_the_cpu_torch_and_leaves_the_system_python_alone():
     text = (ROOT / "autograder" / "gradescope_files" / "setup.sh").read_text()
-    assert '"torch==2.13.0"' in text and "whl/cpu" in text
-    assert "useradd" in text and "conda" not in text and "git clone" not in text
+    assert '"torch==2.13.0"' in text and "whl/cpu" in text and '"pip==' in text
+    assert "/usr/local/bin/python3" not in text and "conda" not in text and "git clone" not in text
+
+
+def test_run_autograder_execs_the_kits_python_by_absolute_path():
+    text = (ROOT / "autograder" / "gradescope_files" / "run_autograder").read_text()
+    assert 'exec "$KIT_PYTHON"' in text and "KIT_PYTHON=/opt/attention-kit/bin/python" in text
+    assert "python3 -m" not in text, "the first python3 on PATH is Gradescope's, not the kit's"
 
 
 @pytest.mark.parametrize("script", ["setup.sh", "run_autograder"])
@@ -144,11 +164,28 @@ def test_report_names_the_student_from_the_metadata(reference_run):
     assert "Ada Lovelace" in reference_run[1]["output"]
 
 
-def test_overview_says_hidden_tests_are_included(reference_run):
+def test_overview_hides_the_total_while_hidden_tests_carry_points(reference_run):
+    """Gradescope hides a student's total while any points-bearing test is not visible; the output,
+    which students always see, must not give it away either."""
     results = reference_run[1]
-    assert "hidden tests" in results["output"] and "Score: 110 / 100" in results["output"]
     hidden = [t for t in results["tests"] if t["visibility"] == "after_due_date"]
     assert hidden and all(t["output_format"] == "md" and t["number"] and t["tags"] for t in results["tests"])
+    assert "Score:" not in results["output"] and "110" not in results["output"], results["output"]
+    assert "Visible tests:" in results["output"] and "hidden tests" in results["output"], results["output"]
+
+
+def test_instructor_feedback_states_the_total(reference_run):
+    feedback = (reference_run[0] / "results" / "feedback.md").read_text()
+    assert "Score: 110 / 100" in feedback
+
+
+def test_overview_states_the_total_when_every_test_is_visible(tmp_path, autograder_zip):
+    root = gradescope_root(tmp_path, autograder_zip)
+    config = root / "source" / "grading.yaml"
+    config.write_text(config.read_text().replace("hidden: after_due_date", "hidden: visible"))
+    upload(root, sample("mask_bug"))
+    results, _ = run_autograder(root)
+    assert f"Score: {MASK_BUG_SCORE:g} / 100" in results["output"], results["output"]
 
 
 def test_peak_memory_is_far_below_gradescopes_limit(reference_run):
@@ -250,11 +287,54 @@ def test_a_grader_failure_is_reported_as_the_graders(tmp_path, autograder_zip):
     assert "grader error" in run.stdout, "the instructor sees the detail in the autograder output"
 
 
-def test_daily_limit_keeps_the_last_score_without_grading(tmp_path, autograder_zip):
-    previous = [{"submission_time": "2026-11-29T09:00:00.000000-08:00", "score": 64.0, "results": {}}]
+def limited_root(tmp_path, autograder_zip, previous, limit=1):
     root = gradescope_root(tmp_path, autograder_zip, dict(METADATA, previous_submissions=previous))
     config = root / "source" / "grading.yaml"
-    config.write_text(config.read_text().replace("daily_submission_limit: 0", "daily_submission_limit: 1"))
+    config.write_text(config.read_text().replace("daily_submission_limit: 0", f"daily_submission_limit: {limit}"))
     upload(root, sample("reference"))
+    return root
+
+
+def earlier(hours_before, score, **extra_data):
+    """A previous submission, ``hours_before`` METADATA's created_at, as Gradescope lists it."""
+    when = datetime.datetime.fromisoformat(METADATA["created_at"]) - datetime.timedelta(hours=hours_before)
+    tests = [{"name": "kept test", "score": score, "max_score": 100.0, "visibility": "visible"}]
+    return {"submission_time": when.isoformat(), "score": score,
+            "results": {"score": score, "tests": tests, "extra_data": extra_data}}
+
+
+def test_daily_limit_keeps_the_last_graded_score_and_its_tests(tmp_path, autograder_zip):
+    root = limited_root(tmp_path, autograder_zip, [earlier(5, 40.0), earlier(2, 64.0)], limit=2)
     results, _ = run_autograder(root)
-    assert results["score"] == 64.0 and "not graded" in results["output"]
+    assert results["score"] == 64.0 and "not graded" in results["output"], results["output"]
+    assert results["tests"][0]["name"] == "kept test", "the last graded submission's per-test results are kept"
+    assert results["extra_data"]["not_graded"] is True
+
+
+def test_daily_limit_counts_only_graded_submissions(tmp_path, autograder_zip):
+    """Refused uploads and grader errors do not use up the limit: trying again never locks a student out."""
+    previous = [earlier(3, 64.0), earlier(2, 64.0, not_graded=True), earlier(1, 0.0, grader_error=True)]
+    root = limited_root(tmp_path, autograder_zip, previous, limit=2)
+    results, _ = run_autograder(root)
+    assert results["score"] == 110 and not results["extra_data"].get("not_graded"), results["output"]
+
+
+def test_daily_limit_never_carries_a_grader_error(tmp_path, autograder_zip):
+    previous = [earlier(3, 64.0), earlier(1, 0.0, grader_error=True)]
+    root = limited_root(tmp_path, autograder_zip, previous, limit=1)
+    results, _ = run_autograder(root)
+    assert results["score"] == 64.0 and results["extra_data"]["not_graded"] is True, results["output"]
+
+
+def test_daily_limit_ignores_submissions_older_than_a_day(tmp_path, autograder_zip):
+    root = limited_root(tmp_path, autograder_zip, [earlier(30, 64.0)], limit=1)
+    results, _ = run_autograder(root)
+    assert results["score"] == 110, results["output"]
+
+
+def test_submitters_carry_the_sid_never_a_user_id(tmp_path, autograder_zip):
+    metadata = dict(METADATA, users=[{"email": "b@example.edu", "id": 777, "name": "Bo"}])
+    root = gradescope_root(tmp_path, autograder_zip, metadata)
+    upload(root, sample("stubs"))
+    results, _ = run_autograder(root)
+    assert results["extra_data"]["submitters"] == [{"name": "Bo", "email": "b@example.edu", "sid": ""}]

@@ -288,21 +288,34 @@ def test_every_report_names_the_isolation_used(run):
         f"reports disagree on, or do not name, the isolation level: {levels}")
 
 
+def attack_problems(results, case):
+    """What is wrong with how the grader handled attack ``case`` (its results.json): [] when contained."""
+    expect = EXPECTED[case]
+    tests = [t for t in results["tests"] if t["tags"][0] in GRADED_PARTS]
+    broken = selected(tests, expect.broken)
+    if expect.broken and not broken:
+        return [f"{case}: no test matches {expect.broken}"]
+    problems = []
+    kept_points = [t for t in broken if t["status"] == "passed"]
+    if kept_points:
+        problems.append(f"{case}: these tests should fail but passed:\n{explain(kept_points)}")
+    silent = [t for t in broken if not t["output"].strip()]
+    if silent:
+        problems.append(f"{case}: these tests failed without saying why:\n{explain(silent)}")
+    said = results["output"] + "\n".join(t["output"] for t in broken)
+    unsaid = [phrase for phrase in expect.says if phrase not in said]
+    if unsaid:
+        problems.append(f"{case}: the report never says {unsaid}; the broken tests say:\n{explain(broken)}")
+    lost = [t for t in tests if t not in broken and t["status"] != "passed"]
+    if lost:
+        problems.append(f"{case}: the attack also cost tests it does not touch:\n{explain(lost)}")
+    return problems
+
+
 @pytest.mark.parametrize("case", EXPECTED)
 def test_attack_costs_only_what_it_breaks_and_says_why(run, case):
-    expect = EXPECTED[case]
-    tests = [t for t in run.results(case)["tests"] if t["tags"][0] in GRADED_PARTS]
-    broken = selected(tests, expect.broken)
-    assert not expect.broken or broken, f"{case}: no test matches {expect.broken}"
-    kept_points = [t for t in broken if t["status"] == "passed"]
-    assert not kept_points, f"{case}: these tests should fail but passed:\n{explain(kept_points)}"
-    silent = [t for t in broken if not t["output"].strip()]
-    assert not silent, f"{case}: these tests failed without saying why:\n{explain(silent)}"
-    said = run.results(case)["output"] + "\n".join(t["output"] for t in broken)
-    unsaid = [phrase for phrase in expect.says if phrase not in said]
-    assert not unsaid, f"{case}: the report never says {unsaid}; the broken tests say:\n{explain(broken)}"
-    lost = [t for t in tests if t not in broken and t["status"] != "passed"]
-    assert not lost, f"{case}: the attack also cost tests it does not touch:\n{explain(lost)}"
+    problems = attack_problems(run.results(case), case)
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.skipif(not (ROOT / "assignment" / "submit.py").exists(),
@@ -439,8 +452,9 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
             zygotes.append(zygote)
             scratch = tmp_path / f"run{run_number}"
             scratch.mkdir(mode=0o755)
-            os.chown(scratch, zygote.sandbox_uid, zygote.sandbox_uid)
-            child = zygote.spawn(str(scratch), "student", sandbox.Limits(call_seconds=10))
+            uid = zygote.next_uid(slot=0)
+            os.chown(scratch, uid, uid)
+            child = zygote.spawn(str(scratch), "student", sandbox.Limits(call_seconds=10), uid)
             children.append(child)
             child.call({"import": "attention"})  # answered once the child has dropped its privileges
         uids = [real_uid(child.pid) for child in children]

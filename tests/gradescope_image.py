@@ -1,0 +1,324 @@
+"""A clean Linux image in which the kit's Gradescope zip runs the way Gradescope runs it.
+
+The image is a ``debootstrap --variant=minbase bookworm`` root file system: no Python, nothing
+of this machine's venv or PATH. It is built once and cached outside the repository
+(``~/.cache/attention-kit``). For each test session it is copied, the zip is unpacked into
+``/autograder/source`` as Gradescope does, and ``setup.sh`` runs in it as root with a bare
+environment. Each submission then gets its own fresh ``/autograder/submission`` and
+``/autograder/results`` and runs ``/autograder/run_autograder``:
+
+* in a new PID and mount namespace (like a container: nothing it starts can outlive it
+  unnoticed, and the harness sees what was still alive when run_autograder returned);
+* chrooted into the image, with ``env -i`` and the standard PATH, cwd ``/autograder``;
+* without CAP_SYS_ADMIN (as under Docker's default profile, so the grader's namespaces are
+  refused and the ``uid`` level is what runs, as on Gradescope);
+* inside a 768 MiB memory cgroup, whose peak is recorded.
+
+Two things differ from Gradescope because of this machine, and only these: the image trusts
+this machine's extra CA certificates (the package registries are reached through a proxy with
+its own CA), and PyTorch's CPU index is stood in for by a local PEP 503 index holding the same
+CPU wheel of torch 2.13.0 (``TORCH_INDEX``); the rest of the runtime comes from PyPI.
+
+Run as a script, this module is the init process of the namespace (see ``Image.run``).
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attention-kit"
+BASE = CACHE / "bookworm-minbase"
+MIRROR = "http://deb.debian.org/debian"
+BARE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+GRADESCOPE_MEMORY = 768 << 20
+LATE_STRIKE_WAIT = 2  # seconds after run_autograder returns in which results.json must not change
+TORCH_WHEEL_INDEX = "/opt/torch-cpu-index/simple"
+
+
+def unavailable():
+    """Why the image cannot be used on this machine, or None."""
+    if os.getuid() != 0:
+        return "needs root (chroot, namespaces, a memory cgroup)"
+    for tool in ("unshare", "capsh", "mount"):
+        if not shutil.which(tool):
+            return f"needs {tool} (Debian: util-linux / libcap2-bin)"
+    if not BASE.is_dir() and not shutil.which("debootstrap"):
+        return "needs debootstrap (Debian package debootstrap) to build the clean image"
+    if memory_cgroup_parent() is None:
+        return "needs a writable memory cgroup (v1 memory controller or cgroup v2 with memory)"
+    return None
+
+
+def base_image():
+    """The cached minimal bookworm root file system, built on first use (about a minute)."""
+    if BASE.is_dir():
+        return BASE
+    CACHE.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix="bookworm-minbase.", dir=CACHE))
+    run = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", str(building), MIRROR],
+                         capture_output=True, text=True, timeout=900)
+    if run.returncode != 0:
+        shutil.rmtree(building, ignore_errors=True)
+        raise RuntimeError(f"debootstrap failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+    building.rename(BASE)  # atomic: a half-built image is never taken for the cache
+    return BASE
+
+
+def torch_cpu_wheel(download_dir):
+    """The CPU wheel of torch 2.13.0 for CPython 3.11, as ``pip download`` finds it from this machine."""
+    run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                          "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
+                          "torch==2.13.0", "-d", str(download_dir)], capture_output=True, text=True, timeout=900)
+    wheels = sorted(Path(download_dir).glob("torch-2.13.0*cpu*.whl"))
+    if run.returncode != 0 or not wheels:
+        raise RuntimeError(f"could not get torch's CPU wheel:\n{run.stdout[-1500:]}\n{run.stderr[-1500:]}")
+    return wheels[0]
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    output: str
+    peak_bytes: int  # the memory cgroup's peak (0 without a limit)
+    oom_kills: int  # processes the cgroup's OOM killer ended
+    survivors: list  # [pid, name, uid] alive in the namespace when the command returned
+    late_change: bool  # results.json changed after the command returned
+
+
+class Image:
+    """A copy of the clean image with the autograder zip unpacked as Gradescope does."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    @classmethod
+    def create(cls, workdir, autograder_zip, torch_wheel):
+        root = Path(workdir) / "image"
+        subprocess.run(["cp", "-a", "--reflink=auto", str(base_image()), str(root)], check=True)
+        image = cls(root)
+        image._trust_this_machines_proxy()
+        index = root / TORCH_WHEEL_INDEX.lstrip("/") / "torch"
+        index.mkdir(parents=True)
+        shutil.copy(torch_wheel, index / torch_wheel.name)
+        (index / "index.html").write_text(f'<a href="{torch_wheel.name}">{torch_wheel.name}</a>\n')
+        source = root / "autograder" / "source"
+        source.mkdir(parents=True)
+        with zipfile.ZipFile(autograder_zip) as archive:
+            for info in archive.infolist():
+                archive.extract(info, source)
+                mode = info.external_attr >> 16
+                if mode:
+                    (source / info.filename).chmod(mode & 0o777)
+        shutil.copy(source / "run_autograder", root / "autograder" / "run_autograder")
+        return image
+
+    def _trust_this_machines_proxy(self):
+        """The registries are reached through a proxy with its own CA: the image must trust it (see module doc)."""
+        cas = self.root / "usr/local/share/ca-certificates"
+        cas.mkdir(parents=True, exist_ok=True)
+        for cert in Path("/usr/local/share/ca-certificates").glob("*.crt"):
+            shutil.copy(cert, cas / cert.name)
+        # pip's own bundle (certifi) does not hold that CA; the system bundle does once
+        # ca-certificates (installed by setup.sh) has run update-ca-certificates.
+        (self.root / "etc/pip.conf").write_text("[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n")
+        shutil.copy("/etc/resolv.conf", self.root / "etc/resolv.conf")
+
+    # --- running things in it --------------------------------------------------------------
+
+    def setup(self, timeout=1800):
+        """Run setup.sh as Gradescope builds the image: as root, from /autograder/source, bare environment."""
+        return self.run(["bash", "./setup.sh"], cwd="/autograder/source", timeout=timeout,
+                        env={"TORCH_INDEX": f"file://{TORCH_WHEEL_INDEX}"})
+
+    def grade(self, files=None, metadata=None, timeout=600, memory=GRADESCOPE_MEMORY):
+        """A fresh submission folder with ``files`` (name -> bytes or str), then run_autograder as Gradescope
+        runs it. Returns (results dict or None, Outcome)."""
+        autograder = self.root / "autograder"
+        for name in ("submission", "results"):
+            shutil.rmtree(autograder / name, ignore_errors=True)
+        (autograder / "submission").mkdir()
+        for name, data in (files or {}).items():
+            path = autograder / "submission" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data.encode() if isinstance(data, str) else data)
+        (autograder / "submission_metadata.json").write_text(json.dumps(metadata or {}))
+        self._clean_tmp()
+        outcome = self.run(["/autograder/run_autograder"], cwd="/autograder", drop_sys_admin=True,
+                           memory=memory, timeout=timeout, watch="/autograder/results/results.json")
+        path = autograder / "results" / "results.json"
+        try:
+            results = json.loads(path.read_text())
+        except (OSError, ValueError):
+            results = None
+        return results, outcome
+
+    def _clean_tmp(self):
+        """Each Gradescope submission starts from the image: nothing a previous case left in /tmp."""
+        tmp = self.root / "tmp"
+        for entry in tmp.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+    def run(self, argv, cwd="/", env=None, drop_sys_admin=False, memory=None, timeout=600, watch=None):
+        """Run ``argv`` in the image in a new PID and mount namespace; see the module doc."""
+        cgroup = make_memory_cgroup(memory) if memory else None
+        spec = {"root": str(self.root), "argv": argv, "cwd": cwd, "env": env or {}, "drop_sys_admin": drop_sys_admin,
+                "cgroup_procs": str(cgroup / "cgroup.procs") if cgroup else None, "timeout": timeout, "watch": watch}
+        with tempfile.NamedTemporaryFile("w+", suffix=".json") as report:
+            spec["report"] = report.name
+            try:
+                run = subprocess.run(["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--uts", "--ipc",
+                                      "--propagation", "private", sys.executable, __file__, json.dumps(spec)],
+                                     capture_output=True, text=True, timeout=timeout + 60)
+                data = json.loads(Path(report.name).read_text() or "{}")
+            finally:
+                peak, kills = read_memory_cgroup(cgroup) if cgroup else (0, 0)
+                if cgroup:
+                    remove_cgroup(cgroup)
+        return Outcome(data.get("returncode", run.returncode), data.get("output", run.stdout + run.stderr),
+                       peak, kills, data.get("survivors", []), data.get("late_change", False))
+
+
+# --- memory cgroups (v1 on this machine, v2 elsewhere) -----------------------------------------
+
+def _own_cgroup(controller):
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, names, path = line.rstrip("\n").split(":", 2)
+            if controller in names.split(","):
+                return path
+    return None
+
+
+def memory_cgroup_parent():
+    """(folder, version) where a child memory cgroup can be made, or None."""
+    v1 = _own_cgroup("memory")
+    if v1 is not None and Path(f"/sys/fs/cgroup/memory{v1}").is_dir():
+        folder = Path(f"/sys/fs/cgroup/memory{v1}")
+        return (folder, 1) if os.access(folder, os.W_OK) else None
+    v2 = _own_cgroup("")
+    for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        folder = Path(mount + (v2 or "/"))
+        controllers = folder / "cgroup.controllers"
+        if controllers.is_file() and "memory" in controllers.read_text().split() and os.access(folder, os.W_OK):
+            return folder, 2
+    return None
+
+
+def make_memory_cgroup(limit):
+    parent, version = memory_cgroup_parent()
+    folder = Path(tempfile.mkdtemp(prefix="attention-kit-gradescope-", dir=parent))
+    if version == 1:
+        (folder / "memory.limit_in_bytes").write_text(str(limit))
+        swap = folder / "memory.memsw.limit_in_bytes"
+        if swap.exists():
+            swap.write_text(str(limit))  # no swapping past the limit either
+    else:
+        (folder / "memory.max").write_text(str(limit))
+        (folder / "memory.swap.max").write_text("0")
+    return folder
+
+
+def read_memory_cgroup(folder):
+    """(peak bytes, OOM kills) of a cgroup."""
+    if (folder / "memory.max_usage_in_bytes").exists():
+        peak = int((folder / "memory.max_usage_in_bytes").read_text())
+        control = (folder / "memory.oom_control").read_text()
+    else:
+        peak = int((folder / "memory.peak").read_text())
+        control = (folder / "memory.events").read_text()
+    kills = next((int(line.split()[1]) for line in control.splitlines() if line.startswith("oom_kill ")), 0)
+    return peak, kills
+
+
+def remove_cgroup(folder):
+    for _ in range(50):  # the namespace's processes are gone, but the kernel may still be freeing them
+        try:
+            folder.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+# --- the init process inside the namespace ---------------------------------------------------
+
+def _digest(path):
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _processes():
+    """[pid, name, uid] of every live process of this PID namespace but this one."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            name = (entry / "comm").read_text().strip()
+            uid = entry.stat().st_uid
+        except OSError:
+            continue
+        if state != "Z":
+            found.append([int(entry.name), name, uid])
+    return found
+
+
+def _init(spec):
+    root = spec["root"]
+    for folder in ("proc", "dev"):
+        os.makedirs(f"{root}/{folder}", exist_ok=True)
+    subprocess.run(["mount", "-t", "proc", "proc", f"{root}/proc"], check=True)
+    subprocess.run(["mount", "--rbind", "/dev", f"{root}/dev"], check=True)
+    env = {"PATH": BARE_PATH, "HOME": "/root", **spec["env"]}
+    inner = "cd " + _quote(spec["cwd"]) + " && exec env -i " + " ".join(
+        _quote(f"{k}={v}") for k, v in env.items()) + " " + " ".join(_quote(a) for a in spec["argv"])
+    if spec["drop_sys_admin"]:
+        # capsh chroots, then drops CAP_SYS_ADMIN from the bounding set: after the exec of bash the
+        # command runs as root without it, as in a Docker container with the default profile.
+        command = ["capsh", f"--chroot={root}", "--drop=cap_sys_admin", "--", "-c", inner]
+    else:
+        command = ["chroot", root, "/bin/bash", "-c", inner]
+    procs = spec["cgroup_procs"]
+
+    def join_cgroup():
+        if procs:
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+
+    with tempfile.TemporaryFile("w+") as output:
+        try:
+            returncode = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=join_cgroup,
+                                        timeout=spec["timeout"], stdin=subprocess.DEVNULL).returncode
+        except subprocess.TimeoutExpired:
+            returncode = -9
+        survivors = _processes()
+        watch = spec["watch"] and root + spec["watch"]
+        before = _digest(watch) if watch else None
+        if watch:
+            time.sleep(LATE_STRIKE_WAIT)
+        late = bool(watch) and _digest(watch) != before
+        output.seek(0)
+        text = output.read()[-200_000:]
+    Path(spec["report"]).write_text(json.dumps({"returncode": returncode, "output": text, "survivors": survivors,
+                                                "late_change": late}))
+    # Leaving kills whatever is left: this process is PID 1 of the namespace.
+
+
+def _quote(text):
+    return "'" + str(text).replace("'", "'\"'\"'") + "'"
+
+
+if __name__ == "__main__":
+    _init(json.loads(sys.argv[1]))

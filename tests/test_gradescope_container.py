@@ -1,0 +1,268 @@
+"""The Gradescope zip grades in a clean container, as Gradescope runs it.
+
+Nothing of this machine's venv, PATH or privileges is in sight: ``make gradescope``'s zip is
+unpacked into a minimal Debian image, ``setup.sh`` builds it as root with a bare environment,
+and every submission runs ``/autograder/run_autograder`` without CAP_SYS_ADMIN inside a
+768 MiB memory cgroup (see ``gradescope_image``). The cases: the reference, the stubs, a buggy
+submission, the three upload shapes, the grader's own failure, and the whole hostile suite.
+
+Slow (about five minutes, a minute more the first time the image is built) and root-only;
+skipped with the reason where the machine cannot do it.
+"""
+import io
+import json
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import gradescope_image
+from conftest import ROOT
+from gradescope_image import GRADESCOPE_MEMORY, Image
+from test_hostile import EXPECTED, attack_problems, build_batch
+
+pytestmark = pytest.mark.skipif(bool(gradescope_image.unavailable()),
+                                reason=f"container test: {gradescope_image.unavailable()}")
+
+SAMPLES = ROOT / "examples" / "submissions"
+SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "gradescope_results.schema.json").read_text())
+FULL = 110  # 100 core points + 10 extra credit: the reference earns both
+HOSTILE_CALL_SECONDS = 2  # as in test_hostile; the shipped 10 s would make the hanging cases slow
+METADATA = {
+    "id": 987654321,
+    "created_at": "2026-11-29T10:15:00.000000-08:00",
+    "assignment": {"title": "LAB-03: Attention from Scratch", "total_points": 100.0},
+    "users": [{"email": "ada@example.edu", "id": 5551234, "name": "Ada Lovelace", "sid": "A1815"}],
+    "previous_submissions": [],
+}
+
+
+def sample(name):
+    return {f: (SAMPLES / name / f).read_text() for f in ("attention.py", "mha.py")}
+
+
+def zipped(files, folder=""):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(folder + name, text)
+    return buffer.getvalue()
+
+
+def failing(results):
+    return "\n".join(f"{t['number']} {t['name']}: {t['output'][:300]}" for t in results["tests"] if t["status"] == "failed")
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    work = tmp_path_factory.mktemp("gradescope-image")
+    built = subprocess.run([sys.executable, "-m", "autograder.gradescope", "build", "--out", str(work / "autograder.zip")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    wheel = gradescope_image.torch_cpu_wheel(work / "wheels")
+    image = Image.create(work, work / "autograder.zip", wheel)
+    image.setup_outcome = image.setup()
+    yield image
+    shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def graded(image):
+    """The ordinary cases, graded once each: name -> (results, Outcome)."""
+    assert image.setup_outcome.returncode == 0, f"setup.sh failed:\n{image.setup_outcome.output[-4000:]}"
+    reference = sample("reference")
+    cases = {
+        "reference": reference,
+        "stubs": sample("stubs"),
+        "mask_bug": sample("mask_bug"),
+        "zip_of_files": {"submission.zip": zipped(reference)},
+        "zip_of_a_folder": {"lab03.zip": zipped(reference, folder="lab03/")},
+    }
+    return {name: image.grade(files, METADATA) for name, files in cases.items()}
+
+
+# --- building the image ----------------------------------------------------------------------
+
+def test_setup_succeeds_in_a_clean_image(image):
+    outcome = image.setup_outcome
+    assert outcome.returncode == 0, f"setup.sh failed in a clean image:\n{outcome.output[-4000:]}"
+    assert "the reference scored full marks" in outcome.output, "setup.sh did not run its smoke test"
+
+
+def test_setup_leaves_the_system_python3_alone(image):
+    python3 = image.root / "usr" / "local" / "bin" / "python3"
+    assert not python3.exists() and not python3.is_symlink(), (
+        "setup.sh put a python3 in /usr/local/bin: Gradescope's harness relies on the system python3")
+
+
+def test_setup_installs_a_cpu_build_of_torch(image):
+    installed = list((image.root / "opt/attention-kit/lib/python3.11/site-packages").glob("torch-2.13.0*.dist-info"))
+    assert installed, "torch 2.13.0 is not in the kit's venv"
+    assert not list((image.root / "opt/attention-kit/lib/python3.11/site-packages").glob("nvidia*")), (
+        "CUDA libraries were installed: torch came from the wrong index")
+
+
+def test_setup_can_run_again(image):
+    again = image.setup(timeout=900)
+    assert again.returncode == 0, f"a second run of setup.sh failed:\n{again.output[-3000:]}"
+
+
+def test_setup_fails_the_build_when_the_image_cannot_grade(image):
+    """A broken grader must stop the image build, not surprise the first student."""
+    broken = image.root / "autograder" / "broken-source"
+    shutil.copytree(image.root / "autograder" / "source", broken)
+    try:
+        (broken / "autograder" / "compare.py").write_text("raise ImportError('deliberately broken for this test')\n")
+        outcome = image.run(["bash", "./setup.sh"], cwd="/autograder/broken-source",
+                            env={"TORCH_INDEX": f"file://{gradescope_image.TORCH_WHEEL_INDEX}"}, timeout=900)
+    finally:
+        shutil.rmtree(broken, ignore_errors=True)
+    assert outcome.returncode != 0, "setup.sh succeeded although the grader cannot grade the reference"
+    assert "smoke test failed" in outcome.output, outcome.output[-2000:]
+
+
+# --- grading ---------------------------------------------------------------------------------
+
+def test_reference_scores_full_marks(graded):
+    results, _ = graded["reference"]
+    assert results is not None and results["score"] == FULL, failing(results) if results else "no results.json"
+
+
+def test_grading_runs_at_the_uid_level_without_cap_sys_admin(graded):
+    results, _ = graded["reference"]
+    assert results["extra_data"]["isolation"] == "uid", (
+        f"expected the uid level (no CAP_SYS_ADMIN, as in Gradescope's Docker container), got "
+        f"{results['extra_data']['isolation']}")
+
+
+def test_stubs_score_zero_without_grader_errors(graded):
+    results, _ = graded["stubs"]
+    assert results["score"] == 0 and not results["extra_data"]["grader_error"], results["output"]
+
+
+def test_a_buggy_submission_loses_points(graded):
+    results, _ = graded["mask_bug"]
+    assert 0 < results["score"] < 100 and not results["extra_data"]["grader_error"], results["output"]
+
+
+@pytest.mark.parametrize("shape", ["zip_of_files", "zip_of_a_folder"])
+def test_every_upload_shape_gets_the_same_score(graded, shape):
+    assert graded[shape][0]["score"] == graded["reference"][0]["score"], failing(graded[shape][0])
+
+
+@pytest.mark.parametrize("case", ["reference", "stubs", "mask_bug", "zip_of_files", "zip_of_a_folder"])
+def test_results_follow_the_schema(graded, case):
+    jsonschema.validate(graded[case][0], SCHEMA)
+
+
+@pytest.mark.parametrize("case", ["reference", "stubs", "mask_bug"])
+def test_a_run_stays_under_gradescopes_memory_and_leaves_nothing_running(graded, case):
+    _, outcome = graded[case]
+    assert outcome.oom_kills == 0 and outcome.peak_bytes < GRADESCOPE_MEMORY, (
+        f"{case}: peak {outcome.peak_bytes >> 20} MiB, {outcome.oom_kills} OOM kills (limit {GRADESCOPE_MEMORY >> 20} MiB)")
+    assert not outcome.survivors, f"{case}: still running after run_autograder returned: {outcome.survivors}"
+    assert not outcome.late_change, f"{case}: results.json changed after run_autograder returned"
+
+
+def test_the_sid_is_never_a_gradescope_user_id(image):
+    metadata = dict(METADATA, users=[{"email": "b@example.edu", "id": 777, "name": "Bo"}])  # no sid
+    results, _ = image.grade(sample("stubs"), metadata)
+    assert results["extra_data"]["submitters"] == [{"name": "Bo", "email": "b@example.edu", "sid": ""}]
+
+
+def test_a_grader_that_cannot_start_still_writes_a_valid_results_json(image):
+    venv = image.root / "opt" / "attention-kit"
+    aside = venv.with_name("attention-kit.aside")
+    venv.rename(aside)
+    try:
+        results, outcome = image.grade(sample("reference"), METADATA)
+    finally:
+        aside.rename(venv)
+    assert outcome.returncode == 0, outcome.output
+    assert results is not None, "run_autograder left no results.json when the kit's Python was missing"
+    jsonschema.validate(results, SCHEMA)
+    assert results["extra_data"]["grader_error"] and "not a problem with your code" in results["output"]
+
+
+# --- the hostile suite at the uid level ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hostile(image, tmp_path_factory):
+    """Every case of tests/hostile graded in the image: case -> (results, Outcome, escapes, connections)."""
+    assert image.setup_outcome.returncode == 0, "setup.sh failed"
+    token = secrets.token_hex(4)
+    markers = image.root / f"markers-hx-{token}"
+    markers.mkdir(mode=0o1777)
+    markers.chmod(0o1777)
+    batch = tmp_path_factory.mktemp("hostile-batch") / "batch"
+    config = image.root / "autograder" / "source" / "grading.yaml"
+    shipped = config.read_text()
+    config.write_text(shipped.replace("call_seconds: 10", f"call_seconds: {HOSTILE_CALL_SECONDS}"))
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    graded = {}
+    try:
+        build_batch(batch, {"TOKEN": token, "MARKERS": f"/markers-hx-{token}", "KIT": "/autograder/source",
+                            "OUT": "/autograder/results", "BATCH": "/autograder/submission",
+                            "PORT": listener.getsockname()[1]})
+        for folder in sorted(batch.iterdir()):
+            if folder.name not in EXPECTED:
+                continue
+            files = {p.name: p.read_bytes() for p in folder.iterdir()}
+            before = set(escapes(image, token))
+            results, outcome = image.grade(files, METADATA)
+            new = sorted(set(escapes(image, token)) - before)
+            graded[folder.name] = (results, outcome, new, connections(listener))
+    finally:
+        config.write_text(shipped)
+        listener.close()
+    return graded
+
+
+def escapes(image, token):
+    """Files a payload made outside its sandbox: their names hold the token (tests/hostile/README.md)."""
+    pattern = f"*hx-{token}*"
+    places = [image.root, image.root / "tmp", image.root / "root", image.root / "autograder"]
+    found = [p for place in places for p in place.glob(pattern) if p.name != f"markers-hx-{token}"]
+    found += list((image.root / f"markers-hx-{token}").iterdir())  # a world-writable folder outside the sandbox
+    found += list((image.root / "autograder").rglob(pattern))
+    return sorted({str(p.relative_to(image.root)) for p in found})
+
+
+def connections(listener):
+    received = []
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return received
+        conn.close()
+        received.append("connection")
+
+
+@pytest.mark.parametrize("case", EXPECTED)
+def test_hostile_case_is_contained_at_the_uid_level(hostile, case):
+    results, outcome, escaped, reached = hostile[case]
+    assert results is not None, f"{case}: no results.json\n{outcome.output[-2000:]}"
+    jsonschema.validate(results, SCHEMA)
+    assert results["extra_data"]["isolation"] == "uid", results["extra_data"]
+    problems = attack_problems(results, case)
+    if outcome.survivors:
+        problems.append(f"{case}: still running after run_autograder returned: {outcome.survivors}")
+    if outcome.late_change:
+        problems.append(f"{case}: results.json changed after run_autograder returned")
+    if outcome.oom_kills or outcome.peak_bytes >= GRADESCOPE_MEMORY:
+        problems.append(f"{case}: peak {outcome.peak_bytes >> 20} MiB, {outcome.oom_kills} OOM kills")
+    if escaped:
+        problems.append(f"{case}: files written outside the sandbox: {escaped}")
+    if reached:
+        problems.append(f"{case}: reached a listener on 127.0.0.1 ({len(reached)} connections)")
+    if "FAKE-REPORT" in json.dumps(results):
+        problems.append(f"{case}: the submission's fake results.json was used")
+    assert not problems, "\n".join(problems)
