@@ -90,6 +90,16 @@ def test_mutant_loses_points_in_its_part(reports, name, part):
     assert not silent, f"mutant {name}: tests of part {part!r} lost points without saying why: {silent}"
 
 
+CRASH_AND_BUG_ONLY = [m for m in MUTANTS if "rules" not in m["parts"]]
+
+
+@pytest.mark.parametrize("mutant", CRASH_AND_BUG_ONLY, ids=[m["name"] for m in CRASH_AND_BUG_ONLY])
+def test_mutant_keeps_the_rule_points_when_it_calls_no_builtin(reports, mutant):
+    """A wrong result or a crash is not a rule violation: only evidence of a forbidden call costs rule points."""
+    tests = [t for t in results(reports, f"mutant-{mutant['name']}")["tests"] if "rules" in t.get("tags", [])]
+    assert tests and not lost(tests), f"mutant {mutant['name']} ({mutant['why']}) lost rule points:\n{explain(lost(tests))}"
+
+
 NAMED = [m for m in MUTANTS if m.get("mistake")]
 
 
