@@ -75,6 +75,14 @@ def _matches(got, candidate):
     return bool(same_nan.all() and close.all())
 
 
+# Found from the pattern of the errors (compare.py), not recomputed: every error of a float64 result is
+# within a few float32 ulps, whatever the inputs.
+FLOAT32_IN_FLOAT64 = Mistake(
+    "float32_in_float64", "precision", "A float32 constant or intermediate in a float64 computation: the result "
+    "is only float32-accurate (e.g. a scale made with torch.Tensor([d_k]) or torch.FloatTensor)",
+    "Scaled dot-product attention")
+
+
 # --- masks ------------------------------------------------------------------------------------
 
 SECTION_CAUSAL = "2. Causal masking"

@@ -39,6 +39,12 @@ def expect_close(got, expected, case, what="output", hint=None, check_dtype=True
     error = torch.where(finite, (got64 - exp64).abs(), torch.zeros_like(exp64))
     allowed = atol + rtol * exp64.abs().nan_to_num(0.0)
     if (error > allowed).any():
+        if _float32_precision(got, expected, error, exp64):
+            fail(case, f"{what} values differ at float32 precision: max abs error {error.max().item():.3g} in a "
+                       f"float64 computation (float32 keeps about 7 digits, float64 about 16)",
+                 "keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or "
+                 "query.new_tensor(d_k), not torch.Tensor([d_k]) or torch.FloatTensor(...), which are float32",
+                 figure=matrix_figure(what, expected, got), mistake=catalogue.FLOAT32_IN_FLOAT64)
         index = _first_index(error == error.max())
         where = where_differ(error > allowed, mask) if what == "weights" else ""
         fail(case, f"{what} values differ: max abs error {error.max().item():.3g} at index {index} "
@@ -76,11 +82,22 @@ def expect_pair(result, case, names=("output", "weights")):
     return result
 
 
-def fail(case, problem, hint=None, figure=None):
+def fail(case, problem, hint=None, figure=None, mistake=None):
     message = f"{case}: {problem}"
     if hint:
         message += f"\n  hint: {hint}"
-    raise StudentError(message, figure=figure)
+    error = StudentError(message, figure=figure)
+    raise error.named(mistake) if mistake else error
+
+
+FLOAT32_EPS = torch.finfo(torch.float32).eps
+
+
+def _float32_precision(got, expected, error, exp64):
+    """A float64 result that is only float32-accurate: every error within a few float32 ulps."""
+    if got.dtype != torch.float64 or expected.dtype != torch.float64:
+        return False
+    return bool((error <= 64 * FLOAT32_EPS * (1 + exp64.abs().nan_to_num(0.0))).all())
 
 
 @contextlib.contextmanager
@@ -125,17 +142,45 @@ def where_differ(differs, mask=None):
 
 
 def matrix_figure(what, expected, got):
-    """The first (T_q, T_k) matrix of expected and got, as plain lists, for the report's heatmaps."""
+    """The (T_q, T_k) matrix of expected and got with the largest error, as plain lists, for the report's
+    heatmaps; ``where`` names it (e.g. "batch 1, head 2") when the tensor holds more than one."""
     if not isinstance(got, torch.Tensor) or expected.dim() < 2 or got.shape != expected.shape:
         return None
+    where = None
     if what == "mask":  # (T, T) causal or (B, 1, 1, T) padding: show it as rows of keys
         expected2, got2 = (t.reshape(-1, t.shape[-1]).double() for t in (expected, got))
     else:
-        first = (0,) * (expected.dim() - 2)
-        expected2, got2 = expected[first].double(), got[first].double()
+        index = _worst_matrix(expected.double(), got.double())
+        expected2, got2 = expected[index].double(), got[index].double()
+        where = _name_matrix(index, expected.dim())
     if max(expected2.shape) > 16:
         return None
-    return {"what": what, "expected": expected2.tolist(), "got": got2.tolist()}
+    figure = {"what": what, "expected": expected2.tolist(), "got": got2.tolist()}
+    if where:
+        figure["where"] = where
+    return figure
+
+
+def _worst_matrix(expected, got):
+    """Index of the leading dims whose (rows, cols) matrix has the largest error (NaN/inf count as infinite)."""
+    lead = expected.shape[:-2]
+    if not lead.numel():
+        return ()
+    same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
+    error = torch.where(same, torch.zeros_like(got), (got - expected).abs().nan_to_num(nan=float("inf")))
+    worst = int(error.reshape(lead.numel(), -1).amax(dim=1).argmax())  # the first one on ties
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), lead))
+
+
+def _name_matrix(index, dims):
+    """ "batch 1, head 2" for (B, h, T_q, T_k) tensors, "batch 1" for (B, T_q, T_k); None for one matrix."""
+    if not index:
+        return None
+    if dims == 3:
+        return f"batch {index[0]}"
+    if dims == 4:
+        return f"batch {index[0]}, head {index[1]}"
+    return "index " + str(index)
 
 
 def describe_value(value):

@@ -1,7 +1,8 @@
 """Pictures for the reports: expected vs got as a text heatmap (Gradescope strips images) or a PNG.
 
 A ``figure`` is what the grader keeps of a failed matrix comparison (``compare.matrix_figure``):
-``{"what": "weights" | "mask" | ..., "expected": rows, "got": rows}``, at most 16 x 16, and
+``{"what": "weights" | "mask" | ..., "expected": rows, "got": rows}`` and, when the tensor holds several
+matrices, ``"where"`` (e.g. "batch 1, head 2": the one with the largest error), at most 16 x 16, and
 the values may be NaN or inf. matplotlib is imported only inside the PNG functions, so grading
 pays for it only when a picture is drawn (and Gradescope, which shows no images, never does).
 """
@@ -27,7 +28,7 @@ def text_heatmap(figure):
     repeat = 2 if cols <= 8 else 1  # two characters per entry look square; one keeps 16 columns narrow
     width = repeat * cols
     index = "".join(f"{j % 10:<{repeat}}" for j in range(cols))
-    lines = [f"{figure['what']}, first {rows}x{cols} matrix ({_axes(figure['what'])}):",
+    lines = [f"{figure['what']}, {rows}x{cols} matrix{_which(figure)} ({_axes(figure['what'])}):",
              "   " + " ".join(f" {title:^{width}} " for title, *_ in panels),
              "   " + " ".join(f" {index} " for _ in panels)]
     for i in range(rows):
@@ -36,6 +37,12 @@ def text_heatmap(figure):
     lines.append(f"shades '{SHADES}' low to high: expected/got from {low:.3g} to {high:.3g}, "
                  f"|diff| from 0 to {top:.3g}; '{NAN}' NaN, '{INF}' inf")
     return "\n".join(lines)
+
+
+def _which(figure):
+    """Which matrix of the tensor is drawn: " of batch 1, head 2 (the largest error)", or nothing for one matrix."""
+    where = figure.get("where")
+    return f" of {where} (the largest error)" if where else ""
 
 
 def _axes(what):
@@ -100,7 +107,7 @@ def png_heatmap(figure):
         ax.text(-0.2, i + 0.5, str(i), ha="right", va="center", fontsize=8)
     ax.text(-1.0, rows / 2, "query i" if weights else "row i", ha="right", va="center", rotation=90, fontsize=8)
     note = "  (magenta '?' = NaN or inf)" if not np.isfinite(np.concatenate([expected, got])).all() else ""
-    fig.suptitle(f"{figure['what']}: first {rows}x{cols} matrix{note}", fontsize=11)
+    fig.suptitle(f"{figure['what']}: {rows}x{cols} matrix{_which(figure)}{note}", fontsize=11)
     return _png(canvas)
 
 

@@ -10,6 +10,7 @@ optionally, ``init`` (construct a class first), ``state`` (parameters to load by
 ``attrs`` (report the constructed object's attributes).
 """
 import importlib
+import importlib.util
 import math
 import os
 import sys
@@ -56,9 +57,15 @@ def _tripwire(name, original):
 
 # --- attention from built-ins, for grading MHA with a known-good attention ----------------
 
-def _oracle_attention_module():
-    """A stand-in ``attention`` module built from torch built-ins, used in "oracle" mode so an
-    attention.py bug does not also sink MultiHeadAttention. It follows the lab text's formula."""
+CONTRACT = ("causal_mask", "padding_mask", "scaled_dot_product_attention", "ScaledDotProductAttention")
+
+
+def _oracle_attention_module(folder):
+    """A stand-in ``attention`` module for "oracle" mode, so an attention.py bug does not also sink
+    MultiHeadAttention: the four contract names are built from torch built-ins (the lab text's
+    formula), and any other name (a helper, a constant, a class) comes from the student's own
+    attention.py, which is loaded only when mha.py asks for such a name. Loaded that way, its
+    contract names are replaced too, so its helpers call the known-good attention."""
     module = types.ModuleType("attention")
 
     def causal_mask(seq_len, device=None):
@@ -79,9 +86,43 @@ def _oracle_attention_module():
         def forward(self, query, key, value, mask=None):
             return scaled_dot_product_attention(query, key, value, mask)
 
-    module.causal_mask, module.padding_mask = causal_mask, padding_mask
-    module.scaled_dot_product_attention = scaled_dot_product_attention
-    module.ScaledDotProductAttention = ScaledDotProductAttention
+    oracle = {"causal_mask": causal_mask, "padding_mask": padding_mask,
+              "scaled_dot_product_attention": scaled_dot_product_attention,
+              "ScaledDotProductAttention": ScaledDotProductAttention}
+    vars(module).update(oracle)
+    own = {}  # the student's module and its original contract objects, once loaded
+
+    def load_own():
+        if "error" in own:
+            raise own["error"]
+        if "module" not in own:
+            spec = importlib.util.spec_from_file_location("attention", os.path.join(folder, "attention.py"))
+            student = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(student)
+            except BaseException as err:  # remembered: every later lookup fails the same way
+                own["error"] = err
+                raise
+            own["originals"] = [(getattr(student, name), name) for name in CONTRACT if hasattr(student, name)]
+            vars(student).update(oracle)
+            own["module"] = student
+        return own["module"]
+
+    def __getattr__(name):
+        if name.startswith("__") and name != "__all__":
+            raise AttributeError(name)  # import machinery probes (__path__, ...): no need to load the file
+        if name == "__all__":  # `from attention import *`: the student's public names, or the contract's
+            try:
+                student = load_own()
+            except Exception:
+                return list(CONTRACT)
+            return getattr(student, "__all__", [n for n in vars(student) if not n.startswith("_")])
+        student = load_own()
+        value = getattr(student, name)  # AttributeError: the name is not in the student's file either
+        alias = next((n for original, n in own["originals"] if original is value), None)
+        return oracle[alias] if alias else value  # an alias such as `attention = scaled_dot_product_attention`
+
+    module.__getattr__ = __getattr__
     return module
 
 
@@ -101,7 +142,7 @@ class Submission:
             raise ImportFailed(self.failures[name])
         if name not in self.modules:
             if self.mode == "oracle" and "attention" not in sys.modules:
-                sys.modules["attention"] = _oracle_attention_module()
+                sys.modules["attention"] = _oracle_attention_module(self.folder)
             try:
                 self.modules[name] = sys.modules.get(name) or importlib.import_module(name)
             except BaseException as err:  # SystemExit and KeyboardInterrupt at import count too

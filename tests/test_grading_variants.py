@@ -90,6 +90,23 @@ def test_mutant_loses_points_in_its_part(reports, name, part):
     assert not silent, f"mutant {name}: tests of part {part!r} lost points without saying why: {silent}"
 
 
+CRASH_AND_BUG_ONLY = [m for m in MUTANTS if "rules" not in m["parts"]]
+
+
+@pytest.mark.parametrize("mutant", CRASH_AND_BUG_ONLY, ids=[m["name"] for m in CRASH_AND_BUG_ONLY])
+def test_mutant_keeps_the_rule_points_when_it_calls_no_builtin(reports, mutant):
+    """A wrong result or a crash is not a rule violation: only evidence of a forbidden call costs rule points."""
+    tests = [t for t in results(reports, f"mutant-{mutant['name']}")["tests"] if "rules" in t.get("tags", [])]
+    assert tests and not lost(tests), f"mutant {mutant['name']} ({mutant['why']}) lost rule points:\n{explain(lost(tests))}"
+
+
+def test_an_attention_py_that_does_not_import_costs_no_mha_points(reports):
+    """The stand-in attention of oracle mode falls back cleanly when the student's attention.py cannot be imported."""
+    tests = [t for t in results(reports, "mutant-attention_does_not_import")["tests"]
+             if t["tags"][0] in ("mha_init", "heads", "mha_forward")]
+    assert tests and not lost(tests), f"MHA points lost for a broken attention.py:\n{explain(lost(tests))}"
+
+
 NAMED = [m for m in MUTANTS if m.get("mistake")]
 
 

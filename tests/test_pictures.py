@@ -46,7 +46,7 @@ def results(out, submission):
 def figure_tests(out, submission):
     """Numbers of the failed tests whose results.json output carries a text heatmap."""
     return [t["number"] for t in results(out, submission)["tests"]
-            if t["status"] == "failed" and "first" in t["output"] and "shades" in t["output"]]
+            if t["status"] == "failed" and " matrix" in t["output"] and "shades" in t["output"]]
 
 
 def looks_drawn(png_bytes):
@@ -188,7 +188,7 @@ def test_every_failed_test_with_a_figure_shows_it_as_a_png_or_as_text(graded, su
 def test_the_first_failed_mask_or_weights_test_is_drawn_as_a_png(graded, submission):
     page = (graded / submission / "feedback.html").read_text()
     outputs = {t["number"]: t["output"] for t in results(graded, submission)["tests"]}
-    first = next(n for n in figure_tests(graded, submission) if re.search(r"^(mask|weights), first", outputs[n], re.M))
+    first = next(n for n in figure_tests(graded, submission) if re.search(r"^(mask|weights), \d+x\d+ matrix", outputs[n], re.M))
     assert '<img src="data:image/png;base64,' in sections(page)[first]
     assert 1 <= page.count("<img") <= report.MAX_PICTURES
 

@@ -63,14 +63,16 @@ def test_attention_padding_mask(student, reference):
 
 @pytest.mark.points(2)
 def test_attention_int_mask(student, reference):
-    """Attention: an integer mask (1 = may attend, 0 = blocked)"""
+    """Attention: integer masks (1 = may attend, 0 = blocked), random and (T, T) causal"""
     check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="random", mask_dtype=torch.int64, seed=11))
+    check_sdpa(student, reference, AttentionCase((2,), 6, 6, 8, 8, mask="causal", mask_dtype=torch.int64, seed=15))
 
 
 @pytest.mark.points(2)
 def test_attention_float_mask(student, reference):
-    """Attention: a float mask (1.0 = may attend, 0.0 = blocked)"""
+    """Attention: float masks (1.0 = may attend, 0.0 = blocked), random and (T, T) causal"""
     check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="random", mask_dtype=torch.float32, seed=12))
+    check_sdpa(student, reference, AttentionCase((2, 2), 6, 6, 4, 4, mask="causal", mask_dtype=torch.float32, seed=16))
 
 
 @pytest.mark.points(2)
