@@ -29,16 +29,16 @@ class Engine:
     """The warm state shared by every submission of a run."""
 
     def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS):
-        from autograder import probes  # noqa: F401  (imported before the fork: children get it free)
         from autograder.config import load_config
 
-        sandbox.warm_up()
         self.config = config or load_config()
         self.limits = sandbox.Limits(call_seconds=self.config.call_seconds, memory_mb=self.config.memory_mb)
         self.level = level or sandbox.requested_level() or sandbox.detect_level()
         self.tests_dir = tests_dir
         self.layers = isolation.detect_layers(self.level)
+        # Started first: the zygote imports torch in its own fresh interpreter while this process does.
         self.zygote = sandbox.Zygote(self.level, hidden=[KIT_ROOT], layers=self.layers)
+        sandbox.warm_up()
         self._preload_tests()
         # Everything loaded so far lives for the whole run. Frozen, the garbage collector never
         # scans it again: the forked graders' collections stay cheap, and do not write to (and so
@@ -100,9 +100,9 @@ def standalone_student(path):
 
     if not os.path.exists(path):
         raise SystemExit(f"--submission: no such file or folder: {path}")
-    sandbox.warm_up()
     level = sandbox.requested_level() or sandbox.detect_level()
     zygote = sandbox.Zygote(level, hidden=[KIT_ROOT], layers=isolation.detect_layers(level))
+    sandbox.warm_up()
     scratch = tempfile.mkdtemp(prefix="ag-sub-")
     os.chmod(scratch, 0o711)
     student = None

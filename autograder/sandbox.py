@@ -44,22 +44,52 @@ class ChildDied(Exception):
 
 # --- the zygote ----------------------------------------------------------------------------
 
+# What a zygote (and so every child) sees of the environment: nothing of the instructor's or
+# Gradescope's, only what the runtime needs. OPENBLAS_* describe this machine's processor, where
+# older OpenBLAS builds need them to compute right.
+ENV_PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_ZYGOTE_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandbox import zygote_main; zygote_main()"
+
+
+def child_environment():
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env.update({k: os.environ[k] for k in ENV_PASSED_THROUGH if k in os.environ})
+    return env
+
+
 class Zygote:
-    """A forked process that holds torch and the probes, and forks sandboxed children on request."""
+    """A fresh interpreter that holds torch and the probes, and forks sandboxed children on request.
+
+    It is exec'd, not forked from the grader: it starts with none of the grader's memory (the class
+    roster, submission paths, Gradescope's metadata), no inherited descriptor but its socket, and an
+    allow-listed environment. It imports torch while the grader loads the reference and the suite.
+    """
 
     def __init__(self, level, hidden=(), layers=()):
+        import subprocess
+        import tempfile
+
         self.level, self.hidden, self.layers = level, list(hidden), list(layers)
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.pid = os.fork()
-        self.uid_block = isolation.sandbox_uid_block(self.pid or os.getpid())
-        self.children_started = {}  # slot -> children started so far, in this process
-        if self.pid == 0:
-            self.sock.close()
-            try:
-                self._serve(theirs)
-            finally:
-                os._exit(0)
+        settings = json.dumps({"fd": theirs.fileno(), "level": level, "hidden": self.hidden, "layers": self.layers})
+        self.log = tempfile.TemporaryFile()  # the zygote's own errors, for a grader error message
+        kit = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.process = subprocess.Popen(
+            [sys.executable, "-E", "-s", "-B", "-c", _ZYGOTE_BOOT, kit, settings], pass_fds=(theirs.fileno(),),
+            env=child_environment(), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
         theirs.close()
+        self.pid = self.process.pid
+        self.uid_block = isolation.sandbox_uid_block(self.pid)
+        self.children_started = {}  # slot -> children started so far, in this process
+
+    def failure(self):
+        """The zygote's last words, if it died (for a grader error)."""
+        if self.process.poll() is None:
+            return None
+        self.log.seek(0)
+        tail = self.log.read()[-1500:].decode("utf-8", "replace").strip()
+        return f"the sandbox's zygote exited ({self.process.returncode}): {tail or 'no message'}"
 
     def next_uid(self, slot=0):
         """A uid no running child has: the next of this slot's (see ``isolation.sandbox_uid``).
@@ -86,30 +116,39 @@ class Zygote:
     def stop(self):
         try:
             self.sock.close()
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            self.process.kill()
+            self.process.wait()
         except (OSError, ChildProcessError):
             pass
 
-    # zygote side
-    def _serve(self, sock):
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
-        gc.freeze()  # torch stays: a child's collections then neither scan nor copy its pages
-        while True:
-            try:
-                message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
-            except OSError:
-                return
-            if not message:
-                return
-            config = json.loads(message)
-            if os.fork() == 0:
-                sock.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _waiter(config, *fds, level=self.level, uid=config["uid"],
-                        hidden=self.hidden, layers=self.layers)
-            for fd in fds:
-                os.close(fd)
+
+def zygote_main():
+    """The zygote's own process (exec'd by ``Zygote``): warm up, then fork a waiter per request."""
+    settings = json.loads(sys.argv[2])
+    sock = socket.socket(fileno=settings["fd"])
+    from autograder import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)
+
+    warm_up()
+    _serve(sock, settings["level"], settings["hidden"], settings["layers"])
+
+
+def _serve(sock, level, hidden, layers):
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
+    gc.freeze()  # torch stays: a child's collections then neither scan nor copy its pages
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+        except OSError:
+            return
+        if not message:
+            return
+        config = json.loads(message)
+        if os.fork() == 0:
+            sock.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _waiter(config, *fds, level=level, uid=config["uid"], hidden=hidden, layers=layers)
+        for fd in fds:
+            os.close(fd)
 
 
 def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers):
@@ -136,35 +175,66 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
     os._exit(code)
 
 
+REQUEST_FD, RESPONSE_FD = 3, 4  # where the child keeps its two protocol pipes; every other descriptor is closed
+
+
 def _child(config, request_r, response_w, output_w, level, uid, hidden, layers):
     """The sandboxed child: isolate, limit, then serve probes until the grader hangs up."""
     from autograder import confine, probes  # already imported in the zygote: costs nothing
 
+    reply_fd = response_w
     try:
         os.setsid()
-        os.dup2(output_w, 1)
-        os.dup2(output_w, 2)
-        os.close(output_w)
+        _keep_only_protocol_fds(request_r, response_w, output_w)
+        reply_fd = RESPONSE_FD
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")  # under memory pressure the kernel kills the student's code, never the grader
         submission_dir = config["dir"]
         if level == "namespaces":
             isolation.build_private_root(submission_dir + ".root", submission_dir, hidden)
             submission_dir = "/submission"
         if level in ("namespaces", "uid"):
             isolation.drop_privileges(uid, uid)
+        _stdin_from_devnull()  # again, now that /dev/null is the sandbox's own
         isolation.apply_limits(config["memory_mb"] << 20, config["cpu_seconds"], config["max_processes"])
         if layers:  # every layer the parent found working, or the child does not run at all
             own_proc = f"/proc/{os.getpid()}"  # the memory probe resets its own peak (clear_refs)
             confine.apply(layers, readable=isolation.confinement_paths(), writable=[submission_dir, own_proc])
             os.environ["TMPDIR"] = submission_dir  # /tmp is out of reach
     except BaseException as err:
-        wire.send(response_w, {"ok": False, "setup_error": f"{type(err).__name__}: {err}"})
+        wire.send(reply_fd, {"ok": False, "setup_error": f"{type(err).__name__}: {err}"})
         os._exit(70)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     try:
-        probes.serve(request_r, response_w, submission_dir, config["mode"])
+        probes.serve(REQUEST_FD, RESPONSE_FD, submission_dir, config["mode"])
     finally:
         os._exit(0)
+
+
+def _keep_only_protocol_fds(request_r, response_w, output_w):
+    """stdin from /dev/null, stdout and stderr to the output pipe, the protocol pipes at fixed numbers,
+    and nothing else: no descriptor of the zygote's, or of whoever started the grader, reaches student code."""
+    high = [os.dup(fd) for fd in (request_r, response_w, output_w)]  # out of the way of 0-4
+    _stdin_from_devnull()
+    os.dup2(high[2], 1)
+    os.dup2(high[2], 2)
+    os.dup2(high[0], REQUEST_FD)
+    os.dup2(high[1], RESPONSE_FD)
+    os.closerange(RESPONSE_FD + 1, _max_fd())  # the dups in `high` too
+
+
+def _stdin_from_devnull():
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+
+
+def _max_fd():
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
 # --- the grader's handle on one child ------------------------------------------------------

@@ -40,6 +40,7 @@ LATE_STRIKE_WAIT = 3  # seconds a daemon gets, after the grader exits, to overwr
 MISSING = {"missing_file": "mha.py"}  # case -> the file it does not hand in
 PATCH_BLOCK = re.compile(r"^# BEGIN PATCH\n.*?^# END PATCH\n", re.MULTILINE | re.DOTALL)
 ISOLATION_LEVELS = ("namespaces", "uid", "rlimits")
+GRADER_SECRET = "AGSECRET-" + secrets.token_hex(8)  # the grader_memory payload hunts for this pattern
 
 ATTENTION_PARTS = ("masks", "attention", "gradients")
 MHA_PARTS = ("mha_init", "heads", "mha_forward")
@@ -80,6 +81,8 @@ EXPECTED = {
     "write_outside": Expect(),
     "network": Expect(),
     "fork_bomb": Expect(),
+    "grader_memory": Expect(),
+    "inherited_fds": Expect(),
 }
 
 
@@ -202,11 +205,12 @@ def escaped_files(run):
     return found
 
 
-def grade_watching(command, name, timeout=300):
+def grade_watching(command, name, timeout=300, env=None, pass_fds=()):
     """Run the grader; meanwhile count the processes called `name` (proof the payloads started some)."""
     peak = 0
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-        grader = subprocess.Popen(command, cwd=ROOT, stdout=stdout, stderr=stderr, text=True)
+        grader = subprocess.Popen(command, cwd=ROOT, stdout=stdout, stderr=stderr, text=True, env=env,
+                                  pass_fds=pass_fds)
         deadline = time.monotonic() + timeout
         while grader.poll() is None:
             if time.monotonic() > deadline:
@@ -230,19 +234,24 @@ def run():
     markers.mkdir(mode=0o1777)
     markers.chmod(0o1777)
     listener = socket.create_server(("127.0.0.1", 0))
+    # What only the grader holds: a secret in its environment, and a descriptor of a folder that the
+    # shell which started it left open (as `exec 7</some/dir; make grade` would).
+    environment = dict(os.environ, AG_GRADER_SECRET=GRADER_SECRET)
+    inherited = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     survivors = []
     try:
         build_batch(batch, {"TOKEN": token, "MARKERS": markers, "KIT": ROOT, "OUT": out, "BATCH": batch,
                             "PORT": listener.getsockname()[1]})
         command = [sys.executable, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2",
                    "--call-timeout", str(CALL_TIMEOUT)]
-        process, peak = grade_watching(command, f"hx{token}")
+        process, peak = grade_watching(command, f"hx{token}", env=environment, pass_fds=(inherited,))
         at_exit = snapshot(out)
         time.sleep(LATE_STRIKE_WAIT)
         survivors = processes_named(f"hx{token}")
         yield Run(token, base, batch, out, markers, process, at_exit, snapshot(out), peak, survivors,
                   accepted(listener))
     finally:
+        os.close(inherited)
         listener.close()
         for pid, _ in survivors + processes_named(f"hx{token}"):  # only processes this run started
             try:
@@ -423,6 +432,35 @@ def test_gc_and_stack_frames_hold_nothing_from_the_reference(run):
     assert found["tensors"] > 0, f"the gc walk saw no tensor at all, so it proves nothing: {found}"
     leaks = {key: found[key] for key in ("modules", "functions", "frames", "lookalikes") if found[key]}
     assert not leaks, f"the submission's process holds parts of the reference or the hidden tests: {leaks}"
+
+
+def memory_hunt(printed):
+    """(secrets found, bytes scanned) as the grader_memory payload reports them."""
+    match = re.search(r"^MEMORY-HUNT found=(\[.*?\]) scanned=(\d+)$", printed, re.MULTILINE)
+    assert match, f"the memory hunt did not report:\n{printed[:1000]}"
+    return match.group(1), int(match.group(2))
+
+
+def test_the_child_holds_nothing_of_the_graders_memory_or_environment(run):
+    found, scanned = memory_hunt(run.printed("grader_memory"))
+    assert scanned > 1 << 20, f"the hunt read only {scanned} bytes of its memory: it proves nothing"
+    assert GRADER_SECRET not in found, (
+        f"the submission found the grader's secret ({found}) in its environment or memory: the sandbox "
+        "must start from a fresh interpreter with an allow-listed environment")
+
+
+def descriptors(printed):
+    return {int(n): target for n, target in re.findall(r"^FD (\d+) -> (.*)$", printed, re.MULTILINE)}
+
+
+def test_the_child_holds_only_its_protocol_descriptors(run):
+    held = descriptors(run.printed("inherited_fds"))
+    assert held, f"the descriptor payload did not report:\n{run.printed('inherited_fds')[:500]}"
+    assert held.get(0) == "/dev/null", f"stdin is {held.get(0)}, not /dev/null"
+    # A descriptor that no longer exists when read was the listing's own (os.listdir works on a copy).
+    extra = {n: t for n, t in held.items() if n > 4 and t != "? No such file or directory"}
+    assert not extra, f"the child holds descriptors beyond stdin/out/err and its two pipes: {extra}"
+    assert str(run.base) not in "".join(held.values()), "a descriptor the grader inherited reached the child"
 
 
 def test_returned_objects_are_never_unpickled(run):
