@@ -43,6 +43,11 @@ def grade_command(args):
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
+    except SystemExit as err:  # isolation.CannotIsolate: one line, and nothing was graded
+        if not isinstance(err.code, str):
+            raise
+        print(f"error: {err.code}", file=sys.stderr)
+        return USAGE_ERROR
 
 
 def _check_out_dir(out_dir):
@@ -65,6 +70,14 @@ def _grade(sources, out_dir, args, started):
 
     # Tried in a throwaway fork, which is cheaper before this process holds torch.
     level = isolation.requested_level() or isolation.detect_level()
+    layers = isolation.detect_layers(level)
+    if level == "uid" and "landlock-fs" not in layers:
+        exposed = isolation.exposed_to_sandbox([isolation.KIT_ROOT, *map(os.path.abspath, args.paths), out_dir])
+        if exposed:
+            raise isolation.CannotIsolate(
+                f"without namespaces or Landlock, file permissions are all that keeps student code out, and "
+                f"{exposed[0]} is readable by other users: `chmod o-rwx` it, or grade where namespaces or "
+                "Landlock work")
 
     from autograder.batch import Progress, grade_all
     from autograder.config import load_config
@@ -73,7 +86,7 @@ def _grade(sources, out_dir, args, started):
     config = load_config()
     if args.call_timeout:
         config = dataclasses.replace(config, call_seconds=args.call_timeout)
-    engine = Engine(config, level=level)
+    engine = Engine(config, level=level, layers=layers)
     progress = Progress()
     try:
         outcome = grade_all(engine, sources, out_dir, jobs=args.jobs, force=args.force, progress=progress)

@@ -34,6 +34,7 @@ PR_SET_PDEATHSIG = 1
 _SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126}, "aarch64": {"pivot_root": 41, "capset": 91}}
 
 LEVELS = ("namespaces", "uid", "rlimits")
+KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SANDBOX_UID = 65534  # nobody: only for trying a level out
 
 # Every child gets a uid of its own when the grader is root, so that killing "every process of the
@@ -228,17 +229,75 @@ def requested_level():
     level = os.environ.get("AUTOGRADER_ISOLATION")
     if level and level not in LEVELS:
         raise SystemExit(f"AUTOGRADER_ISOLATION must be one of {', '.join(LEVELS)}, got {level!r}")
-    return level or None
+    return check_level(level) if level else None
+
+
+class CannotIsolate(SystemExit):
+    """Student code would run unisolated: the grader refuses, with one line saying why and what to do."""
 
 
 def detect_level():
-    """The strongest isolation that works here, found by trying it in a throwaway child."""
+    """The strongest isolation that works here, found by trying it in a throwaway child.
+
+    As root, student code never runs as root: when neither namespaces nor the uid level work, grading stops.
+    """
     for level in ("namespaces", "uid"):
         if level == "uid" and os.getuid() != 0:
             continue
         if _try_level(level):
             return level
+    if os.getuid() == 0:
+        raise CannotIsolate(f"cannot isolate student code: namespaces are refused here and {uid_level_problem()}")
     return "rlimits"
+
+
+def check_level(level):
+    """A level forced with AUTOGRADER_ISOLATION must work here, or grading stops with one line."""
+    if level == "uid":
+        if os.getuid() != 0:
+            raise CannotIsolate("AUTOGRADER_ISOLATION=uid needs root (to run each child as a uid of its own)")
+        if not _try_level("uid"):
+            raise CannotIsolate(f"AUTOGRADER_ISOLATION=uid does not work here: {uid_level_problem()}")
+    return level
+
+
+def runtime_roots():
+    """The folders the sandbox uid must be able to read for Python to import anything: stdlib and site-packages."""
+    import sysconfig
+
+    return sorted({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def uid_level_problem():
+    unreadable = [path for path in runtime_roots() if not _readable_by_others(path)]
+    if unreadable:
+        return (f"the uid level needs a Python runtime other users can read, and {unreadable[0]} is not "
+                f"(a private home?): make the grader's venv from a system Python, e.g. /usr/bin/python3.11")
+    return "dropping to an unprivileged uid failed"
+
+
+def _readable_by_others(path):
+    """Can a user who is neither the owner nor in the group read ``path`` (every folder above it included)?"""
+    import stat
+
+    path = os.path.realpath(path)
+    try:
+        mode = os.stat(path).st_mode
+        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
+            return False
+        parent = os.path.dirname(path)
+        while parent and parent != path:
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+            path, parent = parent, os.path.dirname(parent)
+    except OSError:
+        return False
+    return True
+
+
+def exposed_to_sandbox(paths):
+    """Of ``paths`` (the kit, the batch, the output folder), those a sandbox uid could read or list."""
+    return [p for p in paths if p and os.path.exists(p) and _readable_by_others(p)]
 
 
 def _try_level(level):
@@ -263,8 +322,9 @@ def _try_level(level):
                         os._exit(4)
                 ok = os.waitpid(inner, 0)[1] == 0
             else:
+                roots = runtime_roots()
                 drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
-                ok = os.getuid() != 0
+                ok = os.getuid() != 0 and all(os.access(p, os.R_OK | os.X_OK) for p in roots)
         except BaseException:
             ok = False
         os.write(w, b"1" if ok else b"0")
@@ -290,7 +350,12 @@ def detect_layers(level):
         return []
     from autograder import confine
 
-    return [layer for layer in confine.possible_layers() if _try_layer(level, layer)]
+    # AUTOGRADER_LAYERS=none (or a comma list) withholds layers, to test what happens without them.
+    allowed = os.environ.get("AUTOGRADER_LAYERS")
+    candidates = confine.possible_layers()
+    if allowed is not None:
+        candidates = [c for c in candidates if c in allowed.split(",")]
+    return [layer for layer in candidates if _try_layer(level, layer)]
 
 
 def _try_layer(level, layer):

@@ -28,14 +28,14 @@ PYTEST_ARGS = ["-q", "--tb=no", "--disable-plugin-autoload", "-p", "no:cacheprov
 class Engine:
     """The warm state shared by every submission of a run."""
 
-    def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS):
+    def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS, layers=None):
         from autograder.config import load_config
 
         self.config = config or load_config()
         self.limits = sandbox.Limits(call_seconds=self.config.call_seconds, memory_mb=self.config.memory_mb)
         self.level = level or sandbox.requested_level() or sandbox.detect_level()
         self.tests_dir = tests_dir
-        self.layers = isolation.detect_layers(self.level)
+        self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)
         # Started first: the zygote imports torch in its own fresh interpreter while this process does.
         self.zygote = sandbox.Zygote(self.level, hidden=[KIT_ROOT], layers=self.layers)
         sandbox.warm_up()

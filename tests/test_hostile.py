@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from readable_runtime import readable_python
 from variant_builder import FILES, ROOT, SOLUTION, without_markers
 
 pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(),
@@ -223,8 +224,22 @@ def grade_watching(command, name, timeout=300, env=None, pass_fds=()):
         return subprocess.CompletedProcess(command, grader.returncode, stdout.read(), stderr.read()), peak
 
 
-@pytest.fixture(scope="module")
-def run():
+LEVEL_RUNS = ("strongest", "uid")  # what the machine gives (namespaces here), and Gradescope's level
+
+
+def grader_for(level_run):
+    """(python, environment) that grade at ``level_run``; skips with the reason when the machine cannot."""
+    if level_run == "strongest":
+        return sys.executable, dict(os.environ)
+    python, why_not = readable_python()
+    if python is None:
+        pytest.skip(f"the uid level: {why_not}")
+    return python, dict(os.environ, AUTOGRADER_ISOLATION="uid")
+
+
+@pytest.fixture(scope="module", params=LEVEL_RUNS)
+def run(request):
+    python, environment = grader_for(request.param)
     token = secrets.token_hex(4)
     # Not tmp_path_factory: its folders are private to root, which would hide from a sandbox
     # uid the very paths an escape is tested on. This one is world-readable, markers/ writable.
@@ -236,13 +251,13 @@ def run():
     listener = socket.create_server(("127.0.0.1", 0))
     # What only the grader holds: a secret in its environment, and a descriptor of a folder that the
     # shell which started it left open (as `exec 7</some/dir; make grade` would).
-    environment = dict(os.environ, AG_GRADER_SECRET=GRADER_SECRET)
+    environment["AG_GRADER_SECRET"] = GRADER_SECRET
     inherited = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     survivors = []
     try:
         build_batch(batch, {"TOKEN": token, "MARKERS": markers, "KIT": ROOT, "OUT": out, "BATCH": batch,
                             "PORT": listener.getsockname()[1]})
-        command = [sys.executable, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2",
+        command = [python, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2",
                    "--call-timeout", str(CALL_TIMEOUT)]
         process, peak = grade_watching(command, f"hx{token}", env=environment, pass_fds=(inherited,))
         at_exit = snapshot(out)
@@ -504,3 +519,31 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
     assert uids[0] != uids[1], (
         f"both grader runs run student code as uid {uids[0]} ({level} isolation), so either run's "
         f"kill of that uid's processes also kills the other's sandboxes")
+
+
+def test_uid_level_without_landlock_refuses_when_the_kit_is_readable_by_others(tmp_path):
+    """Without namespaces or Landlock, only file permissions keep student code out of the kit, the
+    other submissions and the reports: where they are open to other users, grading must not start."""
+    python, environment = grader_for("uid")
+    environment["AUTOGRADER_LAYERS"] = "seccomp-net"  # withhold Landlock, as a kernel without it would
+    assert os.stat(ROOT).st_mode & 0o005, "this test needs a kit folder readable by others, as a checkout usually is"
+    run = subprocess.run([python, "-m", "autograder", "grade", str(ROOT / "examples" / "submissions" / "reference"),
+                          "--out", str(tmp_path / "out")], cwd=ROOT, env=environment, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 2, f"exit {run.returncode}:\n{run.stdout[-1000:]}\n{run.stderr[-1000:]}"
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "readable by other users" in lines[0], run.stderr
+    assert not (tmp_path / "out" / "reference").exists(), "a submission was graded although isolation was refused"
+
+
+def test_uid_level_refuses_a_runtime_the_sandbox_cannot_read(tmp_path):
+    if os.getuid() != 0:
+        pytest.skip("the uid level needs root")
+    from autograder import isolation
+
+    if all(isolation._readable_by_others(p) for p in isolation.runtime_roots()):
+        pytest.skip("this machine's kit interpreter is readable by other users; nothing to refuse")
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(ROOT / "examples" / "submissions" / "reference"),
+                          "--out", str(tmp_path / "out")], cwd=ROOT, env=dict(os.environ, AUTOGRADER_ISOLATION="uid"),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "runtime other users can read" in run.stderr, run.stderr
