@@ -164,11 +164,14 @@ def feedback_markdown(record, results, submitters=()):
 
 
 def sandbox_description(record):
-    """The isolation level and, without namespaces, the confinement layers that were in force."""
+    """The isolation level and the confinement layers and limits that were in force."""
     text = f"{record.get('isolation', 'unknown')} isolation"
-    if record.get("isolation") in ("uid", "rlimits"):
-        text += f" ({', '.join(record.get('containment') or []) or 'no Landlock or seccomp layer available'})"
-    return text
+    layers = list(record.get("containment") or [])
+    if record.get("isolation") in ("uid", "rlimits") and not any(l.startswith(("landlock", "seccomp")) for l in layers):
+        layers.append("no Landlock or seccomp layer available")
+    if not any(l.startswith("cgroup") for l in layers):
+        layers.append("limits per process, no cgroup")
+    return f"{text} ({', '.join(layers)})"
 
 
 def printed_output(output):

@@ -86,7 +86,7 @@ def grade_one(engine, source_path, slot=0):
             "output": "\n".join(student.output),
             "events": student.events,
             "isolation": engine.level,
-            "containment": engine.layers,
+            "containment": engine.layers + (["cgroup-memory", "cgroup-pids"] if student.cgroup else []),
             "execution_time": round(time.monotonic() - started, 3),
         }
     finally:

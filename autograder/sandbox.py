@@ -21,7 +21,7 @@ import socket
 import sys
 import time
 
-from autograder import isolation, wire
+from autograder import cgroups, isolation, wire
 
 OUTPUT_CAP = 64 * 1024
 
@@ -99,13 +99,15 @@ class Zygote:
         self.children_started[slot] = serial + 1
         return isolation.sandbox_uid(self.uid_block, slot, serial)
 
-    def spawn(self, submission_dir, mode, limits, uid):
-        """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``); returns a ``Child``."""
+    def spawn(self, submission_dir, mode, limits, uid, cgroup_procs=()):
+        """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``), in the
+        submission's cgroup when there is one (``cgroups.SubmissionCgroup.procs``); returns a ``Child``."""
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
         output_r, output_w = os.pipe()
         status_r, status_w = os.pipe()
-        config = {"dir": submission_dir, "mode": mode, "uid": uid, "memory_mb": limits.memory_mb,
+        config = {"dir": submission_dir, "mode": mode, "uid": uid, "cgroups": list(cgroup_procs),
+                  "memory_mb": limits.memory_mb,
                   "max_processes": limits.max_processes, "cpu_seconds": limits.cpu_seconds}
         fds = [request_r, response_w, output_w, status_w]
         socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
@@ -184,6 +186,7 @@ def _child(config, request_r, response_w, output_w, level, uid, hidden, layers):
 
     reply_fd = response_w
     try:
+        cgroups.join(config["cgroups"])  # first: everything this process starts is counted with it
         os.setsid()
         _keep_only_protocol_fds(request_r, response_w, output_w)
         reply_fd = RESPONSE_FD

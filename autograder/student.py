@@ -71,6 +71,8 @@ class Student:
         self.timeouts = 0
         self.output = []
         self.events = []  # crashes and timeouts, for the report
+        self.cgroup = None  # the submission's cgroup, made with its first child where the machine allows
+        self.cgroup_tried = False
 
     # --- what tests call -----------------------------------------------------------------
 
@@ -132,6 +134,8 @@ class Student:
         for entry in self.children.values():
             self._retire(entry["child"])
         self.children.clear()
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     # --- child lifecycle -----------------------------------------------------------------
 
@@ -151,9 +155,19 @@ class Student:
                 self._retire(entry["child"])
             uid = self.zygote.next_uid(self.slot)
             scratch = self._fresh_scratch(uid)
-            child = self.zygote.spawn(scratch, mode, self.limits, uid)
+            cgroup = self._submission_cgroup()
+            child = self.zygote.spawn(scratch, mode, self.limits, uid, cgroup.procs if cgroup else ())
             entry = self.children[mode] = {"child": child, "imported": set()}
         return entry["child"]
+
+    def _submission_cgroup(self):
+        """One memory and process limit for all of this submission's children (``cgroups``), or None."""
+        if not self.cgroup_tried:
+            from autograder import cgroups
+
+            self.cgroup_tried = True
+            self.cgroup = cgroups.create(self.limits.memory_mb << 20, self.limits.max_processes)
+        return self.cgroup
 
     def _fresh_scratch(self, uid):
         """Each child gets its own copy of the two files, so nothing one child writes reaches the next.

@@ -83,6 +83,7 @@ EXPECTED = {
     "network": Expect(),
     "fork_bomb": Expect(),
     "grader_memory": Expect(),
+    "memory_split": Expect(("Causal mask",)),
     "inherited_fds": Expect(),
 }
 
@@ -476,6 +477,21 @@ def test_the_child_holds_only_its_protocol_descriptors(run):
     extra = {n: t for n, t in held.items() if n > 4 and t != "? No such file or directory"}
     assert not extra, f"the child holds descriptors beyond stdin/out/err and its two pipes: {extra}"
     assert str(run.base) not in "".join(held.values()), "a descriptor the grader inherited reached the child"
+
+
+def test_a_submissions_processes_share_one_memory_limit(run):
+    """Three processes of one submission, each under the per-process limit, must not together hold more
+    than the submission's limit: where the grader can make a cgroup, they share it."""
+    containment = run.results("memory_split")["extra_data"]["containment"]
+    if "cgroup-memory" not in containment:
+        pytest.skip(f"no cgroup here ({containment}): limits are per process, as the report says")
+    held = {}  # call -> MiB its processes held at once
+    for call, mib in re.findall(r"^HELD (call\d+) \d+ (\d+)$", run.printed("memory_split"), re.MULTILINE):
+        held[call] = held.get(call, 0) + int(mib)
+    assert held, f"no process of the payload held anything:\n{run.printed('memory_split')[:500]}"
+    limit = 512
+    over = {call: mib for call, mib in held.items() if mib >= limit}
+    assert not over, f"the submission's processes held more than its {limit} MiB limit at once: {over} MiB"
 
 
 def test_returned_objects_are_never_unpickled(run):
