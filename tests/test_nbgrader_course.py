@@ -119,8 +119,8 @@ def graded(tmp_path_factory):
         (base / "make-grade" / student).mkdir(parents=True)
         for name, text in files[student].items():
             (base / "make-grade" / student / name).write_text(text, encoding="utf-8")
-    nbgrader(course, "autograde", LAB)
-    nbgrader(course, "generate_feedback", LAB)
+    autograde = nbgrader(course, "autograde", LAB)
+    feedback = nbgrader(course, "generate_feedback", LAB)
     nbgrader(course, "export")
     before = snapshot(course)
     nbgrader_course.build(course)
@@ -130,7 +130,8 @@ def graded(tmp_path_factory):
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"python -m autograder grade failed:\n{proc.stdout}\n{proc.stderr}"
     make_grade = {s: json.loads((base / "reports" / s / "results.json").read_text()) for s in STUDENTS}
-    return {"course": course, "before": before, "after": after, "make_grade": make_grade}
+    return {"course": course, "before": before, "after": after, "make_grade": make_grade,
+            "logs": {"autograde": autograde.stdout + autograde.stderr, "feedback": feedback.stdout + feedback.stderr}}
 
 
 def make_grade_parts(results):
@@ -222,6 +223,15 @@ def test_feedback_shows_no_hidden_test_line_and_no_instructor_path(graded):
         assert "HIDDEN TESTS" not in text, f"{student}'s feedback shows a hidden test cell"
         for path in (str(ROOT), str(course), "tests_hidden"):
             assert path not in text, f"{student}'s feedback shows {path}"
+
+
+def test_nbgrader_warns_about_no_changed_cell_and_no_unknown_option(graded):
+    logs = graded["logs"]
+    assert "has changed!" not in logs["autograde"], \
+        "nbgrader reports a changed cell (checksum) although no student edited a locked cell:\n" + "\n".join(
+            line for line in logs["autograde"].splitlines() if "has changed!" in line)
+    for command, log in logs.items():
+        assert "not recognized" not in log, f"nbgrader {command} warns about the config:\n{log[-2000:]}"
 
 
 def test_release_holds_neither_solutions_nor_the_grader(graded):
