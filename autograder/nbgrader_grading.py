@@ -53,11 +53,15 @@ class GradeWithKit(Execute):
     def preprocess(self, nb, resources=None, km=None):
         folder = resources["metadata"]["path"]
         # Before the kernel starts: the files graded are the student's, untouched by their notebook.
-        results = self.run_grader(folder)
+        try:
+            results = self.run_grader(folder)
+        except KitError as error:  # one line above nbgrader's traceback, which says the same at its end
+            self.log.error("LAB-03: %s", error)
+            raise
         parts = part_scores(results)
         check_points(nb, parts)
         nb, resources = super().preprocess(nb, resources, km)
-        graded = [cell for cell in nb.cells if utils.is_grade(cell)]
+        graded = graded_cells(nb)
         for cell in graded:  # the first one also says what the grader noticed about the submission as a whole
             cell.outputs = report_outputs(cell.metadata["nbgrader"]["grade_id"], results, parts, cell is graded[0])
         resources[RESULTS] = {part: got for part, (got, _) in parts.items()}
@@ -76,11 +80,11 @@ class GradeWithKit(Execute):
         kit = os.environ.get("LAB03_KIT") or self.kit
         python = self.python or os.path.join(kit, ".venv", "bin", "python")
         if not kit or not os.path.isfile(os.path.join(kit, "autograder", "__main__.py")):
-            raise KitError(f"the LAB-03 kit's grader is not at {kit or '(unset)'}: set LAB03_KIT to the kit's "
-                           "folder or GradeWithKit.kit in nbgrader_config.py; no grade was recorded")
+            raise KitError(f"the kit is not at {kit or '(unset)'}: set LAB03_KIT to the kit's "
+                           "folder or GradeWithKit.kit in nbgrader_config.py; no new grade was recorded")
         if not os.access(python, os.X_OK):
             raise KitError(f"no Python at {python} to run the kit's grader: run `make venv` in the kit or set "
-                           "GradeWithKit.python in nbgrader_config.py; no grade was recorded")
+                           "GradeWithKit.python in nbgrader_config.py; no new grade was recorded")
         return kit, python
 
     def run_grader(self, folder):
@@ -92,18 +96,18 @@ class GradeWithKit(Execute):
                                        "--out", out, "--jobs", "1"], cwd=kit, capture_output=True, text=True,
                                       timeout=GRADER_SECONDS)
             except subprocess.TimeoutExpired:
-                raise KitError(f"the kit's grader took more than {GRADER_SECONDS} s on {folder}; no grade was "
-                               "recorded, autograde again to retry") from None
+                raise KitError(f"the kit's grader took more than {GRADER_SECONDS} s on {folder}; no new grade "
+                               "was recorded, autograde again to retry") from None
             reports = [os.path.join(out, name, "results.json") for name in sorted(os.listdir(out))
                        if os.path.isfile(os.path.join(out, name, "results.json"))]
             if proc.returncode != 0 or len(reports) != 1:
                 last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
                 raise KitError(f"the kit's grader failed on {folder} (exit code {proc.returncode}): {last}; "
-                               "no grade was recorded, autograde again to retry")
+                               "no new grade was recorded, autograde again to retry")
             with open(reports[0], encoding="utf-8") as f:
                 results = json.load(f)
         if results["extra_data"].get("grader_error"):
-            raise KitError(f"the kit's grader failed on part of {folder}; no grade was recorded, autograde again "
+            raise KitError(f"the kit's grader failed on part of {folder}; no new grade was recorded, autograde again "
                            "to retry")
         return results
 
@@ -129,20 +133,23 @@ def part_scores(results):
     return parts
 
 
+def graded_cells(nb):
+    """The notebook's graded cells that nbgrader knows (it drops the grade_id of any other)."""
+    return [cell for cell in nb.cells if utils.is_grade(cell) and cell.metadata["nbgrader"].get("grade_id")]
+
+
 def check_points(nb, parts):
     """Each graded cell is worth what the grader gives its part (extra credit: 0), or nothing is scored."""
-    for cell in nb.cells:
-        if not utils.is_grade(cell):
-            continue
+    for cell in graded_cells(nb):
         part = cell.metadata["nbgrader"]["grade_id"]
         if part not in parts:
             raise KitError(f"the kit's grader has no part {part!r}: regenerate the course with "
-                           "`make nbgrader-course`; no grade was recorded")
+                           "`make nbgrader-course`; no new grade was recorded")
         expected = 0.0 if part == EXTRA_PART else parts[part][1]
         if float(cell.metadata["nbgrader"]["points"]) != expected:
             raise KitError(f"the kit's grader gives part {part!r} {expected:g} points, its cell "
                            f"{cell.metadata['nbgrader']['points']}: regenerate the course with "
-                           "`make nbgrader-course`; no grade was recorded")
+                           "`make nbgrader-course`; no new grade was recorded")
 
 
 def report_outputs(part, results, parts, overview=False):

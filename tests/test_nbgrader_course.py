@@ -146,8 +146,9 @@ def test_nbgrader_totals_equal_make_grade_for_every_student(graded):
     for student in STUDENTS:
         total, max_score, parts = scores[student]
         expected = graded["make_grade"][student]
-        assert (total, max_score) == (expected["score"], expected["extra_data"]["max_score"]), \
-            f"{student}: nbgrader {total}/{max_score}, make grade {expected['score']}/{expected['extra_data']['max_score']}"
+        expected_total = (expected["score"], expected["extra_data"]["max_score"])
+        assert (total, max_score) == expected_total, \
+            f"{student}: nbgrader {total}/{max_score}, make grade {expected_total[0]}/{expected_total[1]}"
         assert parts == pytest.approx(make_grade_parts(expected)), f"{student}: by part, nbgrader {parts}"
     assert scores["correct"][0] == 110 and scores["untouched"][0] == 0, f"totals: {scores}"
     assert 0 < scores["buggy"][0] < 100, f"the buggy student should lose some points, not all: {scores['buggy']}"
@@ -372,12 +373,13 @@ def test_autograde_without_the_kit_stops_with_one_line(tmp_path, monkeypatch):
     with pytest.raises(nbgrader_grading.KitError) as error:
         grader.preprocess(nbformat.v4.new_notebook(), {"metadata": {"path": str(tmp_path)}})
     message = str(error.value)
-    assert "\n" not in message and "LAB03_KIT" in message and "no grade was recorded" in message, message
+    assert "\n" not in message and "LAB03_KIT" in message and "no new grade was recorded" in message, message
 
 
 def test_the_course_grading_module_is_the_kits(tmp_path):
     course, _, _ = nbgrader_course.build(tmp_path / "course")
-    assert (course / nbgrader_course.GRADING_MODULE).read_bytes() == (ROOT / "autograder" / "nbgrader_grading.py").read_bytes()
+    copy = (course / nbgrader_course.GRADING_MODULE).read_bytes()
+    assert copy == (ROOT / "autograder" / "nbgrader_grading.py").read_bytes(), "the course's copy is stale"
     config = (course / "nbgrader_config.py").read_text()
     for setting in ("c.CourseDirectory.course_id = ", "c.Exchange.root = ", "c.Autograde.exclude_overwriting = "):
         assert setting in config, f"nbgrader_config.py lacks {setting}"
