@@ -91,15 +91,21 @@ c.Autograde.autograde_preprocessors = [
 ]
 '''
 
+# What every graded cell raises when it runs in the kernel at autograde (tests check the two agree).
 NOT_GRADED = ("LAB-03: the kit's grader did not score this cell; autograde in the course folder written by "
               "`make nbgrader-course`, whose nbgrader_config.py runs it")
-GRADED_CELL = '''# Graded: {title}, {points}. At autograde the kit's sandboxed grader (the same as
-# `make grade`) runs the hidden tests on your attention.py and mha.py, and its report for this
-# part replaces this cell's output. {now}
+# Shown to students: the cell's code is in the release (only its output is replaced at autograde).
+GRADED_CELL = '''# Graded: {title} ({points}).
+# At autograde the kit's sandboxed grader (the same as `make grade`) runs the hidden tests on
+# your attention.py and mha.py, and its report for this part replaces this cell's output.
+# {now}
 import os
 
-if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-    raise RuntimeError({not_graded!r})
+if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # only without the course's nbgrader_config.py
+    raise RuntimeError(
+        "LAB-03: the kit's grader did not score this cell; autograde in the course folder written by "
+        "`make nbgrader-course`, whose nbgrader_config.py runs it"
+    )
 {body}'''
 NOW = {
     "public": "Run it now for the public checks of the part (as `python -m pytest tests`).",
@@ -119,12 +125,15 @@ from submit import check_source  # raises SubmitError if a file uses a forbidden
 for name in ("attention.py", "mha.py"):
     check_source(Path("."), name)
 print("attention.py and mha.py use no forbidden built-in (the grader also watches while they run)")'''
-NO_PUBLIC_BODY = 'print({text!r})'
+NO_PUBLIC_BODY = '''print(
+    "{first}"
+    "{second}"
+)'''
 NO_PUBLIC_TEXT = {
-    "gradients": "Graded by hidden tests: float64 stays float64, large scores stay finite, gradients reach "
-                 "query, key and value, and the inputs are left as they were.",
-    "extra": "Optional: tiled_attention and MultiHeadAttention.step with a KV cache (section 8); their points "
-             "count above the 100.",
+    "gradients": ("Graded by hidden tests: float64 stays float64, large scores stay finite, ",
+                  "gradients reach query, key and value, and the inputs are left as they were."),
+    "extra": ("Optional: tiled_attention and MultiHeadAttention.step with a KV cache (section 8); ",
+              "their points count above the 100."),
 }
 GRADED_INTRO = '''## Graded at autograde: gradients, the from-scratch rule, extra credit
 
@@ -141,24 +150,25 @@ def part_points():
     from autograder.runner import HIDDEN_TESTS, PYTEST_ARGS, _quiet
 
     class Collector:
-        points = {}
+        def __init__(self):
+            self.points = {}
 
         def pytest_collection_finish(self, session):
             for item in session.items:
                 part, points = item.get_closest_marker("part"), item.get_closest_marker("points")
                 self.points[part.args[0]] = self.points.get(part.args[0], 0) + (points.args[0] if points else 0)
 
-    before = set(sys.modules)
+    collector, before = Collector(), set(sys.modules)
     try:
         with _quiet():
-            code = pytest.main([HIDDEN_TESTS, "--collect-only", *PYTEST_ARGS], plugins=[Collector()])
+            code = pytest.main([HIDDEN_TESTS, "--collect-only", *PYTEST_ARGS], plugins=[collector])
     finally:  # the suite's own modules (cases, attention_checks, ...) must not shadow others of that name
         for name in set(sys.modules) - before:
             if (getattr(sys.modules[name], "__file__", None) or "").startswith(HIDDEN_TESTS):
                 del sys.modules[name]
-    if code != 0 or not Collector.points:
+    if code != 0 or not collector.points:
         raise RuntimeError(f"could not collect the hidden suite in {HIDDEN_TESTS} (pytest exit code {int(code)})")
-    return {part: Collector.points[part] for part in PARTS if part in Collector.points}
+    return {part: collector.points[part] for part in PARTS if part in collector.points}
 
 
 def nbgrader_metadata(grade_id, *, grade, solution, points=None):
@@ -176,15 +186,15 @@ def graded_cell(part):
     from autograder.report import PART_TITLES
 
     points = 0 if part == EXTRA_PART else part_points()[part]
-    worth = (f"extra credit, up to {part_points()[part]:g} points above the 100" if part == EXTRA_PART
-             else f"{points:g} points")
+    worth = f"up to {part_points()[part]:g} points above the 100" if part == EXTRA_PART else f"{points:g} points"
     if part in PUBLIC_PART:
         now, body = NOW["public"], PUBLIC_BODY.format(public=PUBLIC_PART[part])
     elif part == "rules":
         now, body = NOW["rules"], RULES_BODY
     else:
-        now, body = NOW["none"], NO_PUBLIC_BODY.format(text=NO_PUBLIC_TEXT[part])
-    source = GRADED_CELL.format(title=PART_TITLES[part], points=worth, now=now, not_graded=NOT_GRADED, body=body)
+        first, second = NO_PUBLIC_TEXT[part]
+        now, body = NOW["none"], NO_PUBLIC_BODY.format(first=first, second=second)
+    source = GRADED_CELL.format(title=PART_TITLES[part], points=worth, now=now, body=body)
     cell = nbformat.v4.new_code_cell(source, id=f"graded-{part.replace('_', '-')}")
     cell.metadata["nbgrader"] = nbgrader_metadata(part, grade=True, solution=False, points=points)
     return cell
@@ -266,7 +276,11 @@ def plan(out, files):
     manifest_path = out / MANIFEST
     written = {}
     if manifest_path.is_file():
-        written = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+        try:
+            written = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+        except (ValueError, KeyError, TypeError):
+            raise CourseError(f"{manifest_path} is damaged, so the kit cannot tell your edits from its own files: "
+                              "restore it, or regenerate into an empty folder") from None
     elif out.exists() and any(out.iterdir()):
         config = out / "nbgrader_config.py"
         if not (config.is_file() and config.read_text(encoding="utf-8").startswith(MARKER)):
