@@ -205,12 +205,14 @@ def test_demo_cells_are_not_run_at_autograde(graded):
             f"a demo cell ran at autograde: {cell.outputs}"
 
 
+def code_lines(folder, pattern):
+    return {line.strip() for path in folder.rglob(pattern) for line in path.read_text(encoding="utf-8").splitlines()}
+
+
 def hidden_lines():
-    """The distinctive lines of the hidden suite: none of them may reach a student."""
-    lines = set()
-    for path in (ROOT / "tests_hidden").glob("*.py"):
-        lines |= {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if len(line.strip()) >= 30}
-    return lines
+    """The distinctive lines of the hidden suite (not in the public files too): none may reach a student."""
+    public = code_lines(ROOT / "assignment", "*.py")
+    return {line for line in code_lines(ROOT / "tests_hidden", "*.py") if len(line) >= 30 and line not in public}
 
 
 def test_feedback_shows_no_hidden_test_line_and_no_instructor_path(graded):
@@ -239,10 +241,13 @@ def test_release_holds_neither_solutions_nor_the_grader(graded):
     course = graded["course"]
     release = snapshot(course / "release" / LAB)
     assert "attention.py" in release and "mha.py" in release
+    hidden = hidden_lines()
     for name, data in release.items():
         text = data.decode("utf-8", errors="replace")
         for leak in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "scaled = scores", "GradeWithKit", str(ROOT)):
             assert leak not in text, f"release/{LAB}/{name} contains {leak!r}"
+        leaked = [line for line in hidden if line in text]
+        assert not leaked, f"release/{LAB}/{name} holds lines of the hidden suite: {leaked[:3]}"
     for name in ("attention.py", "mha.py"):
         assert release[name] == (ROOT / "assignment" / name).read_bytes(), f"release/{LAB}/{name} is not the stub"
     assert not (course / "source" / LAB / nbgrader_course.GRADING_MODULE).exists()
@@ -384,13 +389,3 @@ def test_the_course_grading_module_is_the_kits(tmp_path):
     for setting in ("c.CourseDirectory.course_id = ", "c.Exchange.root = ", "c.Autograde.exclude_overwriting = "):
         assert setting in config, f"nbgrader_config.py lacks {setting}"
     assert "ClearHiddenTests" not in config, "there are no hidden tests in the notebook to clear"
-
-
-def test_colab_installs_the_otter_grader_the_kit_tests():
-    import nbformat
-
-    pin = next(line.strip() for line in (ROOT / "requirements" / "kit.in").read_text().splitlines()
-               if line.startswith("otter-grader=="))
-    nb = nbformat.read(ROOT / "solution" / NOTEBOOK, as_version=4)
-    colab = next(c for c in nb.cells if c.get("id") == "colab-setup")
-    assert f'"{pin}"' in colab.source, f"the Colab cell should install {pin}"
