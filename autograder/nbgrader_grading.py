@@ -9,8 +9,10 @@ its two preprocessors in ``Autograde.autograde_preprocessors``:
   before any of the student's code has run. Then it executes the notebook as nbgrader does, except
   the graded cells (their score is the grader's) and the cells tagged ``skip-at-autograde``
   (timing demos). Last, each graded cell's output becomes the grader's report for its part, with
-  the part's points as the cell's partial credit. Nothing the notebook's kernel does can change a
-  score: it runs after the grading, and its outputs in the graded cells are replaced.
+  the part's points as the cell's partial credit. No tampering with the grading from the notebook's
+  kernel (modules, environment, the submitted files) changes a score: the kernel starts after the
+  grading, and its outputs in the graded cells are replaced. (It still runs as the user running
+  autograde, unsandboxed, as in every nbgrader course: see the kit's README.)
 * ``SaveKitGrades`` is nbgrader's ``SaveAutoGrades``, and records the extra-credit points of the
   ``extra`` cell (worth 0 points) as that cell's extra credit, so the total is ``make grade``'s.
 
