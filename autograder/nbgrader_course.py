@@ -2,21 +2,30 @@
 
     python -m autograder.nbgrader_course OUT      # or: make nbgrader-course [NBGRADER_COURSE=OUT]
 
-OUT gets an ``nbgrader_config.py`` and ``source/lab03/``: the playground notebook with
+OUT gets ``nbgrader_config.py``, ``lab03_grading.py`` (the preprocessors that grade with the kit,
+a copy of autograder/nbgrader_grading.py) and ``source/lab03/``: the playground notebook with
 nbgrader cell metadata, the student stubs (never the reference), the public tests and the lab
-text. In the notebook the otter-grader cells become nbgrader "autograder tests" cells, one
-per part, that run the public cases of the part on the student's own attention.py and mha.py
-and give their points as partial credit. The two parts that compute attention have a hidden
-test too: the from-scratch rule on their file (0 points for the part if it is broken).
-The Colab cells are dropped. Then, from OUT:
+text. The notebook has one graded cell per part of `make grade`, worth that part's points; at
+autograde the kit's sandboxed grader scores them (see nbgrader_grading.py), and when a student runs
+the notebook they run the part's public checks. The Colab and otter cells are dropped.
 
-    nbgrader generate_assignment lab03     # release/lab03: solutions and hidden tests removed
+Regenerating an existing course writes only these files. Everything else in OUT (nbgrader's
+gradebook.db, submitted/, autograded/, feedback/, release/, grades.csv, your own files) is never
+touched. OUT/.nbgrader-course-kit.json records what the kit wrote: a file changed since then is
+kept as you changed it when the kit's version is the same, and otherwise the command refuses
+(one line, nothing written) so that an edit is never overwritten. Then, from OUT:
+
+    nbgrader generate_assignment lab03     # release/lab03: the exercise's solution removed
     nbgrader autograde lab03               # grades submitted/<student>/lab03/
 """
 import argparse
-import re
-import shutil
+import contextlib
+import functools
+import hashlib
+import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from autograder.generate import ROOT, public_cases
@@ -24,13 +33,37 @@ from autograder.generate import ROOT, public_cases
 ASSIGNMENT = "lab03"
 NOTEBOOK = "playground.ipynb"
 STUDENT_FILES = ("attention.py", "mha.py")
+GRADING_MODULE = "lab03_grading.py"  # next to nbgrader_config.py; never under source/, so never released
+MANIFEST = ".nbgrader-course-kit.json"
+COURSE_ID = "attention-from-scratch"
 # Taken from assignment/ as they are: stubs, public tests, scanner, lab text. Not the otter
 # checks: nbgrader grades with its own cells, so the course does not need otter-grader.
-SKIP = shutil.ignore_patterns("checks", NOTEBOOK, "__pycache__", ".pytest_cache", ".OTTER_LOG", "*.pyc")
+SKIP = ("checks", NOTEBOOK, "__pycache__", ".pytest_cache", ".OTTER_LOG", "*.pyc", "submission.zip")
 MARKER = "# nbgrader configuration for LAB-03, written by `make nbgrader-course`."
 
+# The otter check of each public part becomes the graded cell of its part of `make grade`;
+# `grader.check_all()` at the end becomes the cells of the parts that have no public checks.
+GRADED_IN_PLACE = {"part1_masks": "masks", "part1_attention": "attention", "part2_init": "mha_init",
+                   "part2_heads": "heads", "part2_forward": "mha_forward"}
+GRADED_AT_END = ("gradients", "rules", "extra")
+PUBLIC_PART = {part: public for public, part in GRADED_IN_PLACE.items()}
+EXTRA_PART = "extra"
+
 CONFIG = f'''{MARKER}
+# Regenerating the course rewrites this file unless you changed it; if the kit's version changed
+# too, `make nbgrader-course` stops and says so, and you merge your settings by hand.
+import os
+import sys
+
 c = get_config()  # noqa: F821 (nbgrader provides get_config when it loads this file)
+
+# The exchange (release_assignment, fetch_assignment, submit, collect, release_feedback and
+# fetch_feedback) needs both. course_id: your course's name, the same for you and the students
+# (a student's nbgrader finds it in the exchange, or in their own nbgrader_config.py). Exchange.root:
+# a folder every user of the hub can read and write; nbgrader's default, created once by root with
+#   mkdir -p /srv/nbgrader/exchange && chmod ugo+rw /srv/nbgrader/exchange
+c.CourseDirectory.course_id = "{COURSE_ID}"
+c.Exchange.root = "/srv/nbgrader/exchange"
 
 # Students edit attention.py and mha.py next to the notebook. By default autograde copies every
 # file of source/{ASSIGNMENT}/ over the submission, which would grade the stubs instead.
@@ -39,37 +72,103 @@ c.Autograde.exclude_overwriting = {{"{ASSIGNMENT}": {list(STUDENT_FILES)!r}}}
 # Seconds per cell: the first cell imports torch, and a busy hub is slow (nbgrader's default is 30).
 c.Execute.timeout = 300
 
-# Feedback is made from the autograded notebook, where autograde put the hidden tests back:
-# remove them again. A hidden test that failed still shows its error and traceback.
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "nbgrader.preprocessors.ClearHiddenTests",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+# Grading: the graded cells are scored by the kit's sandboxed grader (`python -m autograder grade`,
+# as `make grade`), run on the student's attention.py and mha.py before their notebook runs; nbgrader
+# then runs the notebook for the feedback, without the graded cells and the timing demos. The two
+# preprocessors are in {GRADING_MODULE}, next to this file. The kit is found here, or in the
+# environment variable LAB03_KIT (which wins); autograde stops with one line if it is not there.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+c.GradeWithKit.kit = @KIT@
+c.GradeWithKit.python = @PYTHON@  # empty: the kit's .venv/bin/python
+c.Autograde.autograde_preprocessors = [
+    "lab03_grading.GradeWithKit",  # nbgrader's Execute, with the kit's grader scoring the graded cells
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "lab03_grading.SaveKitGrades",  # nbgrader's SaveAutoGrades, plus the extra credit
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
 ]
 '''
 
-TEST_CELL = '''# Autograded by nbgrader: {title}, {points} points.
-# It runs the public cases of this part on your files (like `python -m pytest tests`)
-# and gives their points. Run it to see how you are doing.
-import sys
+# What every graded cell raises when it runs in the kernel at autograde (tests check the two agree).
+NOT_GRADED = ("LAB-03: the kit's grader did not score this cell; autograde in the course folder written by "
+              "`make nbgrader-course`, whose nbgrader_config.py runs it")
+# Shown to students: the cell's code is in the release (only its output is replaced at autograde).
+GRADED_CELL = '''# Graded: {title} ({points}).
+# At autograde the kit's sandboxed grader (the same as `make grade`) runs the hidden tests on
+# your attention.py and mha.py, and its report for this part replaces this cell's output.
+# {now}
+import os
+
+if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # only without the course's nbgrader_config.py
+    raise RuntimeError(
+        "LAB-03: the kit's grader did not score this cell; autograde in the course folder written by "
+        "`make nbgrader-course`, whose nbgrader_config.py runs it"
+    )
+{body}'''
+NOW = {
+    "public": "Run it now for the public checks of the part (as `python -m pytest tests`).",
+    "rules": "Run it now to check your files as `python submit.py` does.",
+    "none": "This part has no public checks.",
+}
+PUBLIC_BODY = '''import sys
 
 sys.path.insert(0, "tests")
 from cases import score
-{hidden}
-score("{part}")'''
 
-# The parts that compute attention also get a hidden test: the from-scratch rule on their file.
-HIDDEN_RULE = {"part1_attention": "attention.py", "part2_forward": "mha.py"}
-RULE_TEST = '''
-### BEGIN HIDDEN TESTS
-from pathlib import Path
+score("{public}")'''
+RULES_BODY = '''from pathlib import Path
 
-from submit import check_source  # the from-scratch rule, as submit.py and the grader apply it
+from submit import check_source  # raises SubmitError if a file uses a forbidden torch built-in
 
-check_source(Path("."), "{file}")  # raises SubmitError if the file uses a forbidden torch built-in
-### END HIDDEN TESTS'''
+for name in ("attention.py", "mha.py"):
+    check_source(Path("."), name)
+print("attention.py and mha.py use no forbidden built-in (the grader also watches while they run)")'''
+NO_PUBLIC_BODY = '''print(
+    "{first}"
+    "{second}"
+)'''
+NO_PUBLIC_TEXT = {
+    "gradients": ("Graded by hidden tests: float64 stays float64, large scores stay finite, ",
+                  "gradients reach query, key and value, and the inputs are left as they were."),
+    "extra": ("Optional: tiled_attention and MultiHeadAttention.step with a KV cache (section 8); ",
+              "their points count above the 100."),
+}
+GRADED_INTRO = '''## Graded at autograde: gradients, the from-scratch rule, extra credit
 
-CHECK_CALL = re.compile(r'^grader\.check\("(\w+)"\)$')
+The cells below stand for the parts of the grade that no earlier cell checks. Like every graded
+cell, nbgrader's autograde scores them with the kit's grader and shows its report in their output.'''
+
+
+@functools.lru_cache(maxsize=None)
+def part_points():
+    """{part: points} of the hidden suite, in the lab's order, read from its markers (nothing runs)."""
+    import pytest
+
+    from autograder.plugin import PARTS
+    from autograder.runner import HIDDEN_TESTS, PYTEST_ARGS, _quiet
+
+    class Collector:
+        def __init__(self):
+            self.points = {}
+
+        def pytest_collection_finish(self, session):
+            for item in session.items:
+                part, points = item.get_closest_marker("part"), item.get_closest_marker("points")
+                self.points[part.args[0]] = self.points.get(part.args[0], 0) + (points.args[0] if points else 0)
+
+    collector, before = Collector(), set(sys.modules)
+    try:
+        with _quiet():
+            code = pytest.main([HIDDEN_TESTS, "--collect-only", *PYTEST_ARGS], plugins=[collector])
+    finally:  # the suite's own modules (cases, attention_checks, ...) must not shadow others of that name
+        for name in set(sys.modules) - before:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(HIDDEN_TESTS):
+                del sys.modules[name]
+    if code != 0 or not collector.points:
+        raise RuntimeError(f"could not collect the hidden suite in {HIDDEN_TESTS} (pytest exit code {int(code)})")
+    return {part: collector.points[part] for part in PARTS if part in collector.points}
 
 
 def nbgrader_metadata(grade_id, *, grade, solution, points=None):
@@ -80,67 +179,182 @@ def nbgrader_metadata(grade_id, *, grade, solution, points=None):
     return meta
 
 
-def grade_cell(part, cell_id):
-    """The autograded cell of one part, worth the points of its public cases."""
+def graded_cell(part):
+    """The graded cell of one part of `make grade`, worth its points (extra credit: 0, see nbgrader_grading)."""
     import nbformat
 
-    cases, titles = public_cases()
-    points = sum(p for _, case_part, p in cases if case_part == part)
-    hidden = RULE_TEST.format(file=HIDDEN_RULE[part]) if part in HIDDEN_RULE else ""
-    source = TEST_CELL.format(title=titles[part], points=points, hidden=hidden, part=part)
-    cell = nbformat.v4.new_code_cell(source, id=cell_id)
+    from autograder.report import PART_TITLES
+
+    points = 0 if part == EXTRA_PART else part_points()[part]
+    worth = f"up to {part_points()[part]:g} points above the 100" if part == EXTRA_PART else f"{points:g} points"
+    if part in PUBLIC_PART:
+        now, body = NOW["public"], PUBLIC_BODY.format(public=PUBLIC_PART[part])
+    elif part == "rules":
+        now, body = NOW["rules"], RULES_BODY
+    else:
+        first, second = NO_PUBLIC_TEXT[part]
+        now, body = NOW["none"], NO_PUBLIC_BODY.format(first=first, second=second)
+    source = GRADED_CELL.format(title=PART_TITLES[part], points=worth, now=now, body=body)
+    cell = nbformat.v4.new_code_cell(source, id=f"graded-{part.replace('_', '-')}")
     cell.metadata["nbgrader"] = nbgrader_metadata(part, grade=True, solution=False, points=points)
     return cell
 
 
 def course_notebook(nb):
-    """The playground for nbgrader: otter check cells become test cells, Colab and otter set-up go."""
+    """The playground for nbgrader: otter checks become graded cells, Colab and otter set-up go."""
+    import nbformat
+
     cells = []
     for cell in nb.cells:
         tags = cell.metadata.get("tags", [])
         if "colab" in tags:
             continue
         if "otter" in tags:
-            check = CHECK_CALL.match(cell.source.strip())
-            if check:
-                cells.append(grade_cell(check[1], cell.id.replace("check-", "test-")))
+            source = cell.source.strip()
+            for public, part in GRADED_IN_PLACE.items():
+                if source == f'grader.check("{public}")':
+                    cells.append(graded_cell(part))
+            if source == "grader.check_all()":
+                cells.append(nbformat.v4.new_markdown_cell(GRADED_INTRO, id="graded-intro"))
+                cells += [graded_cell(part) for part in GRADED_AT_END]
             continue
         if "### BEGIN SOLUTION" in cell.source:
             cell.metadata["nbgrader"] = nbgrader_metadata(cell.id, grade=False, solution=True)
         cells.append(cell)
     nb.cells = cells
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
+    if sorted(graded) != sorted(part_points()):
+        raise ValueError(f"the course notebook grades {graded}, the hidden suite {list(part_points())}: "
+                         "solution/playground.ipynb lost an otter check cell")
     return nb
 
 
-def build(out):
-    """Write the course folder to ``out`` (replacing an earlier export there); return its path."""
+def config_text():
+    python = sys.executable
+    own_venv = Path(python).parent == ROOT / ".venv" / "bin"
+    return CONFIG.replace("@KIT@", repr(str(ROOT))).replace("@PYTHON@", repr("" if own_venv else python))
+
+
+def course_files():
+    """{path in the course: bytes} of everything the kit writes into a course folder."""
     import nbformat
 
-    out = Path(out)
-    config = out / "nbgrader_config.py"
-    if out.exists() and any(out.iterdir()):
-        if not (config.is_file() and config.read_text(encoding="utf-8").startswith(MARKER)):
-            raise ValueError(f"{out} is not empty and holds no earlier course export: choose another folder")
-        shutil.rmtree(out)
-    source = out / "source" / ASSIGNMENT
-    shutil.copytree(ROOT / "assignment", source, ignore=SKIP)  # the stubs students get, never the reference
+    files = {"nbgrader_config.py": config_text().encode(),
+             GRADING_MODULE: (ROOT / "autograder" / "nbgrader_grading.py").read_bytes()}
+    assignment = ROOT / "assignment"
+    for path in sorted(assignment.rglob("*")):
+        relative = path.relative_to(assignment)
+        if path.is_file() and not any(part_matches(p) for p in relative.parts):
+            files[f"source/{ASSIGNMENT}/{relative.as_posix()}"] = path.read_bytes()  # the stubs, never the reference
     nb = course_notebook(nbformat.read(ROOT / "solution" / NOTEBOOK, as_version=4))
     nbformat.validate(nb)
-    nbformat.write(nb, source / NOTEBOOK)
-    config.write_text(CONFIG, encoding="utf-8")
-    return out
+    files[f"source/{ASSIGNMENT}/{NOTEBOOK}"] = (nbformat.writes(nb) + "\n").encode()
+    return files
+
+
+def part_matches(name):
+    import fnmatch
+
+    return any(fnmatch.fnmatch(name, pattern) for pattern in SKIP)
+
+
+class CourseError(Exception):
+    """The course folder cannot be written without losing something; the message is one line."""
+
+
+def digest(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def plan(out, files):
+    """What regenerating ``out`` does: (paths to write, edited paths kept, stale kit paths to remove).
+
+    A path is written when it is missing, or unchanged since the kit last wrote it; an edited path
+    is kept when the kit's version has not changed since; otherwise CourseError, before anything
+    is written.
+    """
+    manifest_path = out / MANIFEST
+    written = {}
+    if manifest_path.is_file():
+        try:
+            written = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+        except (ValueError, KeyError, TypeError):
+            raise CourseError(f"{manifest_path} is damaged, so the kit cannot tell your edits from its own files: "
+                              "restore it, or regenerate into an empty folder") from None
+    elif out.exists() and any(out.iterdir()):
+        config = out / "nbgrader_config.py"
+        if not (config.is_file() and config.read_text(encoding="utf-8").startswith(MARKER)):
+            raise CourseError(f"{out} is not empty and holds no course written by `make nbgrader-course`: "
+                              "choose another folder")
+    to_write, kept, conflicts = [], [], []
+    for name, data in files.items():
+        path = out / name
+        if not path.is_file():
+            to_write.append(name)
+            continue
+        current = digest(path.read_bytes())
+        if current == digest(data):
+            continue
+        if written.get(name) == current:  # the kit's own earlier version
+            to_write.append(name)
+        elif written.get(name) == digest(data):  # your edit of a file the kit writes as before
+            kept.append(name)
+        else:
+            conflicts.append(name)
+    if conflicts:
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        raise CourseError(f"{out / conflicts[0]}{more} differs from what `make nbgrader-course` wrote there, and the "
+                          "kit now writes it differently: move it away to regenerate it (nothing was written)")
+    stale = [name for name, sha in written.items()
+             if name not in files and (out / name).is_file() and digest((out / name).read_bytes()) == sha]
+    return to_write, kept, stale
+
+
+def build(out):
+    """Write or update the course in ``out``; return (out, paths written, edited paths kept)."""
+    out = Path(out)
+    files = course_files()
+    to_write, kept, stale = plan(out, files)
+    for name in to_write:
+        write_atomic(out / name, files[name])
+    for name in stale:
+        (out / name).unlink()
+    manifest = {"written_by": "make nbgrader-course (the LAB-03 kit); do not edit",
+                "files": {name: digest(data) for name, data in files.items()}}
+    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    return out, to_write, kept
+
+
+def write_atomic(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder.nbgrader_course", description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="the course folder to write")
+    parser.add_argument("out", type=Path, help="the course folder to write or update")
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        print(f"error: {args.out} is not a folder", file=sys.stderr)
+        return 2
     try:
-        out = build(args.out)
-    except ValueError as exc:
+        out, written, kept = build(args.out)
+    except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote the nbgrader course to {out}: cd there, then `nbgrader generate_assignment {ASSIGNMENT}`")
+    print(f"nbgrader course in {out}: {len(written)} files written, nbgrader's own files untouched")
+    for name in kept:
+        print(f"  kept your edit of {name} (the kit's version has not changed)")
+    print(f"next: cd {out}, then `nbgrader generate_assignment {ASSIGNMENT}`")
     return 0
 
 

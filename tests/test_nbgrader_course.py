@@ -1,11 +1,17 @@
-"""`make nbgrader-course`: a course folder that nbgrader itself releases and grades.
+"""`make nbgrader-course`: a course that nbgrader grades with the kit's own sandboxed grader.
 
-One smoke run (nbgrader starts slowly): write the course, `nbgrader generate_assignment`, then
-one `nbgrader autograde` of three submissions made from the release (the reference files, the
-untouched stubs, and the reference with torch's built-in attention), then one
-`nbgrader generate_feedback`.
+One run of nbgrader's documented flow (nbgrader starts slowly): write the course,
+`nbgrader generate_assignment`, four students made from the release (a correct one, a buggy one,
+an untouched one and one that tampers with the grading from inside the notebook's kernel), one
+`nbgrader autograde`, `generate_feedback` and `export`, then `make nbgrader-course` again on the
+graded course. The same four pairs of files also go through `python -m autograder grade`, which
+is what `make grade` runs. Without nbgrader's processes: regenerating a course, and the graded
+cells as a student runs them.
 """
+import html
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,23 +20,36 @@ from pathlib import Path
 import pytest
 
 from autograder import nbgrader_course
-from autograder.generate import public_cases
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/kit.lock has it)")
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 LAB = nbgrader_course.ASSIGNMENT
-TOTAL = sum(points for _, _, points in public_cases()[0])
-# The reference's attention with torch's built-in: right values, but against the rules.
-BUILTIN = '''
+NOTEBOOK = nbgrader_course.NOTEBOOK
+STUDENTS = ("correct", "buggy", "untouched", "tamper")
+# Appended to the stub attention.py: the tamper of the issue, aimed at the old in-kernel checks.
+TAMPER_MODULE = '''
 
-def scaled_dot_product_attention(query, key, value, mask=None):
-    import torch.nn.functional as F
-    allowed = None if mask is None else mask.bool()
-    eye = torch.eye(key.size(-2), dtype=query.dtype).expand(*key.shape[:-2], -1, -1)
-    return (F.scaled_dot_product_attention(query, key, value, attn_mask=allowed),
-            F.scaled_dot_product_attention(query, key, eye, attn_mask=allowed))
+import sys
+
+if "cases" in sys.modules:
+    sys.modules["cases"].run_case = lambda *a, **k: None
+'''
+# A cell the tampering student adds to the notebook: every way the kernel could reach a grade.
+TAMPER_CELL = '''import os
+import subprocess
+import sys
+
+sys.path.insert(0, "tests")
+import cases
+
+cases.run_case = lambda *a, **k: None  # every public check passes
+cases.score = lambda part: 100
+os.environ["NBGRADER_EXECUTION"] = "validate"  # the graded cells would think they run for the student
+os.environ["LAB03_KIT"] = "/nowhere"
+subprocess.run = lambda *a, **k: None
+open("attention.py", "w").write({reference!r})  # the reference, written over the graded file
 '''
 
 
@@ -38,97 +57,335 @@ def nbgrader(course, *args):
     """Run an nbgrader command in `course`; nbgrader runs the `alembic` next to it, so PATH has BIN first."""
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
     proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
 
+def student_files(course):
+    """{student: {name: text}}: the two files each student hands in (as the release's stubs, edited)."""
+    stub = {name: (course / "release" / LAB / name).read_text(encoding="utf-8") for name in ("attention.py", "mha.py")}
+    reference = {name: (ROOT / "solution" / name).read_text(encoding="utf-8") for name in stub}
+    buggy = {name: (ROOT / "examples" / "submissions" / "mask_bug" / name).read_text(encoding="utf-8") for name in stub}
+    return {"correct": reference, "buggy": buggy, "untouched": stub,
+            "tamper": {**stub, "attention.py": stub["attention.py"] + TAMPER_MODULE}}
+
+
 def submit(course, student, files):
-    """submitted/<student>/lab03: the release, with `files` ({name: text}) in place of the stubs."""
+    """submitted/<student>/lab03: the release, with `files` in place of the stubs."""
+    import nbformat
+
     folder = course / "submitted" / student / LAB
     shutil.copytree(course / "release" / LAB, folder)
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
+    if student == "tamper":
+        nb = nbformat.read(folder / NOTEBOOK, as_version=4)
+        reference = (ROOT / "solution" / "attention.py").read_text(encoding="utf-8")
+        setup = next(i for i, cell in enumerate(nb.cells) if cell.get("id") == "setup")
+        nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(TAMPER_CELL.format(reference=reference)))
+        nbformat.write(nb, folder / NOTEBOOK)
+
+
+def snapshot(folder):
+    """{relative path: bytes} of every file under `folder`."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def gradebook_scores(course):
+    """{student: (total, max, {part: score})}, read from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in STUDENTS:
+            submission = gradebook.find_submission(LAB, student)
+            parts = {grade.name: grade.score for notebook in submission.notebooks for grade in notebook.grades}
+            scores[student] = (submission.score, submission.max_score, parts)
+    return scores
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def graded(tmp_path_factory):
+    """A course after nbgrader's flow and a regeneration, and `make grade`'s results for the same files."""
     if not (BIN / "nbgrader").is_file():
         pytest.skip(f"the nbgrader command is not installed in {BIN}")
-    course = nbgrader_course.build(tmp_path_factory.mktemp("course") / "course")
+    base = tmp_path_factory.mktemp("nbgrader")
+    course, _, _ = nbgrader_course.build(base / "course")
     nbgrader(course, "generate_assignment", LAB)
-    reference = {name: (ROOT / "solution" / name).read_text(encoding="utf-8") for name in ("attention.py", "mha.py")}
-    submit(course, "reference", reference)
-    submit(course, "stubs", {})
-    submit(course, "builtin", {**reference, "attention.py": reference["attention.py"] + BUILTIN})
-    nbgrader(course, "autograde", LAB)
-    nbgrader(course, "generate_feedback", LAB)
+    files = student_files(course)
+    for student in STUDENTS:
+        submit(course, student, files[student])
+        (base / "make-grade" / student).mkdir(parents=True)
+        for name, text in files[student].items():
+            (base / "make-grade" / student / name).write_text(text, encoding="utf-8")
+    autograde = nbgrader(course, "autograde", LAB)
+    feedback = nbgrader(course, "generate_feedback", LAB)
+    nbgrader(course, "export")
+    before = snapshot(course)
+    nbgrader_course.build(course)
+    after = snapshot(course)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(base / "make-grade"), "--batch",
+                           "--out", str(base / "reports"), "--jobs", "2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"python -m autograder grade failed:\n{proc.stdout}\n{proc.stderr}"
+    make_grade = {s: json.loads((base / "reports" / s / "results.json").read_text()) for s in STUDENTS}
+    return {"course": course, "before": before, "after": after, "make_grade": make_grade,
+            "logs": {"autograde": autograde.stdout + autograde.stderr, "feedback": feedback.stdout + feedback.stderr}}
+
+
+def make_grade_parts(results):
+    parts = {}
+    for test in results["tests"]:
+        parts[test["tags"][0]] = parts.get(test["tags"][0], 0.0) + test["score"]
+    return parts
+
+
+def test_nbgrader_totals_equal_make_grade_for_every_student(graded):
+    scores = gradebook_scores(graded["course"])
+    for student in STUDENTS:
+        total, max_score, parts = scores[student]
+        expected = graded["make_grade"][student]
+        expected_total = (expected["score"], expected["extra_data"]["max_score"])
+        assert (total, max_score) == expected_total, \
+            f"{student}: nbgrader {total}/{max_score}, make grade {expected_total[0]}/{expected_total[1]}"
+        assert parts == pytest.approx(make_grade_parts(expected)), f"{student}: by part, nbgrader {parts}"
+    assert scores["correct"][0] == 110 and scores["untouched"][0] == 0, f"totals: {scores}"
+    assert 0 < scores["buggy"][0] < 100, f"the buggy student should lose some points, not all: {scores['buggy']}"
+
+
+def test_an_attention_bug_keeps_the_mha_points_as_in_make_grade(graded):
+    _, _, parts = gradebook_scores(graded["course"])["buggy"]
+    assert parts["masks"] < 12, f"the inverted masks should lose mask points: {parts}"
+    assert parts["mha_forward"] == 23 and parts["heads"] == 10, f"the MHA parts should keep their points: {parts}"
+
+
+def test_exported_grades_equal_make_grade(graded):
+    import csv
+
+    with open(graded["course"] / "grades.csv", newline="") as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    for student in STUDENTS:
+        assert float(rows[student]["score"]) == graded["make_grade"][student]["score"], \
+            f"grades.csv: {student} has {rows[student]['score']}"
+
+
+def test_tampering_in_the_kernel_changes_nothing(graded):
+    course = graded["course"]
+    scores = gradebook_scores(course)
+    assert scores["tamper"][0] == graded["make_grade"]["tamper"]["score"] == 0, f"tamper: {scores['tamper']}"
+    # The tamper did run: the kernel wrote the reference over the student's attention.py, after grading.
+    overwritten = (course / "autograded" / "tamper" / LAB / "attention.py").read_text(encoding="utf-8")
+    assert overwritten == (ROOT / "solution" / "attention.py").read_text(encoding="utf-8"), \
+        "the tampering cell did not run, so this test shows nothing"
+
+
+def test_graded_cells_hold_the_graders_report_and_no_kernel_output(graded):
+    import nbformat
+
+    nb = nbformat.read(graded["course"] / "autograded" / "buggy" / LAB / NOTEBOOK, as_version=4)
+    graded_cells = {c.metadata.nbgrader.grade_id: c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    assert sorted(graded_cells) == sorted(nbgrader_course.part_points()), "one graded cell per part of make grade"
+    masks = graded_cells["masks"]
+    text = "".join(o.get("text", "") for o in masks.outputs)
+    assert "Graded by the kit's sandboxed grader" in text and "FAILED" in text, f"masks cell output: {text}"
+    assert "Likely bug" in text, "the grader's named-bug diagnosis should reach the feedback"
+    assert max(len(line) for line in text.splitlines()) <= 100, "long report lines should be wrapped"
+
+
+def test_demo_cells_are_not_run_at_autograde(graded):
+    import nbformat
+
+    nb = nbformat.read(graded["course"] / "autograded" / "correct" / LAB / NOTEBOOK, as_version=4)
+    demos = [c for c in nb.cells if "skip-at-autograde" in c.metadata.get("tags", [])]
+    assert demos, "the extra-credit demo cells should be tagged skip-at-autograde in solution/playground.ipynb"
+    assert any("tiled_attention" in c.source for c in demos) and any(".step(" in c.source for c in demos)
+    for cell in demos:
+        assert all("not run at autograde" in o.get("text", "") for o in cell.outputs) and cell.outputs, \
+            f"a demo cell ran at autograde: {cell.outputs}"
+
+
+def code_lines(folder, pattern):
+    return {line.strip() for path in folder.rglob(pattern) for line in path.read_text(encoding="utf-8").splitlines()}
+
+
+def hidden_lines():
+    """The distinctive lines of the hidden suite (not in the public files too): none may reach a student."""
+    public = code_lines(ROOT / "assignment", "*.py")
+    return {line for line in code_lines(ROOT / "tests_hidden", "*.py") if len(line) >= 30 and line not in public}
+
+
+def test_feedback_shows_no_hidden_test_line_and_no_instructor_path(graded):
+    course = graded["course"]
+    lines = hidden_lines()
+    for student in STUDENTS:
+        page = (course / "feedback" / student / LAB / "playground.html").read_text(encoding="utf-8")
+        text = html.unescape(re.sub(r"<[^>]+>", "", page))
+        leaked = [line for line in lines if line in text]
+        assert not leaked, f"{student}'s feedback shows hidden test lines: {leaked[:3]}"
+        assert "HIDDEN TESTS" not in text, f"{student}'s feedback shows a hidden test cell"
+        for path in (str(ROOT), str(course), "tests_hidden"):
+            assert path not in text, f"{student}'s feedback shows {path}"
+
+
+def test_nbgrader_warns_about_no_changed_cell_and_no_unknown_option(graded):
+    logs = graded["logs"]
+    assert "has changed!" not in logs["autograde"], \
+        "nbgrader reports a changed cell (checksum) although no student edited a locked cell:\n" + "\n".join(
+            line for line in logs["autograde"].splitlines() if "has changed!" in line)
+    for command, log in logs.items():
+        assert "not recognized" not in log, f"nbgrader {command} warns about the config:\n{log[-2000:]}"
+
+
+def test_release_holds_neither_solutions_nor_the_grader(graded):
+    course = graded["course"]
+    release = snapshot(course / "release" / LAB)
+    assert "attention.py" in release and "mha.py" in release
+    hidden = hidden_lines()
+    for name, data in release.items():
+        text = data.decode("utf-8", errors="replace")
+        for leak in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "scaled = scores", "GradeWithKit", str(ROOT)):
+            assert leak not in text, f"release/{LAB}/{name} contains {leak!r}"
+        leaked = [line for line in hidden if line in text]
+        assert not leaked, f"release/{LAB}/{name} holds lines of the hidden suite: {leaked[:3]}"
+    for name in ("attention.py", "mha.py"):
+        assert release[name] == (ROOT / "assignment" / name).read_bytes(), f"release/{LAB}/{name} is not the stub"
+    assert not (course / "source" / LAB / nbgrader_course.GRADING_MODULE).exists()
+
+
+def test_regenerating_a_graded_course_loses_nothing(graded):
+    before, after = graded["before"], graded["after"]
+    lost = sorted(set(before) - set(after))
+    changed = sorted(name for name in before if name in after and before[name] != after[name])
+    assert not lost, f"regenerating the course deleted {lost[:5]}"
+    assert not changed, f"regenerating an up-to-date course changed {changed[:5]}"
+    for kept in ("gradebook.db", "grades.csv", f"release/{LAB}/{NOTEBOOK}", f"feedback/correct/{LAB}/playground.html",
+                 f"submitted/tamper/{LAB}/{NOTEBOOK}", f"autograded/buggy/{LAB}/{NOTEBOOK}"):
+        assert kept in after, f"{kept} is missing after the regeneration"
+
+
+# --- regenerating, without nbgrader -------------------------------------------------------------
+
+def course_with_nbgrader_data(tmp_path):
+    course, _, _ = nbgrader_course.build(tmp_path / "course")
+    for name in ("gradebook.db", "grades.csv", f"submitted/s1/{LAB}/{NOTEBOOK}", f"autograded/s1/{LAB}/mha.py",
+                 f"feedback/s1/{LAB}/playground.html", f"release/{LAB}/{NOTEBOOK}", "my_notes.txt",
+                 f"source/{LAB}/my_extra_data.csv"):
+        (course / name).parent.mkdir(parents=True, exist_ok=True)
+        (course / name).write_text(f"{name}, the instructor's or nbgrader's")
     return course
 
 
-def scores(course, student):
-    """{grade cell: score} and the total of one student's autograded submission."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        submission = gradebook.find_submission(LAB, student)
-        cells = {grade.name: grade.score for notebook in submission.notebooks for grade in notebook.grades}
-        return cells, submission.score, submission.max_score
+def kit_changed(monkeypatch, name, text):
+    """The kit now writes `text` to `name` (as a newer kit would)."""
+    files = nbgrader_course.course_files()
+    monkeypatch.setattr(nbgrader_course, "course_files", lambda: {**files, name: text.encode()})
 
 
-def test_course_holds_the_stubs_never_the_reference(course):
-    source = course / "source" / LAB
-    for name in ("attention.py", "mha.py"):
-        assert (source / name).read_bytes() == (ROOT / "assignment" / name).read_bytes(), \
-            f"source/{LAB}/{name} is not the student stub"
-    assert not (source / "checks").exists(), "the course should not need otter-grader's checks"
+def test_regenerating_rewrites_the_kits_files_and_nothing_else(tmp_path, monkeypatch):
+    course = course_with_nbgrader_data(tmp_path)
+    ours = snapshot(course)
+    notebook = f"source/{LAB}/{NOTEBOOK}"
+    kit_changed(monkeypatch, notebook, "a newer notebook")
+    _, written, kept = nbgrader_course.build(course)
+    assert written == [notebook] and not kept, f"written {written}, kept {kept}"
+    after = snapshot(course)
+    assert after[notebook] == b"a newer notebook"
+    changed = sorted(name for name in ours if after.get(name) != ours[name])
+    assert changed == sorted([notebook, nbgrader_course.MANIFEST]) and set(after) == set(ours), \
+        f"only the notebook the kit changed (and the kit's record) should change: {changed}"
 
 
-def test_release_notebook_keeps_neither_solutions_nor_hidden_tests(course):
-    text = (course / "release" / LAB / nbgrader_course.NOTEBOOK).read_text(encoding="utf-8")
-    for leak in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "check_source", "scaled = scores"):
-        assert leak not in text, f"the release notebook contains {leak!r}"
+def test_an_edit_is_kept_when_the_kit_did_not_change_that_file(tmp_path):
+    course = course_with_nbgrader_data(tmp_path)
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + 'c.CourseDirectory.course_id = "cs-101"\n')
+    edited = config.read_bytes()
+    _, written, kept = nbgrader_course.build(course)
+    assert kept == ["nbgrader_config.py"] and not written, f"written {written}, kept {kept}"
+    assert config.read_bytes() == edited, "the instructor's course_id was lost"
 
 
-def test_reference_submission_gets_full_marks(course):
-    cells, total, max_score = scores(course, "reference")
-    assert max_score == TOTAL and total == TOTAL, f"reference: {total}/{max_score}, by cell {cells}"
+def test_an_edit_the_kit_would_overwrite_is_refused_and_nothing_is_written(tmp_path, monkeypatch, capsys):
+    course = course_with_nbgrader_data(tmp_path)
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + 'c.CourseDirectory.course_id = "cs-101"\n')
+    kit_changed(monkeypatch, "nbgrader_config.py", "# a newer config\n")
+    kit_changed(monkeypatch, f"source/{LAB}/{NOTEBOOK}", "a newer notebook")
+    ours = snapshot(course)
+    assert nbgrader_course.main([str(course)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "nbgrader_config.py" in err and "nothing was written" in err, err
+    assert snapshot(course) == ours, "a refused regeneration changed the course"
 
 
-def test_stub_submission_gets_zero(course):
-    cells, total, max_score = scores(course, "stubs")
-    assert max_score == TOTAL and total == 0, f"stubs: {total}/{max_score}, by cell {cells}"
-
-
-def test_autograde_keeps_the_students_files(course):
-    graded = course / "autograded" / "reference" / LAB
-    for name in ("attention.py", "mha.py"):
-        assert (graded / name).read_bytes() == (ROOT / "solution" / name).read_bytes(), \
-            f"autograde replaced the student's {name} (exclude_overwriting in nbgrader_config.py)"
-
-
-def test_hidden_test_takes_the_part_of_a_forbidden_builtin(course):
-    cells, total, _ = scores(course, "builtin")
-    assert cells["part1_attention"] == 0, f"attention with torch's built-in kept its points: {cells}"
-    others = {cell: score for cell, score in cells.items() if cell != "part1_attention"}
-    assert all(score > 0 for score in others.values()), f"the other parts should keep their points: {cells}"
-
-
-def test_feedback_leaves_out_the_hidden_tests(course):
-    graded = (course / "autograded" / "reference" / LAB / nbgrader_course.NOTEBOOK).read_text(encoding="utf-8")
-    feedback = (course / "feedback" / "reference" / LAB / "playground.html").read_text(encoding="utf-8")
-    assert "check_source" in graded, "autograde should have put the hidden tests back (else this test shows nothing)"
-    assert "check_source" not in feedback and "HIDDEN TESTS" not in feedback, "the feedback shows the hidden tests"
-
-
-def test_export_replaces_an_earlier_export_but_no_other_folder(tmp_path):
-    out = nbgrader_course.build(tmp_path / "course")
-    (out / "leftover.txt").write_text("from the earlier export")
-    nbgrader_course.build(out)
-    assert not (out / "leftover.txt").exists(), "an earlier export should be replaced, not merged"
+def test_a_folder_that_is_not_a_course_is_refused(tmp_path, capsys):
     other = tmp_path / "notes"
     other.mkdir()
     (other / "mine.txt").write_text("an instructor's own file")
-    with pytest.raises(ValueError, match="holds no earlier course export"):
-        nbgrader_course.build(other)
-    assert (other / "mine.txt").exists()
+    assert nbgrader_course.main([str(other)]) == 2
+    assert "holds no course written by `make nbgrader-course`" in capsys.readouterr().err
+    assert snapshot(other) == {"mine.txt": b"an instructor's own file"}
+
+
+# --- the graded cells, without nbgrader -----------------------------------------------------------
+
+def graded_cells(course):
+    import nbformat
+
+    nb = nbformat.read(course / "source" / LAB / NOTEBOOK, as_version=4)
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def test_graded_cells_are_worth_the_points_of_make_grade(tmp_path):
+    course, _, _ = nbgrader_course.build(tmp_path / "course")
+    points = {c.metadata.nbgrader.grade_id: c.metadata.nbgrader.points for c in graded_cells(course)}
+    expected = {**nbgrader_course.part_points(), "extra": 0}
+    assert points == expected and sum(points.values()) == 100, f"graded cells: {points}"
+
+
+def test_graded_cells_run_the_public_checks_for_a_student_and_refuse_to_grade_in_the_kernel(tmp_path):
+    course, _, _ = nbgrader_course.build(tmp_path / "course")
+    lab = course / "source" / LAB
+    for name in ("attention.py", "mha.py"):
+        shutil.copy(ROOT / "solution" / name, lab / name)
+    program = "\n".join(["import json, sys", "outcomes = []",
+                         "for source in json.load(sys.stdin):",
+                         "    try:", "        exec(source, {})", "    except Exception as exc:",
+                         "        outcomes.append(str(exc))", "    else:", "        outcomes.append('ran')",
+                         "print('OUTCOMES=' + json.dumps(outcomes))"])
+    sources = json.dumps([c.source for c in graded_cells(course)])
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    student = subprocess.run([sys.executable, "-c", program], input=sources, cwd=lab, env=env,
+                             capture_output=True, text=True, timeout=300)
+    outcomes = json.loads(student.stdout.split("OUTCOMES=")[-1])
+    assert outcomes == ["ran"] * len(outcomes), f"a graded cell failed for a student:\n{student.stdout}{student.stderr}"
+    assert "passed" in student.stdout and "FAILED" not in student.stdout, student.stdout
+    kernel = subprocess.run([sys.executable, "-c", program], input=sources, cwd=lab,
+                            env={**env, "NBGRADER_EXECUTION": "autograde"}, capture_output=True, text=True, timeout=300)
+    outcomes = json.loads(kernel.stdout.split("OUTCOMES=")[-1])
+    assert outcomes == [nbgrader_course.NOT_GRADED] * len(outcomes), \
+        f"at autograde without the kit's preprocessor, every graded cell must fail with one line: {outcomes}"
+
+
+def test_autograde_without_the_kit_stops_with_one_line(tmp_path, monkeypatch):
+    import nbformat
+
+    from autograder import nbgrader_grading
+
+    monkeypatch.delenv("LAB03_KIT", raising=False)
+    grader = nbgrader_grading.GradeWithKit(kit=str(tmp_path / "moved-kit"))
+    with pytest.raises(nbgrader_grading.KitError) as error:
+        grader.preprocess(nbformat.v4.new_notebook(), {"metadata": {"path": str(tmp_path)}})
+    message = str(error.value)
+    assert "\n" not in message and "LAB03_KIT" in message and "no new grade was recorded" in message, message
+
+
+def test_the_course_grading_module_is_the_kits(tmp_path):
+    course, _, _ = nbgrader_course.build(tmp_path / "course")
+    copy = (course / nbgrader_course.GRADING_MODULE).read_bytes()
+    assert copy == (ROOT / "autograder" / "nbgrader_grading.py").read_bytes(), "the course's copy is stale"
+    config = (course / "nbgrader_config.py").read_text()
+    for setting in ("c.CourseDirectory.course_id = ", "c.Exchange.root = ", "c.Autograde.exclude_overwriting = "):
+        assert setting in config, f"nbgrader_config.py lacks {setting}"
+    assert "ClearHiddenTests" not in config, "there are no hidden tests in the notebook to clear"

@@ -214,4 +214,5 @@ def test_colab_cell_installs_only_otter_grader():
     colab = [cell for cell in code_cells(nb) if "google.colab" in cell.source]
     assert len(colab) == 1, "there should be one Colab set-up cell"
     installs = re.findall(r'"install", "--quiet", ([^)\]]*)', colab[0].source)
-    assert installs == ['"otter-grader"'], f"the Colab cell installs {installs}; Colab has torch and matplotlib"
+    pin = re.search(r"^otter-grader==\S+", (ROOT / "requirements" / "kit.in").read_text(), re.M)[0]  # what the kit tests
+    assert installs == [f'"{pin}"'], f"the Colab cell installs {installs}; Colab has torch and matplotlib, and needs {pin}"

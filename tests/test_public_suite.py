@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = ROOT / "assignment"
 PUBLIC = ASSIGNMENT / "tests"
 SOLUTION = ROOT / "solution"
-FOOTER = re.compile(r"public tests: (\d+)/(\d+) points \(hidden tests run only on Gradescope\)")
+FOOTER = re.compile(r"public tests: (\d+)/(\d+) points \(your grade also counts the hidden tests\)")
 NOT_IMPLEMENTED = re.compile(r"^\S+ is not implemented yet \(NotImplementedError in (attention|mha)\.py\)$")
 
 

@@ -21,7 +21,7 @@ from checks import CheckFailed, explain, import_student
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["test_masks.py", "test_attention.py", "test_mha.py"]  # the order of the lab
-FOOTER = "public tests: {earned}/{total} points (hidden tests run only on Gradescope)"
+FOOTER = "public tests: {earned}/{total} points (your grade also counts the hidden tests)"
 
 
 def pytest_addoption(parser):

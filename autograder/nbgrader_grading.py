@@ -1,0 +1,198 @@
+"""nbgrader's autograde, scored by the kit's sandboxed grader (copied into the course as lab03_grading.py).
+
+`make nbgrader-course` copies this file next to the course's ``nbgrader_config.py``, which puts
+its two preprocessors in ``Autograde.autograde_preprocessors``:
+
+* ``GradeWithKit`` (in place of nbgrader's ``Execute``) first runs the kit's grader,
+  ``python -m autograder grade`` in a subprocess: the same sandbox, limits, hidden suite and
+  trusted comparison as ``make grade``, on the student's attention.py and mha.py as submitted,
+  before any of the student's code has run. Then it executes the notebook as nbgrader does, except
+  the graded cells (their score is the grader's) and the cells tagged ``skip-at-autograde``
+  (timing demos). Last, each graded cell's output becomes the grader's report for its part, with
+  the part's points as the cell's partial credit. No tampering with the grading from the notebook's
+  kernel (modules, environment, the submitted files) changes a score: the kernel starts after the
+  grading, and its outputs in the graded cells are replaced. (It still runs as the user running
+  autograde, unsandboxed, as in every nbgrader course: see the kit's README.)
+* ``SaveKitGrades`` is nbgrader's ``SaveAutoGrades``, and records the extra-credit points of the
+  ``extra`` cell (worth 0 points) as that cell's extra credit, so the total is ``make grade``'s.
+
+This module runs inside nbgrader's own process, which may be any nbgrader installation: it imports
+nothing from the kit, only nbgrader and the standard library, and finds the kit from its config
+(``GradeWithKit.kit``) or the environment variable ``LAB03_KIT``.
+"""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import textwrap
+
+from nbformat.notebooknode import NotebookNode
+from traitlets import Unicode
+
+from nbgrader import utils
+from nbgrader.preprocessors import Execute, SaveAutoGrades
+
+SKIP_TAG = "skip-at-autograde"
+EXTRA_PART = "extra"  # its cell is worth 0 points: extra credit goes above the maximum, as in `make grade`
+WIDTH = 100  # feedback pages clip long lines: wrap the report
+GRADER_SECONDS = 900  # far above the grader's own limits (grading.yaml): only a stuck grader gets here
+RESULTS = "lab03_kit"  # the key of the grader's scores in nbgrader's resources
+
+
+class KitError(Exception):
+    """The kit's grader could not score this submission; the message is one line for the instructor."""
+
+
+class GradeWithKit(Execute):
+    """nbgrader's Execute, with the graded cells scored by the kit's grader instead of the kernel."""
+
+    kit = Unicode("", help="The kit's folder on this machine (the environment variable LAB03_KIT overrides it)."
+                  ).tag(config=True)
+    python = Unicode("", help="The Python that runs the kit's grader (default: the kit's .venv/bin/python)."
+                     ).tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        folder = resources["metadata"]["path"]
+        # Before the kernel starts: the files graded are the student's, untouched by their notebook.
+        try:
+            results = self.run_grader(folder)
+        except KitError as error:  # one line above nbgrader's traceback, which says the same at its end
+            self.log.error("LAB-03: %s", error)
+            raise
+        parts = part_scores(results)
+        check_points(nb, parts)
+        nb, resources = super().preprocess(nb, resources, km)
+        graded = graded_cells(nb)
+        for cell in graded:  # the first one also says what the grader noticed about the submission as a whole
+            cell.outputs = report_outputs(cell.metadata["nbgrader"]["grade_id"], results, parts, cell is graded[0])
+        resources[RESULTS] = {part: got for part, (got, _) in parts.items()}
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and (utils.is_grade(cell) or SKIP_TAG in cell.metadata.get("tags", [])):
+            cell.outputs = []
+            if not utils.is_grade(cell):
+                cell.outputs = [stream("(not run at autograde: a timing demo, whose numbers mean nothing on a busy "
+                                       "grading machine)\n")]
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+    def kit_and_python(self):
+        kit = os.environ.get("LAB03_KIT") or self.kit
+        python = self.python or os.path.join(kit, ".venv", "bin", "python")
+        if not kit or not os.path.isfile(os.path.join(kit, "autograder", "__main__.py")):
+            raise KitError(f"the kit is not at {kit or '(unset)'}: set LAB03_KIT to the kit's "
+                           "folder or GradeWithKit.kit in nbgrader_config.py; no new grade was recorded")
+        if not os.access(python, os.X_OK):
+            raise KitError(f"no Python at {python} to run the kit's grader: run `make venv` in the kit or set "
+                           "GradeWithKit.python in nbgrader_config.py; no new grade was recorded")
+        return kit, python
+
+    def run_grader(self, folder):
+        """results.json of `python -m autograder grade FOLDER --single`, as `make grade` writes it."""
+        kit, python = self.kit_and_python()
+        with tempfile.TemporaryDirectory(prefix="lab03-kit-") as out:
+            try:
+                proc = subprocess.run([python, "-m", "autograder", "grade", os.path.abspath(folder), "--single",
+                                       "--out", out, "--jobs", "1"], cwd=kit, capture_output=True, text=True,
+                                      timeout=GRADER_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise KitError(f"the kit's grader took more than {GRADER_SECONDS} s on {folder}; no new grade "
+                               "was recorded, autograde again to retry") from None
+            reports = [os.path.join(out, name, "results.json") for name in sorted(os.listdir(out))
+                       if os.path.isfile(os.path.join(out, name, "results.json"))]
+            if proc.returncode != 0 or len(reports) != 1:
+                last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+                raise KitError(f"the kit's grader failed on {folder} (exit code {proc.returncode}): {last}; "
+                               "no new grade was recorded, autograde again to retry")
+            with open(reports[0], encoding="utf-8") as f:
+                results = json.load(f)
+        if results["extra_data"].get("grader_error"):
+            raise KitError(f"the kit's grader failed on part of {folder}; no new grade was recorded, autograde again "
+                           "to retry")
+        return results
+
+
+class SaveKitGrades(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades; the extra cell's points become its extra credit (its cell is worth 0)."""
+
+    def _add_score(self, cell, resources):
+        super()._add_score(cell, resources)
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        if grade_id == EXTRA_PART:
+            grade = self.gradebook.find_grade(grade_id, self.notebook_id, self.assignment_id, self.student_id)
+            grade.extra_credit = resources[RESULTS][EXTRA_PART]
+            self.gradebook.db.commit()
+
+
+def part_scores(results):
+    """{part: (points earned, points possible)} of a results.json, as the kit's reports add them up."""
+    parts = {}
+    for test in results["tests"]:
+        got, total = parts.get(test["tags"][0], (0.0, 0.0))
+        parts[test["tags"][0]] = (got + test["score"], total + test["max_score"])
+    return parts
+
+
+def graded_cells(nb):
+    """The notebook's graded cells that nbgrader knows (it drops the grade_id of any other)."""
+    return [cell for cell in nb.cells if utils.is_grade(cell) and cell.metadata["nbgrader"].get("grade_id")]
+
+
+def check_points(nb, parts):
+    """Each graded cell is worth what the grader gives its part (extra credit: 0), or nothing is scored."""
+    for cell in graded_cells(nb):
+        part = cell.metadata["nbgrader"]["grade_id"]
+        if part not in parts:
+            raise KitError(f"the kit's grader has no part {part!r}: regenerate the course with "
+                           "`make nbgrader-course`; no new grade was recorded")
+        expected = 0.0 if part == EXTRA_PART else parts[part][1]
+        if float(cell.metadata["nbgrader"]["points"]) != expected:
+            raise KitError(f"the kit's grader gives part {part!r} {expected:g} points, its cell "
+                           f"{cell.metadata['nbgrader']['points']}: regenerate the course with "
+                           "`make nbgrader-course`; no new grade was recorded")
+
+
+def report_outputs(part, results, parts, overview=False):
+    """The graded cell's new outputs: the grader's report for the part, then its score (partial credit)."""
+    got, total = parts[part]
+    tests = [t for t in results["tests"] if t["tags"][0] == part]
+    passed = sum(1 for t in tests if t["status"] == "passed")
+    if part == EXTRA_PART:
+        head = f"Extra credit: {got:g} of {total:g} points, counted above the 100 (this cell's extra credit)."
+        score = 0
+    else:
+        head = f"{got:g} / {total:g} points."
+        score = got
+    lines = [f"{head} Graded by the kit's sandboxed grader, as `make grade` grades: {passed} of {len(tests)} "
+             "tests passed."]
+    for test in tests:
+        if test["status"] == "failed":
+            lines += ["", f"FAILED {test['name']} (0 / {test['max_score']:g})"]
+            lines += ["    " + line for line in unfenced(test["output"]).splitlines()]
+        elif test["output"]:
+            lines += ["", f"note: {test['name']}: {unfenced(test['output'])}"]
+    notices = [line for line in results["output"].splitlines() if line.startswith("- ")]  # problems, events
+    if overview and notices:
+        lines += ["", "About the submission as a whole:", *notices]
+    text = "\n".join(wrapped(line) for line in lines) + "\n"
+    return [stream(text), NotebookNode(output_type="execute_result", execution_count=None, metadata={},
+                                       data={"text/plain": f"{score:g}"})]
+
+
+def stream(text):
+    return NotebookNode(output_type="stream", name="stdout", text=text)
+
+
+def unfenced(text):
+    return re.sub(r"^```\n?|\n?```$", "", text.strip())
+
+
+def wrapped(line):
+    """A line longer than WIDTH wrapped at spaces, keeping its indent; text heatmaps are narrower and stay."""
+    if len(line) <= WIDTH:
+        return line
+    indent = line[:len(line) - len(line.lstrip())]
+    return "\n".join(textwrap.wrap(line, WIDTH, subsequent_indent=indent + "  ", break_long_words=False,
+                                   break_on_hyphens=False)) or line
