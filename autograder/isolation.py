@@ -114,7 +114,7 @@ def runtime_paths():
     return sorted(p for p in paths if p and os.path.exists(p))
 
 
-def build_private_root(new_root, submission_dir, hidden, tmp_size="64m"):
+def build_private_root(new_root, submission_dir, hidden, tmp_size="64m", owner=None):
     """Make ``new_root`` the child's whole filesystem, then pivot into it.
 
     ``hidden`` are folders that must never be visible even though they sit inside a runtime
@@ -132,7 +132,17 @@ def build_private_root(new_root, submission_dir, hidden, tmp_size="64m"):
             for path in paths:  # the venv may live inside the kit folder: show it again
                 if _inside(path, secret) and path != secret:
                     _bind(path, new_root + path, read_only=True)
-    _bind(submission_dir, new_root + "/submission", read_only=False)
+    # The child's own copy of its files, on a small tmpfs: what it writes never reaches the host's disk.
+    os.makedirs(new_root + "/submission", exist_ok=True)
+    owned = f",uid={owner},gid={owner}" if owner is not None else ""  # ``owner``: the uid the child drops to
+    mount("tmpfs", new_root + "/submission", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=0755{owned}")
+    for name in os.listdir(submission_dir):
+        source = os.path.join(submission_dir, name)
+        if os.path.isfile(source) and not os.path.islink(source):
+            target = os.path.join(new_root, "submission", name)
+            shutil.copyfile(source, target)
+            if owner is not None:
+                os.chown(target, owner, owner)
     os.makedirs(new_root + "/tmp", exist_ok=True)
     mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
     for dev in ("null", "zero", "random", "urandom"):

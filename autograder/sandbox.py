@@ -194,7 +194,8 @@ def _child(config, request_r, response_w, output_w, level, uid, hidden, layers):
             f.write("1000")  # under memory pressure the kernel kills the student's code, never the grader
         submission_dir = config["dir"]
         if level == "namespaces":
-            isolation.build_private_root(submission_dir + ".root", submission_dir, hidden)
+            owner = uid if not isolation._in_user_namespace() else None  # root drops to uid; a user namespace does not
+            isolation.build_private_root(submission_dir + ".root", submission_dir, hidden, owner=owner)
             submission_dir = "/submission"
         if level in ("namespaces", "uid"):
             isolation.drop_privileges(uid, uid)

@@ -84,6 +84,7 @@ EXPECTED = {
     "fork_bomb": Expect(),
     "grader_memory": Expect(),
     "memory_split": Expect(("Causal mask",)),
+    "disk_fill": Expect(),
     "inherited_fds": Expect(),
 }
 
@@ -492,6 +493,17 @@ def test_a_submissions_processes_share_one_memory_limit(run):
     limit = 512
     over = {call: mib for call, mib in held.items() if mib >= limit}
     assert not over, f"the submission's processes held more than its {limit} MiB limit at once: {over} MiB"
+
+
+def test_a_submission_cannot_fill_the_disk(run):
+    """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. The uid level has no
+    mount of its own: its writes land on the host's disk, bounded only per file (the README says so)."""
+    match = re.search(r"^DISK wrote=(\d+) error=(.*)$", run.printed("disk_fill"), re.MULTILINE)
+    assert match, f"the disk payload did not report:\n{run.printed('disk_fill')[:500]}"
+    if run.results("disk_fill")["extra_data"]["isolation"] != "namespaces":
+        pytest.skip(f"{run.results('disk_fill')['extra_data']['isolation']} level: no private file system to bound")
+    assert int(match.group(1)) <= 64 and match.group(2) != "None", (
+        f"the submission wrote {match.group(1)} MiB ({match.group(2)}): its folder is not a small tmpfs")
 
 
 def test_returned_objects_are_never_unpickled(run):
