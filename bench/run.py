@@ -75,6 +75,7 @@ class Item:
     short: bool = False  # a few seconds: run several times per round
     cwd: Path = ROOT
     ok_codes: tuple = (0,)
+    env: dict = None  # None: this process's environment
     runs: list = field(default_factory=list)
 
     def wall(self):
@@ -125,6 +126,28 @@ def items(tmp, space, settings):
                                   "-p", "no:cacheprovider"] for s in space["naive"]], ok_codes=(0, 1)),
         Item("control", lambda n: [grade + [tmp / "control", "--out", out("control", n), "--jobs", "2"] + limit]),
         Item("hostile", lambda n: [grade + [tmp / "hostile", "--out", out("hostile", n), "--jobs", "2"] + limit]),
+    ] + uid_items(out, space)
+
+
+def uid_level_python():
+    """(python the sandbox uid can read, None) or (None, why not): see tests/readable_runtime.py."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from readable_runtime import readable_python
+
+    return readable_python()
+
+
+def uid_items(out, space):
+    """Gradescope's level: the same grading at the uid level, with its own interpreter's torch import as the unit."""
+    python, _ = uid_level_python()
+    if python is None:
+        return []
+    env = dict(os.environ, AUTOGRADER_ISOLATION="uid")
+    grade = [python, "-m", "autograder", "grade"]
+    return [
+        Item("torch_uid", lambda n: [[python, "-c", "import torch"]], short=True),
+        Item("one_uid", lambda n: [grade + [SAMPLES / "reference", "--out", out("one_uid", n)]], short=True, env=env),
+        Item("jobs2_uid", lambda n: [grade + [space["batch"], "--out", out("jobs2_uid", n), "--jobs", "2"]], env=env),
     ]
 
 
@@ -149,7 +172,7 @@ def last_out(tmp, item):
 def run_item(item):
     total = {"wall": 0.0, "pss": 0.0, "rss": 0.0}
     for argv in item.commands(len(item.runs)):
-        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS, cwd=str(item.cwd))
+        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS, cwd=str(item.cwd), env=item.env)
         if m.returncode not in item.ok_codes:
             raise SystemExit(f"bench: {' '.join(map(str, argv))} exited with {m.returncode}:\n{m.stderr[-3000:]}")
         total["wall"] += m.wall_seconds
@@ -191,7 +214,7 @@ def verdict(ok, smoke):
 def table(by, settings, hostile, same_across_jobs):
     """The Markdown table: one row per figure, with its target and whether it is met."""
     rows = (timing_rows(by, settings) + memory_rows(by, settings)
-            + [make_test_row(by, settings), hostile_row(by, settings, hostile)])
+            + [make_test_row(by, settings), hostile_row(by, settings, hostile)] + uid_rows(by, settings))
     rows.append(("", "reports identical with `--jobs 1` and `--jobs 2`", "yes" if same_across_jobs else "**NO**",
                  "", verdict(same_across_jobs, settings.smoke)))
     lines = ["| # | measure | result | target | |", "|---|---|---|---|---|"]
@@ -243,6 +266,23 @@ def memory_rows(by, settings):
          verdict(by["jobs1"].pss() <= 1.25 * by["one"].pss(), smoke)),
         ("3c", f"peak memory, batch of {n}, `--jobs 2`", peak("jobs2"), "grows with jobs", ""),
         ("3d", "peak memory, naive baseline (one pytest process)", peak("naive"), "", ""),
+    ]
+
+
+def uid_rows(by, settings):
+    if "one_uid" not in by:
+        return [("6", "the uid level (Gradescope's)", f"not measured: {uid_level_python()[1]}", "", "")]
+    unit, n = by["torch_uid"].wall(), settings.batch
+    one, per = by["one_uid"].wall() / unit, by["jobs2_uid"].wall() / n / unit
+    return [
+        ("6a", "uid level, one submission (a world-readable venv of the system Python; its own torch import "
+               f"{unit:.2f} s is the unit)", f"{by['one_uid'].wall():.2f} s = **{one:.2f}x** torch import",
+         "<= 1.5x", verdict(one <= 1.5, settings.smoke)),
+        ("6b", f"uid level, batch of {n}, `--jobs 2`",
+         f"{by['jobs2_uid'].wall():.1f} s = **{per:.3f}** torch imports/submission", "<= 0.2",
+         verdict(per <= 0.2, settings.smoke)),
+        ("6c", "uid level, peak memory of one submission (PSS)", f"{by['one_uid'].pss():.0f} MB", "< 768 MB",
+         verdict(by["one_uid"].pss() < GRADESCOPE_MB, settings.smoke)),
     ]
 
 
