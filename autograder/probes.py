@@ -2,7 +2,9 @@
 
 Nothing here is trusted by the parent: a submission can rewrite any of it at run time. Its
 job is only to call the student's code on the inputs the parent sent and to send back plain
-tensors and Python scalars. Every comparison happens in the parent.
+tensors and Python scalars. Every comparison happens in the parent, and every field of a reply
+(results, attributes, errors, the forbidden ops seen, memory figures) is a claim the parent
+recomputes or cross-checks before a score depends on it.
 
 A request is ``{"target": "attention.causal_mask", "args": [...], "kwargs": {...}}`` plus,
 optionally, ``init`` (construct a class first), ``state`` (parameters to load by name),
@@ -52,6 +54,56 @@ def _tripwire(name, original):
         _forbidden_used.append(name)
         return original(*args, **kwargs)
     return wrapper
+
+
+# The kernels behind torch's attention built-ins, however they are reached (torch.ops.aten,
+# private torch functions, exec'd strings): the profiler records every op the dispatcher runs.
+FORBIDDEN_OPS = (("scaled_dot_product", "torch.nn.functional.scaled_dot_product_attention"),
+                 ("native_multi_head_attention", "torch.nn.functional.multi_head_attention_forward"),
+                 ("transformer_encoder_layer", "torch.nn.TransformerEncoderLayer"),
+                 ("flash_attention", "torch.nn.functional.scaled_dot_product_attention"),
+                 ("efficient_attention", "torch.nn.functional.scaled_dot_product_attention"))
+_PROFILER_CONFIG = torch.autograd.ProfilerConfig(torch.autograd.ProfilerState.CPU, False, False, False, False, False,
+                                                 torch._C._profiler._ExperimentalConfig())
+
+
+class OpRecord:
+    """The ops one request ran, from torch's (C++) profiler, so that wrapping or unwrapping Python
+    functions does not hide them. The parent's ``nonce`` is recorded first as a marker: a record
+    without it (the profiler was stopped or replaced) is reported as missing, and the parent
+    counts that as a violation.
+
+    A request that measures memory is not watched (``watch=False``): the profiler keeps a few KB
+    per op, which would count as the student's memory. The same functions are watched in the
+    other requests, and the rule itself is decided from the source."""
+
+    def __init__(self, nonce, watch=True):
+        self.nonce, self.watch, self.seen, self.forbidden = nonce, watch, None, set()
+
+    def __enter__(self):
+        if not self.watch:
+            self.seen = self.nonce
+            return self
+        try:
+            torch.autograd._enable_profiler_legacy(_PROFILER_CONFIG)
+            with torch.autograd.profiler.record_function(f"record:{self.nonce}"):
+                pass
+        except RuntimeError:  # already enabled: the record cannot be trusted
+            self.nonce = None
+        return self
+
+    def __exit__(self, *exc):
+        if not self.watch:
+            return False
+        try:
+            records = torch.autograd._disable_profiler_legacy()
+        except RuntimeError:  # the profiler was stopped while the student's code ran
+            return False
+        names = {event.name() for thread in records for event in thread if event.kind() == "push"}
+        self.forbidden = {shown for name in names for pattern, shown in FORBIDDEN_OPS if pattern in name}
+        if self.nonce is not None and f"record:{self.nonce}" in names:
+            self.seen = self.nonce
+        return False
 
 
 # --- attention from built-ins, for grading MHA with a known-good attention ----------------
@@ -314,20 +366,22 @@ def serve(request_fd, response_fd, submission_dir, mode):
         except EOFError:
             return
         del _forbidden_used[:]
-        try:
-            if "import" in request:
-                submission.module(request["import"])
-                reply = {"ok": True, "value": {}}
-            else:
-                reply = {"ok": True, "value": run(submission, request)}
-        except ImportFailed as failed:
-            reply = {"ok": False, "error": failed.info}
-        except BaseException as err:
-            reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
-        reply["forbidden"] = sorted(set(_forbidden_used))
+        with OpRecord(request.get("record"), watch=not request.get("measure_memory")) as record:
+            try:
+                if "import" in request:
+                    submission.module(request["import"])
+                    reply = {"ok": True, "value": {}}
+                else:
+                    reply = {"ok": True, "value": run(submission, request)}
+            except ImportFailed as failed:
+                reply = {"ok": False, "error": failed.info}
+            except BaseException as err:
+                reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
+        reply["forbidden"] = sorted(set(_forbidden_used) | record.forbidden)
+        reply["record"] = record.seen
         try:
             wire.send(response_fd, reply)
         except (ValueError, TypeError, OverflowError) as err:  # unencodable result
-            wire.send(response_fd, {"ok": False, "forbidden": reply["forbidden"], "error": {
+            wire.send(response_fd, {"ok": False, "forbidden": reply["forbidden"], "record": record.seen, "error": {
                 "type": "UnsendableResult", "mro": [], "message": str(err)[:MAX_TEXT],
                 "where": None, "phase": "sending the result"}})

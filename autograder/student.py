@@ -9,18 +9,29 @@ message written for the student. Children are started lazily, one per mode:
 * ``oracle``: the student's mha.py on top of attention from torch built-ins, so a bug in
   attention.py does not also cost the MHA points.
 
+Every field of a child's reply is a claim: the student's code runs in that process and can
+rewrite whatever answers. The parent compares results itself, checks that the op record carries
+the marker it sent (``record``), and decides the from-scratch rule from the source
+(``autograder.rules``): a file that can hide what it calls fails every test that runs it.
+
 A child that crashes or hangs is replaced for the next call. A function that timed out is
 not called again, and after a few timeouts the submission's time budget is spent, so a
 submission that hangs costs a few call limits, not one per test.
 """
 import os
+import secrets
 import time
 
 import torch
 
+from autograder import rules
 from autograder.sandbox import ChildDied
 
 MAX_TIMEOUTS = 3
+# What a child's op record may name (autograder/probes.py); anything else means it was forged.
+KNOWN_FORBIDDEN = {"torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
+                   "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer"}
+RECORD_MISSING = "no trustworthy record of the ops it ran (the grader's profiler was stopped or replaced)"
 
 
 class StudentError(AssertionError):
@@ -71,6 +82,8 @@ class Student:
         self.timeouts = 0
         self.output = []
         self.events = []  # crashes and timeouts, for the report
+        self.import_forbidden = {}  # mode -> forbidden ops recorded while importing, counted in every later call
+        self._hidden = None  # file name -> the scanner's "hidden" findings (see rules.py)
 
     # --- what tests call -----------------------------------------------------------------
 
@@ -82,7 +95,7 @@ class Student:
         """
         reply = self.try_call(target, *args, mode=mode, **request)
         if isinstance(reply, Failure):
-            raise StudentError(reply.message)
+            raise (RuleViolation if reply.rule else StudentError)(reply.message)
         if reply.forbidden and not allow_forbidden:
             raise RuleViolation(forbidden_message(reply.forbidden, target))
         return reply
@@ -106,17 +119,43 @@ class Student:
                 if not imported["ok"]:
                     self.import_failures[(mode, module)] = describe_error(imported["error"])
                     return Failure(self.import_failures[(mode, module)], imported["error"])
-            message = child.call(request)
+            message = self._recorded_call(child, request, mode)
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
+        hidden = self._hides(module, mode)
+        if hidden and message.get("ok"):
+            return Failure(hidden_message(hidden, target), error=None, rule=True)
         if not message.get("ok"):
-            return Failure(describe_error(message["error"]), message["error"], message.get("forbidden", []))
-        return Reply(message["value"], message.get("forbidden", []), args)
+            return Failure(describe_error(message["error"]), message["error"], message["forbidden"])
+        return Reply(message["value"], message["forbidden"], args)
+
+    def _recorded_call(self, child, request, mode):
+        """child.call, checking the reply's op record: it must carry the marker sent with the request.
+        Ops recorded while the modules were imported count in every call of that child."""
+        nonce = secrets.token_hex(8)
+        message = child.call(dict(request, record=nonce))
+        claimed = message.get("forbidden")
+        forbidden = set(claimed) & KNOWN_FORBIDDEN if isinstance(claimed, list) and all(
+            isinstance(n, str) for n in claimed) else set()
+        if message.get("record") != nonce or not isinstance(claimed, list) or not set(claimed) <= KNOWN_FORBIDDEN:
+            forbidden.add(RECORD_MISSING)
+        if "import" in request:
+            self.import_forbidden.setdefault(mode, set()).update(forbidden)
+        message["forbidden"] = sorted(forbidden | self.import_forbidden.get(mode, set()))
+        return message
+
+    def _hides(self, module, mode):
+        """The scanner's "hidden" findings in the files a call of ``module`` runs (mha.py runs attention.py too)."""
+        if self._hidden is None:
+            self._hidden = {name: rules.hidden_calls(os.path.join(self.staged.dir, name))
+                            for name in ("attention.py", "mha.py")}
+        files = ["mha.py", "attention.py"] if module == "mha" and mode == "student" else [f"{module}.py"]
+        return [v for name in files for v in self._hidden.get(name, [])]
 
     def _import(self, child, mode, module):
         """Import once per child; a crash or hang while importing counts against the module, not the test."""
         try:
-            return child.call({"import": module})
+            return self._recorded_call(child, {"import": module}, mode)
         except ChildDied as died:
             reason = (f"importing {module}.py did not finish within {self.limits.call_seconds:g} s"
                       if died.timed_out else f"the submission's process {died.reason} while importing {module}.py")
@@ -197,8 +236,9 @@ def _unchanged(sent, back):
 
 
 class Failure:
-    def __init__(self, message, error, forbidden=()):
+    def __init__(self, message, error, forbidden=(), rule=False):
         self.message, self.error, self.forbidden = message, error, list(forbidden)
+        self.rule = rule  # the from-scratch rule, not the code's result, is why it failed
 
     def raised(self, class_name):
         """Did the student's code raise ``class_name`` or a subclass of it?"""
@@ -245,3 +285,10 @@ def forbidden_message(names, target):
     listed = ", ".join(names)
     return (f"{target.split('.', 1)[1]} called {listed}, which the from-scratch rule forbids: "
             f"this test gets no points. Build it from matmul/softmax/masked_fill instead.")
+
+
+def hidden_message(violations, target):
+    first = violations[0].message
+    more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+    return (f"{target.split('.', 1)[1]} is not graded: {first}{more}. The grader cannot tell what such code "
+            "calls, so no test that runs it counts (the from-scratch rule).")
