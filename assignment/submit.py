@@ -208,8 +208,10 @@ class _Scanner(ast.NodeVisitor):
     # -- reports
 
     def add(self, node, name, message, kind):
-        if (node.lineno, name) not in self.violations:
-            self.violations[node.lineno, name] = Violation(
+        # One "hidden" finding per line, the first seen: the outermost, fullest expression.
+        key = (node.lineno, name if kind == "builtin" else "")
+        if key not in self.violations:
+            self.violations[key] = Violation(
                 self.filename, node.lineno, name, f"{self.filename}, line {node.lineno}: {message}", kind)
 
     def report(self, node, used):

@@ -82,7 +82,7 @@ class Student:
         self.timeouts = 0
         self.output = []
         self.events = []  # crashes and timeouts, for the report
-        self.import_forbidden = {}  # mode -> forbidden ops recorded while importing, counted in every later call
+        self.import_forbidden = {}  # (mode, module) -> forbidden ops recorded while importing it
         self._hidden = None  # file name -> the scanner's "hidden" findings (see rules.py)
 
     # --- what tests call -----------------------------------------------------------------
@@ -93,15 +93,14 @@ class Student:
         Extra keywords go into the probe request: ``init``, ``state``, ``method``, ``grad``,
         ``attrs``, ``kwargs``. Raises ``StudentError`` when the student's code fails.
         """
-        reply = self.try_call(target, *args, mode=mode, **request)
+        reply = self.try_call(target, *args, mode=mode, allow_forbidden=allow_forbidden, **request)
         if isinstance(reply, Failure):
             raise (RuleViolation if reply.rule else StudentError)(reply.message)
-        if reply.forbidden and not allow_forbidden:
-            raise RuleViolation(forbidden_message(reply.forbidden, target))
         return reply
 
-    def try_call(self, target, *args, mode="student", **request):
-        """Like ``call`` but returns a ``Failure`` instead of raising (to inspect expected errors)."""
+    def try_call(self, target, *args, mode="student", allow_forbidden=False, **request):
+        """Like ``call`` but returns a ``Failure`` instead of raising (to inspect expected errors).
+        A call that used a forbidden op (or ran code that hides what it calls) is a ``Failure`` too."""
         module = target.split(".")[0]
         blocked = self._blocked(target, mode, module)
         if blocked:
@@ -123,8 +122,10 @@ class Student:
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
         hidden = self._hides(module, mode)
-        if hidden and message.get("ok"):
+        if hidden:
             return Failure(hidden_message(hidden, target), error=None, rule=True)
+        if message["forbidden"] and not allow_forbidden:
+            return Failure(forbidden_message(message["forbidden"], target), None, message["forbidden"], rule=True)
         if not message.get("ok"):
             return Failure(describe_error(message["error"]), message["error"], message["forbidden"])
         return Reply(message["value"], message["forbidden"], args)
@@ -140,8 +141,11 @@ class Student:
         if message.get("record") != nonce or not isinstance(claimed, list) or not set(claimed) <= KNOWN_FORBIDDEN:
             forbidden.add(RECORD_MISSING)
         if "import" in request:
-            self.import_forbidden.setdefault(mode, set()).update(forbidden)
-        message["forbidden"] = sorted(forbidden | self.import_forbidden.get(mode, set()))
+            self.import_forbidden.setdefault((mode, request["import"]), set()).update(forbidden)
+        module = request.get("import") or request["target"].split(".")[0]
+        for name in _runs(module, mode):
+            forbidden |= self.import_forbidden.get((mode, name), set())
+        message["forbidden"] = sorted(forbidden)
         return message
 
     def _hides(self, module, mode):
@@ -149,8 +153,7 @@ class Student:
         if self._hidden is None:
             self._hidden = {name: rules.hidden_calls(os.path.join(self.staged.dir, name))
                             for name in ("attention.py", "mha.py")}
-        files = ["mha.py", "attention.py"] if module == "mha" and mode == "student" else [f"{module}.py"]
-        return [v for name in files for v in self._hidden.get(name, [])]
+        return [v for name in _runs(module, mode) for v in self._hidden.get(f"{name}.py", [])]
 
     def _import(self, child, mode, module):
         """Import once per child; a crash or hang while importing counts against the module, not the test."""
@@ -228,6 +231,11 @@ class Student:
         text = child.output_text()
         if text:
             self.output.append(text)
+
+
+def _runs(module, mode):
+    """The student modules a call of ``module`` runs: mha.py runs attention.py too, except in oracle mode."""
+    return ("mha", "attention") if module == "mha" and mode == "student" else (module,)
 
 
 def _unchanged(sent, back):
