@@ -211,16 +211,16 @@ def decode(module, x):
     projected = {"w_k": [], "w_v": []}
     hooks = [getattr(module, name).register_forward_pre_hook(
         lambda _, inputs, name=name: projected[name].append(list(inputs[0].shape))) for name in projected]
-    outputs, cache_shapes, cache = [], [], None
+    outputs, caches, cache = [], [], None
     try:
         for t in range(x.size(1)):
             y, cache = module.step(x[:, t:t + 1], cache)
             outputs.append(y)
-            cache_shapes.append([list(c.shape) if isinstance(c, torch.Tensor) else repr(c)[:40] for c in cache])
+            caches.append(to_plain(cache))  # the parent compares them with its own projections
     finally:
         for hook in hooks:
             hook.remove()
-    return {"result": to_plain(outputs), "projected": projected, "cache_shapes": cache_shapes}
+    return {"result": to_plain(outputs), "projected": projected, "caches": caches}
 
 
 def _reset_peak_memory():
@@ -302,11 +302,8 @@ def object_attrs(obj):
     for name in ("d_model", "n_heads", "d_k"):
         value = getattr(obj, name, None)
         attrs[name] = value if type(value) is int else repr(value)[:80]
-    if isinstance(obj, torch.nn.Module):
-        attrs["linears"] = {
-            name: {"in": m.in_features, "out": m.out_features, "bias": m.bias is not None}
-            for name, m in obj.named_modules() if isinstance(m, torch.nn.Linear)}
-        attrs["parameters"] = {name: list(p.shape) for name, p in obj.named_parameters()}
+    if isinstance(obj, torch.nn.Module):  # the tensors themselves: the parent reads names and shapes
+        attrs["parameters"] = {name: p.detach() for name, p in obj.named_parameters()}
     return attrs
 
 

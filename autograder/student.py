@@ -18,6 +18,8 @@ A child that crashes or hangs is replaced for the next call. A function that tim
 not called again, and after a few timeouts the submission's time budget is spent, so a
 submission that hangs costs a few call limits, not one per test.
 """
+import ast
+import builtins
 import os
 import secrets
 import time
@@ -64,7 +66,7 @@ class Reply:
         self.forbidden = forbidden
         self.peak_bytes = value.get("peak_bytes")  # measure_memory: growth of the child's peak RSS
         self.projected = value.get("projected") or {}  # decode: input shapes seen by w_k and w_v, per step
-        self.cache_shapes = value.get("cache_shapes") or []  # decode: (k, v) shapes after each step
+        self.caches = [unwrap(c) for c in value.get("caches") or []]  # decode: the cache returned by each step
         after = value.get("inputs_after") or []
         # Compared here, not in the child, where torch.equal may have been monkeypatched.
         self.inputs_modified = [isinstance(sent, torch.Tensor) and not _unchanged(sent, back)
@@ -117,7 +119,7 @@ class Student:
                 self.children[mode]["imported"].add((mode, module))
                 if not imported["ok"]:
                     self.import_failures[(mode, module)] = describe_error(imported["error"])
-                    return Failure(self.import_failures[(mode, module)], imported["error"])
+                    return Failure(self.import_failures[(mode, module)], imported["error"], classes=self._classes())
             message = self._recorded_call(child, request, mode)
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
@@ -127,7 +129,7 @@ class Student:
         if message["forbidden"] and not allow_forbidden:
             return Failure(forbidden_message(message["forbidden"], target), None, message["forbidden"], rule=True)
         if not message.get("ok"):
-            return Failure(describe_error(message["error"]), message["error"], message["forbidden"])
+            return Failure(describe_error(message["error"]), message["error"], message["forbidden"], self._classes())
         return Reply(message["value"], message["forbidden"], args)
 
     def _recorded_call(self, child, request, mode):
@@ -147,6 +149,14 @@ class Student:
             forbidden |= self.import_forbidden.get((mode, name), set())
         message["forbidden"] = sorted(forbidden)
         return message
+
+    def _classes(self):
+        """{class name: base names} for the classes the submission's own files define, read by the parent."""
+        if getattr(self, "_source_classes", None) is None:
+            self._source_classes = {}
+            for name in ("attention.py", "mha.py"):
+                self._source_classes.update(source_classes(os.path.join(self.staged.dir, name)))
+        return self._source_classes
 
     def _hides(self, module, mode):
         """The scanner's "hidden" findings in the files a call of ``module`` runs (mha.py runs attention.py too)."""
@@ -244,13 +254,40 @@ def _unchanged(sent, back):
 
 
 class Failure:
-    def __init__(self, message, error, forbidden=(), rule=False):
+    def __init__(self, message, error, forbidden=(), classes=None, rule=False):
         self.message, self.error, self.forbidden = message, error, list(forbidden)
+        self.classes = classes or {}  # the submission's own classes: {name: base names}, from its source
         self.rule = rule  # the from-scratch rule, not the code's result, is why it failed
 
     def raised(self, class_name):
-        """Did the student's code raise ``class_name`` or a subclass of it?"""
-        return bool(self.error) and class_name in self.error.get("mro", [])
+        """Did the student's code raise ``class_name`` or a subclass of it? The child only names the
+        exception's type; its ancestry comes from Python's own classes or the submission's source,
+        never from the child's word."""
+        if not self.error or not isinstance(self.error.get("type"), str):
+            return False
+        return class_name in exception_mro(self.error["type"], self.classes)
+
+
+def source_classes(path):
+    """{class name: [base names]} for the top-level classes of the file at ``path`` (never run)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {node.name: [ast.unparse(base).split(".")[-1] for base in node.bases]
+            for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def exception_mro(name, classes, depth=0):
+    """The class names ``name`` descends from: through the submission's own classes first (they
+    shadow Python's), then Python's built-in exceptions. Unknown names stand alone."""
+    if name in classes and depth < 20:
+        return [name] + [n for base in classes[name] for n in exception_mro(base, classes, depth + 1)]
+    builtin = getattr(builtins, name, None)
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return [c.__name__ for c in builtin.__mro__]
+    return [name]
 
 
 def unwrap(value):
