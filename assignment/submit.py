@@ -40,11 +40,12 @@ STUDENT_MODULES = {"attention", "mha"}  # your own modules: their names are alwa
 # registries, the profiler and C++ extensions. None of them is needed to write attention.
 TORCH_HIDDEN = ("torch.ops", "torch.jit", "torch.library", "torch.hub", "torch.package", "torch.classes",
                 "torch.profiler", "torch.autograd.profiler", "torch.autograd.profiler_legacy",
-                "torch.overrides", "torch.utils.cpp_extension", "torch.nn.attention")
+                "torch.overrides", "torch.utils.cpp_extension", "torch.nn.attention", "torch.multiprocessing",
+                "torch.distributed")
 # Modules that run code from strings, reach into other modules' objects, or start other programs.
 HIDDEN_MODULES = {"importlib", "ctypes", "gc", "inspect", "builtins", "types", "marshal", "pickle", "copyreg",
                   "shelve", "dill", "runpy", "code", "codeop", "subprocess", "multiprocessing", "concurrent",
-                  "pkgutil", "zipimport", "imp", "autograder", "site", "sysconfig", "traceback"}
+                  "pkgutil", "zipimport", "imp", "autograder", "site", "sysconfig", "traceback", "pty", "asyncio"}
 # Allowed beside torch and the standard library (the lab needs none of them, but they hide nothing).
 THIRD_PARTY = {"torch", "numpy", "einops", "matplotlib", "typing_extensions"}
 # Names that run code from strings or hand out a namespace (and so any name in it).

@@ -98,6 +98,8 @@ EXPECTED = {
     "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
     "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
     "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
+    # Issue 13: extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
+    "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
     # Issue 13: printed output and an error message written to break out of the report's code fences.
     "report_injection": Expect(("Causal mask",), ("ValueError",)),
 }
@@ -503,3 +505,27 @@ def test_student_text_reaches_the_reports_as_text_only(run):
     assert not leaks, f"results.json outputs render student text as markup: {leaks}"
     page = (run.out / "report_injection" / "feedback.html").read_text()
     assert "<script>alert" not in page and "<img src=x" not in page and "\x1b" not in page
+
+
+@pytest.mark.xfail(strict=True, reason="memory measured in the child until per-child cgroups (issue 12)")
+def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, monkeypatch):
+    """The memory_forged payload (tests/hostile) builds the (T, T) matrix in a forked helper and
+    replaces the probe's memory reading. The source rule already fails it; here the measurement
+    alone is tested, so the rule is switched off in this (trusted) process."""
+    import torch
+
+    from autograder import rules
+    from autograder.runner import standalone_student
+
+    monkeypatch.setattr(rules, "hidden_calls", lambda path: [])
+    reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
+    payload = (HOSTILE / "memory_forged" / "attention.py.payload").read_text()
+    write_submission(tmp_path / "memory_forged", {**reference, "attention.py": reference["attention.py"] + payload})
+    t, d = 4096, 16
+    q, k, v = (torch.randn(t, d, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    with standalone_student(str(tmp_path / "memory_forged")) as (student, _):
+        reply = student.call("attention.tiled_attention", q, k, v, kwargs={"causal": True}, measure_memory=True)
+    matrix = t * t * 4
+    assert isinstance(reply.result, torch.Tensor) and reply.result.shape == (t, d), "the payload did not run as planned"
+    assert reply.peak_bytes is not None and reply.peak_bytes > matrix / 2, (
+        f"peak memory measured as {reply.peak_bytes} bytes while a forked helper built a {matrix >> 20} MiB matrix")

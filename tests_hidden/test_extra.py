@@ -72,6 +72,8 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     peak = reply.peak_bytes
     if peak is None:
         fail(label, "the sandbox could not measure memory here", None)
+    if not isinstance(peak, int) or peak < 0:  # a claim from the child: a peak below the start is forged
+        fail(label, f"the memory figure ({peak!r}) is impossible: it was tampered with", None)
     if peak > matrix / 2:
         fail(label, f"the call's peak memory grew by {peak / 2**20:.0f} MiB; one (T, T) score matrix is "
                     f"{matrix / 2**20:.0f} MiB, so it was (at least partly) built",
