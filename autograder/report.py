@@ -365,7 +365,10 @@ def _overview_html(text):
     Written out rather than a markdown library: each forked grader would pay ~40 ms to import one."""
     blocks, items = [], []
     for block in text.split("\n\n") + [""]:
-        inline = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(block))
+        # md_text's backslash escapes become the characters again; _e makes them inert here.
+        parts = re.split(r"\\(.)", block)  # text, escaped character, text, ...
+        inline = "".join(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(part)) if i % 2 == 0 else _e(part)
+                         for i, part in enumerate(parts))
         if block.startswith("- "):
             items.append(f"<li>{inline[2:]}</li>")
             continue

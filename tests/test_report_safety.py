@@ -167,3 +167,12 @@ def test_a_batch_with_unsafe_names_keeps_out_and_class_files_whole(tmp_path):
     leftovers = [p.name for p in out.rglob(".tmp-*")]
     assert not leftovers, f"temp files left behind: {leftovers}"
     assert json.loads((out / "submission" / "results.json").read_text())["score"] == 0
+
+
+def test_names_read_plainly_in_html_after_markdown_escaping(tmp_path):
+    """md_text escapes a name for markdown; feedback.html shows it as written (escaped for HTML)."""
+    rec = dict(record(), problems=["lab_3/attention.py is a symlink: ignored", "found 2 copies of *mha*.py"])
+    report.write_submission(str(tmp_path), "s1", rec, ())
+    page = (tmp_path / "s1" / "feedback.html").read_text()
+    assert "lab_3/attention.py is a symlink" in page and "found 2 copies of *mha*.py" in page
+    assert "\\_" not in page and "\\*" not in page
