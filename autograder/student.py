@@ -327,8 +327,11 @@ def describe_error(error):
 
 
 def forbidden_message(names, target):
-    listed = ", ".join(names)
-    return (f"{target.split('.', 1)[1]} called {listed}, which the from-scratch rule forbids: "
+    function = target.split(".", 1)[1]
+    if RECORD_MISSING in names:
+        return (f"{function} left {RECORD_MISSING}, so the from-scratch rule cannot be checked: "
+                "this test gets no points.")
+    return (f"{function} called {', '.join(names)}, which the from-scratch rule forbids: "
             f"this test gets no points. Build it from matmul/softmax/masked_fill instead.")
 
 
