@@ -4,7 +4,9 @@
     python submit.py DIR      # the files in DIR
 
 Both files must exist, parse, import, and stay away from the functions this lab
-forbids. The zip is written to the current folder and holds exactly the two files.
+forbids and from code that could hide what it calls (exec, getattr(torch, name), private
+torch functions...: README.md, section 5). The zip is written to the current folder and
+holds exactly the two files.
 
 The grader reuses :func:`find_forbidden_calls` by importing this file, so it uses
 the standard library only and does nothing at import time.
