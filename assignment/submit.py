@@ -45,9 +45,9 @@ TORCH_HIDDEN = ("torch.ops", "torch.jit", "torch.library", "torch.hub", "torch.p
                 "torch.overrides", "torch.utils.cpp_extension", "torch.nn.attention", "torch.multiprocessing",
                 "torch.distributed")
 # Modules that run code from strings, reach into other modules' objects, or start other programs.
-HIDDEN_MODULES = {"importlib", "ctypes", "gc", "inspect", "builtins", "types", "marshal", "pickle", "copyreg",
+HIDDEN_MODULES = {"importlib", "ctypes", "gc", "inspect", "builtins", "marshal", "pickle", "copyreg",
                   "shelve", "dill", "runpy", "code", "codeop", "subprocess", "multiprocessing", "concurrent",
-                  "pkgutil", "zipimport", "imp", "autograder", "site", "sysconfig", "traceback", "pty", "asyncio"}
+                  "pkgutil", "zipimport", "imp", "autograder", "site", "sysconfig", "pty", "asyncio"}
 # Allowed beside torch and the standard library (the lab needs none of them, but they hide nothing).
 THIRD_PARTY = {"torch", "numpy", "einops", "matplotlib", "typing_extensions"}
 # Names that run code from strings or hand out a namespace (and so any name in it).
@@ -62,12 +62,17 @@ INTROSPECTION = {"__dict__", "__globals__", "__closure__", "__code__", "__builti
                  "__setattr__", "__delattr__", "__import__", "f_globals", "f_locals", "f_back", "f_builtins",
                  "tb_frame", "gi_frame", "cr_frame", "ag_frame", "cell_contents"}
 # Attributes of os, sys and operator that reach other modules, start other programs or look
-# attributes up by computed name (os.fork, sys.modules, operator.attrgetter).
+# attributes up by computed name (os.fork, sys.modules, operator.attrgetter), ...
 MODULE_DOORS = {"os": {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
                        "execle", "execlp", "execlpe", "spawnv", "spawnve", "spawnl", "spawnle", "posix_spawn",
                        "posix_spawnp"},
                 "sys": {"modules", "meta_path", "path_hooks", "settrace", "setprofile", "addaudithook"},
-                "operator": {"attrgetter", "methodcaller"}}
+                "operator": {"attrgetter", "methodcaller"},
+                # ... and the debugging, profiling and testing helpers that run code given as a string
+                "pdb": {"run", "runeval", "runctx", "runcall"}, "cProfile": {"run", "runctx"},
+                "profile": {"run", "runctx"}, "trace": {"Trace"}, "timeit": {"timeit", "repeat", "Timer"},
+                "doctest": {"testmod", "testfile", "run_docstring_examples", "script_from_examples", "debug_src",
+                            "debug_script", "DocTestRunner", "DebugRunner"}}
 # What is a module (not a function or a value) among the paths a file can name without importing them.
 TORCH_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.special",
                  "torch.fft", "torch.autograd", "torch.func"}
@@ -193,6 +198,9 @@ class _Scanner(ast.NodeVisitor):
                             self.bindings[parts[0]] = parts[0]
                 elif isinstance(node, ast.ImportFrom):
                     module = "." * node.level + (node.module or "")
+                    if not node.level and node.module:  # `from M import x`: M is a module
+                        parts = node.module.split(".")
+                        self.modules.update(".".join(parts[:i + 1]) for i in range(len(parts)))
                     for alias in node.names:
                         if alias.name == "*":
                             self.star_modules.add(module)

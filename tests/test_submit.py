@@ -152,6 +152,9 @@ HIDDEN = {
     "subprocess": "import subprocess",
     "os.fork": "import os\npid = os.fork()",
     "transformer via flex": "from torch.nn.attention.flex_attention import flex_attention",
+    "pdb.run": "import pdb\npdb.run('import torch')",
+    "doctest runner": "import doctest\ndoctest.run_docstring_examples(f, {})",
+    "timeit string": "from timeit import timeit\ntimeit('x', number=1)",
 }
 
 ALLOWED = {
@@ -177,6 +180,7 @@ ALLOWED = {
     "sys.stderr": "import sys\nprint('debug', file=sys.stderr)",
     "model.eval": "def f(model):\n    model.eval()",
     "type name": "def f(self):\n    return type(self).__name__ + self.__class__.__name__",
+    "debugging leftovers": "import pdb\nimport traceback\nimport types\npdb.set_trace()\ntraceback.print_exc()",
 }
 
 
