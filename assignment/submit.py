@@ -4,7 +4,9 @@
     python submit.py DIR      # the files in DIR
 
 Both files must exist, parse, import, and stay away from the functions this lab
-forbids. The zip is written to the current folder and holds exactly the two files.
+forbids and from code that could hide what it calls (exec, getattr(torch, name), private
+torch functions...: README.md, section 5). The zip is written to the current folder and
+holds exactly the two files.
 
 The grader reuses :func:`find_forbidden_calls` by importing this file, so it uses
 the standard library only and does nothing at import time.
@@ -29,15 +31,65 @@ FORBIDDEN = {
     "scaled_dot_product_attention": "torch.nn.functional.scaled_dot_product_attention",
     "MultiheadAttention": "torch.nn.MultiheadAttention",
     "multi_head_attention_forward": "torch.nn.functional.multi_head_attention_forward",
+    "flex_attention": "torch.nn.attention.flex_attention",
 }
+# torch's whole transformer layers: attention and more, built in.
+TRANSFORMERS = ("Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+                "TransformerDecoderLayer")
 STUDENT_MODULES = {"attention", "mha"}  # your own modules: their names are always fine
+
+# Parts of torch that run code the grader cannot read, or watch it: the compiler, operator
+# registries, the profiler and C++ extensions. None of them is needed to write attention.
+TORCH_HIDDEN = ("torch.ops", "torch.jit", "torch.library", "torch.hub", "torch.package", "torch.classes",
+                "torch.profiler", "torch.autograd.profiler", "torch.autograd.profiler_legacy",
+                "torch.overrides", "torch.utils.cpp_extension", "torch.nn.attention", "torch.multiprocessing",
+                "torch.distributed")
+# Modules that run code from strings, reach into other modules' objects, or start other programs.
+HIDDEN_MODULES = {"importlib", "ctypes", "gc", "inspect", "builtins", "marshal", "pickle", "copyreg",
+                  "shelve", "dill", "runpy", "code", "codeop", "subprocess", "multiprocessing", "concurrent",
+                  "pkgutil", "zipimport", "imp", "autograder", "site", "sysconfig", "pty", "asyncio"}
+# Allowed beside torch and the standard library (the lab needs none of them, but they hide nothing).
+THIRD_PARTY = {"torch", "numpy", "einops", "matplotlib", "typing_extensions"}
+# Names that run code from strings or hand out a namespace (and so any name in it).
+HIDDEN_BUILTINS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "__builtins__",
+                   "breakpoint"}
+ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "delattr"}
+# Attributes that reach inside functions, frames, classes or modules (how a closure is
+# unwrapped or a module's namespace read), on any object.
+INTROSPECTION = {"__dict__", "__globals__", "__closure__", "__code__", "__builtins__", "__subclasses__", "__bases__",
+                 "__base__", "__mro__", "__getattribute__", "__getattr__", "__wrapped__", "__func__", "__defaults__",
+                 "__kwdefaults__", "__traceback__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__",
+                 "__setattr__", "__delattr__", "__import__", "f_globals", "f_locals", "f_back", "f_builtins",
+                 "tb_frame", "gi_frame", "cr_frame", "ag_frame", "cell_contents"}
+# Attributes of os, sys and operator that reach other modules, start other programs or look
+# attributes up by computed name (os.fork, sys.modules, operator.attrgetter), ...
+MODULE_DOORS = {"os": {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
+                       "execle", "execlp", "execlpe", "spawnv", "spawnve", "spawnl", "spawnle", "posix_spawn",
+                       "posix_spawnp"},
+                "sys": {"modules", "meta_path", "path_hooks", "settrace", "setprofile", "addaudithook"},
+                "operator": {"attrgetter", "methodcaller"},
+                # ... and the debugging, profiling and testing helpers that run code given as a string
+                "pdb": {"run", "runeval", "runctx", "runcall"}, "cProfile": {"run", "runctx"},
+                "profile": {"run", "runctx"}, "trace": {"Trace"}, "timeit": {"timeit", "repeat", "Timer"},
+                "doctest": {"testmod", "testfile", "run_docstring_examples", "script_from_examples", "debug_src",
+                            "debug_script", "DocTestRunner", "DebugRunner"}}
+# What is a module (not a function or a value) among the paths a file can name without importing them.
+TORCH_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.special",
+                 "torch.fft", "torch.autograd", "torch.func"}
+
+BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
+HIDDEN_HINT = "write the call out plainly, e.g. torch.softmax(scores, dim=-1)"
+IMPORT_HINT = "remove it; the lab needs only torch and math"
 
 
 class Violation(NamedTuple):
     filename: str
     line: int
-    name: str  # the forbidden function, e.g. "torch.nn.MultiheadAttention"
+    name: str  # what is not allowed, e.g. "torch.nn.MultiheadAttention" or "exec"
     message: str  # one line, ready to show to the student
+    # "builtin": one of torch's attention built-ins, named in the code;
+    # "hidden": code that can hide what it calls from the grader (exec, computed names, private torch).
+    kind: str = "builtin"
 
 
 class SubmitError(Exception):
@@ -46,21 +98,55 @@ class SubmitError(Exception):
 
 # ----------------------------------------------------------------------------- forbidden calls
 
-def _forbidden(path):
-    """The forbidden function a dotted path like 'torch.nn.functional.x' names, or None."""
+def _builtin(path):
+    """The forbidden attention built-in a dotted path like 'torch.nn.functional.x' names, or None."""
     parts = path.split(".")
     if parts[0] in STUDENT_MODULES:
         return None
     last = parts[-1]
-    if last == "MultiheadAttention":
-        return FORBIDDEN["MultiheadAttention"]
-    if "multi_head_attention_forward" in last:
-        return FORBIDDEN["multi_head_attention_forward"]
+    if last in ("MultiheadAttention", "multi_head_attention_forward"):
+        return FORBIDDEN[last]
     # Only torch's: your own scaled_dot_product_attention is the point of the lab.
-    # "in" also catches private variants such as torch.ops.aten._scaled_dot_product_flash_attention.
     if parts[0] == "torch" and "scaled_dot_product" in last:
         return FORBIDDEN["scaled_dot_product_attention"]
+    if parts[0] == "torch" and (last in TRANSFORMERS or last == "flex_attention"):
+        return f"torch.nn.{last}" if last in TRANSFORMERS else FORBIDDEN[last]
     return None
+
+
+def _private(part):
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def _hidden_path(path):
+    """Why a dotted path hides what is called, or None: private torch, torch.ops, os.fork, ..."""
+    parts = path.split(".")
+    root = parts[0]
+    if root in STUDENT_MODULES or root.startswith("<"):
+        return None
+    if root == "torch":
+        for prefix in TORCH_HIDDEN:
+            if path == prefix or path.startswith(prefix + "."):
+                return f"{prefix} runs code the grader cannot read"
+        if any(_private(p) for p in parts[1:]):
+            return "private torch functions are not allowed"
+    elif any(_private(p) for p in parts[1:]):
+        return "private functions of other modules are not allowed"
+    if len(parts) > 1 and parts[1] in MODULE_DOORS.get(root, ()):
+        return "it reaches other modules, starts other programs or looks names up at run time"
+    return None
+
+
+def _module_allowed(module):
+    """May the lab's code import ``module``? torch, the standard library (minus the modules that
+    run strings or reach into other objects) and your own two files."""
+    root = module.split(".")[0]
+    if not root or root in STUDENT_MODULES or root in THIRD_PARTY:
+        return True
+    if root in HIDDEN_MODULES:
+        return False
+    stdlib = getattr(sys, "stdlib_module_names", None)  # Python 3.10+
+    return stdlib is None or root in stdlib
 
 
 def _is_str(node):
@@ -68,13 +154,16 @@ def _is_str(node):
 
 
 class _Scanner(ast.NodeVisitor):
-    """Finds forbidden functions by resolving names through imports and simple aliases."""
+    """Finds forbidden functions by resolving names through imports and simple aliases, and code
+    that could hide what it calls: a call is only judged fairly if the grader can read it."""
 
     def __init__(self, filename):
         self.filename = filename
         self.bindings = {}  # local name -> dotted path it stands for
+        self.modules = set()  # dotted paths known to be modules (imported as such)
         self.star_modules = set()  # modules imported with `from M import *`
         self.violations = {}  # (line, name) -> Violation
+        self.attribute_bases = set()  # ids of nodes that are the object of an attribute access
 
     # -- names
 
@@ -90,11 +179,10 @@ class _Scanner(ast.NodeVisitor):
             if func == "getattr" and len(args) >= 2 and _is_str(args[1]):
                 base = self.path(args[0])
                 return None if base is None else f"{base}.{args[1].value}"
-            if func == "importlib.import_module" and args and _is_str(args[0]):
-                return args[0].value
-            if func == "__import__" and args and _is_str(args[0]):
-                return args[0].value.split(".")[0]  # __import__("a.b") returns the package a
         return None
+
+    def is_module(self, path):
+        return path in self.modules or path in TORCH_MODULES
 
     def bind(self, tree):
         """Record what each imported or simply assigned name stands for."""
@@ -102,13 +190,17 @@ class _Scanner(ast.NodeVisitor):
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import):
                     for alias in node.names:
+                        parts = alias.name.split(".")
+                        self.modules.update(".".join(parts[:i + 1]) for i in range(len(parts)))
                         if alias.asname:
                             self.bindings[alias.asname] = alias.name
                         else:  # `import torch.nn.functional` binds `torch`
-                            root = alias.name.split(".")[0]
-                            self.bindings[root] = root
+                            self.bindings[parts[0]] = parts[0]
                 elif isinstance(node, ast.ImportFrom):
                     module = "." * node.level + (node.module or "")
+                    if not node.level and node.module:  # `from M import x`: M is a module
+                        parts = node.module.split(".")
+                        self.modules.update(".".join(parts[:i + 1]) for i in range(len(parts)))
                     for alias in node.names:
                         if alias.name == "*":
                             self.star_modules.add(module)
@@ -120,60 +212,148 @@ class _Scanner(ast.NodeVisitor):
                     target, value = node.targets[0], self.path(node.value)
                     if isinstance(target, ast.Name) and value is not None and value != target.id:
                         self.bindings[target.id] = value
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                self.attribute_bases.add(id(node.value))
 
     # -- reports
 
+    def add(self, node, name, message, kind):
+        # One "hidden" finding per line, the first seen: the outermost, fullest expression.
+        key = (node.lineno, name if kind == "builtin" else "")
+        if key not in self.violations:
+            self.violations[key] = Violation(
+                self.filename, node.lineno, name, f"{self.filename}, line {node.lineno}: {message}", kind)
+
     def report(self, node, used):
-        name = _forbidden(used)
-        if name is None or (node.lineno, name) in self.violations:
-            return
         shown = used if isinstance(node, (ast.Import, ast.ImportFrom)) else ast.unparse(node)
-        what = f"{shown} is {name}, which" if shown != name else name
-        message = (f"{self.filename}, line {node.lineno}: {what} is not allowed in this lab; "
-                   "write it yourself with tensor operations")
-        self.violations[node.lineno, name] = Violation(self.filename, node.lineno, name, message)
+        why = _hidden_path(used) if self.is_module(used.split(".")[0]) else None
+        if why is not None:  # first: torch._scaled_dot_product_attention_math hides more than it names
+            self.hidden(node, used, f"{shown} is not allowed: {why}")
+            return
+        name = _builtin(used)
+        if name is not None:
+            what = f"{shown} is {name}, which" if shown != name else name
+            self.add(node, name, f"{what} is not allowed in this lab; {BUILTIN_HINT}", "builtin")
+
+    def hidden(self, node, name, message):
+        self.add(node, name, f"{message}; {HIDDEN_HINT}", "hidden")
 
     def visit_ImportFrom(self, node):
         module = "." * node.level + (node.module or "")
+        if not _module_allowed(module):
+            self.add(node, module, f"importing {module} is not allowed: {IMPORT_HINT}", "hidden")
         for alias in node.names:
             if alias.name != "*":
                 self.report(node, f"{module}.{alias.name}")
 
     def visit_Import(self, node):
         for alias in node.names:
-            self.report(node, alias.name)
+            if not _module_allowed(alias.name):
+                self.add(node, alias.name, f"importing {alias.name} is not allowed: {IMPORT_HINT}", "hidden")
+            else:
+                self.report(node, alias.name)
 
     def visit_Attribute(self, node):
         path = self.path(node)
         if path is not None:
             self.report(node, path)
+        if node.attr in INTROSPECTION:
+            self.hidden(node, node.attr, f"{ast.unparse(node)} is not allowed: {node.attr} reaches inside other objects")
+        self.check_value_use(node, path)
         self.generic_visit(node)
 
     def visit_Call(self, node):
-        if isinstance(node.func, ast.Name) and node.func.id == "getattr":
-            path = self.path(node)
-            if path is not None:
-                self.report(node, path)
+        func = self.path(node.func)
+        if func in ATTRIBUTE_FUNCTIONS and isinstance(node.func, ast.Name):
+            if len(node.args) >= 2 and _is_str(node.args[1]):
+                self.report(node, self.path(node) or "")
+            elif node.args and self.may_be_module(node.args[0]):
+                self.hidden(node, f"{func} with a computed name",
+                            f"{func}({ast.unparse(node.args[0])}, <computed name>) hides which function is used")
         self.generic_visit(node)
 
     def visit_Name(self, node):
-        # A bare forbidden name that nothing in the file defines came from a star import.
-        if node.id in FORBIDDEN and node.id not in self.bindings:
+        bound = self.bindings.get(node.id, node.id)
+        if not isinstance(node.ctx, ast.Load):
+            return
+        if bound in HIDDEN_BUILTINS:
+            self.hidden(node, bound, f"{node.id} is not allowed: it can run or reach code the grader cannot read")
+        elif bound in ATTRIBUTE_FUNCTIONS and not self._called(node):
+            self.hidden(node, bound, f"{node.id} passed around as a value is not allowed")
+        elif node.id in FORBIDDEN and node.id not in self.bindings:
+            # A bare forbidden name that nothing in the file defines came from a star import.
             torch_stars = sorted(m for m in self.star_modules if m.split(".")[0] == "torch")
             if torch_stars:
                 self.report(node, f"{torch_stars[0]}.{node.id}")
+        self.check_value_use(node, bound)
+
+    def check_value_use(self, node, path):
+        """A module may be named (torch.softmax) or aliased (F = torch.nn.functional), but passed
+        around as a value (in a tuple, to a function) it hides which of its functions is used."""
+        if path is None or not isinstance(node.ctx, ast.Load) or not self.is_module(path):
+            return
+        if id(node) in self.attribute_bases or self._aliased(node) or self._getattr_base(node):
+            return
+        self.hidden(node, f"module {path} as a value", f"the module {ast.unparse(node)} used as a value hides "
+                                                       "what is called from it")
+
+    # -- what surrounds a node (ast has no parent links; _Scanner.visit sets them)
+
+    def _called(self, node):
+        parent = getattr(node, "_parent", None)
+        return isinstance(parent, ast.Call) and parent.func is node
+
+    def _aliased(self, node):
+        parent = getattr(node, "_parent", None)
+        return (isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Name))
+
+    def _getattr_base(self, node):
+        parent = getattr(node, "_parent", None)
+        return (isinstance(parent, ast.Call) and self.path(parent.func) in ATTRIBUTE_FUNCTIONS and parent.args
+                and parent.args[0] is node and len(parent.args) >= 2 and _is_str(parent.args[1]))
+
+    def may_be_module(self, node):
+        """Can ``node`` be a module or a namespace (torch, F, globals(), sys.modules[...])? Your
+        own objects (self, cls, your classes) and plain variables cannot: modules only reach them
+        by being passed around as values, which is flagged where it happens."""
+        if isinstance(node, ast.Subscript):
+            return True  # globals()["torch"], sys.modules["torch"], a dict of modules
+        if isinstance(node, ast.Call):
+            return self.path(node.func) in HIDDEN_BUILTINS | ATTRIBUTE_FUNCTIONS
+        path = self.path(node)
+        if path is None:
+            return isinstance(node, ast.Attribute) and self.may_be_module(node.value)
+        root = path.split(".")[0]
+        if root in ("self", "cls") or root.startswith("<") or root in STUDENT_MODULES:
+            return False
+        return root in self.modules or root in TORCH_MODULES
+
+
+def _link_parents(tree):
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            child._parent = parent
 
 
 def find_forbidden_calls(source: str, filename: str) -> "list[Violation]":
-    """Every use of a forbidden torch function in ``source``, in line order.
+    """Every use of a forbidden torch function in ``source``, and every piece of code that could
+    hide what it calls, in line order.
 
-    Flags imports of and attribute access to torch.nn.functional.scaled_dot_product_attention,
-    torch.nn.MultiheadAttention and torch.nn.functional.multi_head_attention_forward, through
-    any alias (``import torch.nn.functional as F``, ``from torch import nn``, ``x = torch.nn``).
-    Your own ``scaled_dot_product_attention``, and names from your own ``attention`` module,
-    are fine. Raises SyntaxError if ``source`` does not parse.
+    Flags torch's attention built-ins (torch.nn.functional.scaled_dot_product_attention,
+    torch.nn.MultiheadAttention, torch.nn.functional.multi_head_attention_forward, the
+    torch.nn.Transformer* layers, flex_attention) through any alias (``import torch.nn.functional
+    as F``, ``from torch import nn``, ``x = torch.nn``); and, as kind "hidden": exec, eval,
+    compile, __import__, globals(), vars(), private torch functions (torch._...), torch.ops and
+    torch.jit, getattr/setattr with a computed name on a module, a module passed around as a value,
+    introspection (__closure__, __dict__, frames) and imports beyond torch and the standard library
+    (importlib, ctypes, gc, inspect, sys.modules, the grader's own modules excepted).
+    Your own ``scaled_dot_product_attention``, names from your own ``attention`` module and
+    ``getattr(self, name)`` over your own layers are fine. Raises SyntaxError if ``source`` does not parse.
     """
     tree = ast.parse(source, filename=filename)
+    _link_parents(tree)
     scanner = _Scanner(filename)
     scanner.bind(tree)
     scanner.visit(tree)

@@ -77,8 +77,9 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
                 progress.advance(source.id, finished[source.id])
     outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
     report.write_atomic(os.path.join(out_dir, "gradebook.csv"), report.gradebook_csv(outcome.entries))
-    report.write_atomic(os.path.join(out_dir, "summary.md"), report.summary_markdown(outcome.entries))
-    report.write_atomic(os.path.join(out_dir, "summary.html"), report.summary_html(outcome.entries, out_dir))
+    renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
+    report.write_atomic(os.path.join(out_dir, "summary.md"), report.summary_markdown(outcome.entries, renamed))
+    report.write_atomic(os.path.join(out_dir, "summary.html"), report.summary_html(outcome.entries, out_dir, renamed))
     return outcome
 
 
@@ -178,7 +179,10 @@ class Progress:
 
     def advance(self, submission_id, results):
         if self.bar:
-            self.bar.update(self.task, advance=1, description=f"{submission_id}: {results['score']:g}")
+            from rich.markup import escape
+
+            shown = escape(report.clean(submission_id))  # rich reads markup in a description
+            self.bar.update(self.task, advance=1, description=f"{shown}: {results['score']:g}")
 
     def stop(self):
         if self.bar:

@@ -95,9 +95,23 @@ def _grade(sources, out_dir, args, started):
         engine.close()
     print_table(outcome, out_dir, engine.level, time.monotonic() - started)
     if outcome.grader_errors:
-        print(f"error: the grader failed on {', '.join(outcome.grader_errors)}; re-run to retry", file=sys.stderr)
+        failed = ", ".join(clean(e) for e in outcome.grader_errors)
+        print(f"error: the grader failed on {failed}; re-run to retry", file=sys.stderr)
         return 1
     return 0
+
+
+def shown(submission_id):
+    """A submission id as rich shows it: its markup escaped, control characters (ESC) gone."""
+    from rich.markup import escape
+
+    return escape(clean(submission_id))
+
+
+def clean(text):
+    from autograder.report import clean
+
+    return clean(text)
 
 
 def print_table(outcome, out_dir, level, seconds):
@@ -117,7 +131,7 @@ def print_table(outcome, out_dir, level, seconds):
         scores = part_scores(results)
         cells = [f"{scores.get(p, (0, 0))[0]:g}/{scores.get(p, (0, 0))[1]:g}" for p in parts]
         total = f"{results['score']:g}/{results['extra_data']['max_score']:g}"
-        table.add_row(submission_id, *cells, total)
+        table.add_row(shown(submission_id), *cells, total)
     Console(width=160).print(table)
     print(f"reports: {out_dir}/<submission>/results.json, feedback.md, feedback.html; "
           f"{out_dir}/gradebook.csv; {out_dir}/summary.md, summary.html")

@@ -47,6 +47,11 @@ class SubmissionSource:
     id: str                 # report folder name: sub-folder name, zip name without .zip, or Gradescope id
     path: str               # a folder or a .zip file (absolute)
     submitters: tuple = ()  # Submitter tuples, from Gradescope metadata; empty otherwise
+    renamed_from: str = None  # the name it came with, when that was not safe as a report folder
+
+
+# Files the grader writes next to the report folders: no submission may take their names.
+CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html")
 
 
 @contextmanager
@@ -71,7 +76,7 @@ def discover(paths, layout="auto", scratch=None):
     sources = []
     for path in paths:
         sources += sorted(_read_path(path, layout, scratch), key=lambda s: (s.id, s.path))
-    return _unique(sources)
+    return _unique([_safe(source) for source in sources])
 
 
 # --- one PATH -------------------------------------------------------------------------------
@@ -227,6 +232,16 @@ def _text(value):
 
 
 # --- helpers --------------------------------------------------------------------------------
+
+def _safe(source):
+    """The source under an id that is one plain folder name inside OUT: not ".", "..", a dot-name
+    (hidden, or the reports' temp files), a class file's name, or text with control characters."""
+    name = "".join(ch for ch in source.id if ch.isprintable() and ch not in "/\\")
+    name = name.lstrip(". ").rstrip() or "submission"
+    if name.lower() in CLASS_FILES:
+        name = f"{name}-submission"
+    return source if name == source.id else replace(source, id=name, renamed_from=source.id)
+
 
 def _unique(sources):
     """Keep the first of each id; later ones get -2, -3, ... (never an id already in use)."""

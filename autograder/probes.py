@@ -2,7 +2,9 @@
 
 Nothing here is trusted by the parent: a submission can rewrite any of it at run time. Its
 job is only to call the student's code on the inputs the parent sent and to send back plain
-tensors and Python scalars. Every comparison happens in the parent.
+tensors and Python scalars. Every comparison happens in the parent, and every field of a reply
+(results, attributes, errors, the forbidden ops seen, memory figures) is a claim the parent
+recomputes or cross-checks before a score depends on it.
 
 A request is ``{"target": "attention.causal_mask", "args": [...], "kwargs": {...}}`` plus,
 optionally, ``init`` (construct a class first), ``state`` (parameters to load by name),
@@ -53,6 +55,56 @@ def _tripwire(name, original):
         _forbidden_used.append(name)
         return original(*args, **kwargs)
     return wrapper
+
+
+# The kernels behind torch's attention built-ins, however they are reached (torch.ops.aten,
+# private torch functions, exec'd strings): the profiler records every op the dispatcher runs.
+FORBIDDEN_OPS = (("scaled_dot_product", "torch.nn.functional.scaled_dot_product_attention"),
+                 ("native_multi_head_attention", "torch.nn.functional.multi_head_attention_forward"),
+                 ("transformer_encoder_layer", "torch.nn.TransformerEncoderLayer"),
+                 ("flash_attention", "torch.nn.functional.scaled_dot_product_attention"),
+                 ("efficient_attention", "torch.nn.functional.scaled_dot_product_attention"))
+_PROFILER_CONFIG = torch.autograd.ProfilerConfig(torch.autograd.ProfilerState.CPU, False, False, False, False, False,
+                                                 torch._C._profiler._ExperimentalConfig())
+
+
+class OpRecord:
+    """The ops one request ran, from torch's (C++) profiler, so that wrapping or unwrapping Python
+    functions does not hide them. The parent's ``nonce`` is recorded first as a marker: a record
+    without it (the profiler was stopped or replaced) is reported as missing, and the parent
+    counts that as a violation.
+
+    A request that measures memory is not watched (``watch=False``): the profiler keeps a few KB
+    per op, which would count as the student's memory. The same functions are watched in the
+    other requests, and the rule itself is decided from the source."""
+
+    def __init__(self, nonce, watch=True):
+        self.nonce, self.watch, self.seen, self.forbidden = nonce, watch, None, set()
+
+    def __enter__(self):
+        if not self.watch:
+            self.seen = self.nonce
+            return self
+        try:
+            torch.autograd._enable_profiler_legacy(_PROFILER_CONFIG)
+            with torch.autograd.profiler.record_function(f"record:{self.nonce}"):
+                pass
+        except RuntimeError:  # already enabled: the record cannot be trusted
+            self.nonce = None
+        return self
+
+    def __exit__(self, *exc):
+        if not self.watch:
+            return False
+        try:
+            records = torch.autograd._disable_profiler_legacy()
+        except RuntimeError:  # the profiler was stopped while the student's code ran
+            return False
+        names = {event.name() for thread in records for event in thread if event.kind() == "push"}
+        self.forbidden = {shown for name in names for pattern, shown in FORBIDDEN_OPS if pattern in name}
+        if self.nonce is not None and f"record:{self.nonce}" in names:
+            self.seen = self.nonce
+        return False
 
 
 # --- attention from built-ins, for grading MHA with a known-good attention ----------------
@@ -200,16 +252,16 @@ def decode(module, x):
     projected = {"w_k": [], "w_v": []}
     hooks = [getattr(module, name).register_forward_pre_hook(
         lambda _, inputs, name=name: projected[name].append(list(inputs[0].shape))) for name in projected]
-    outputs, cache_shapes, cache = [], [], None
+    outputs, caches, cache = [], [], None
     try:
         for t in range(x.size(1)):
             y, cache = module.step(x[:, t:t + 1], cache)
             outputs.append(y)
-            cache_shapes.append([list(c.shape) if isinstance(c, torch.Tensor) else repr(c)[:40] for c in cache])
+            caches.append(to_plain(cache))  # the parent compares them with its own projections
     finally:
         for hook in hooks:
             hook.remove()
-    return {"result": to_plain(outputs), "projected": projected, "cache_shapes": cache_shapes}
+    return {"result": to_plain(outputs), "projected": projected, "caches": caches}
 
 
 def _reset_peak_memory():
@@ -291,11 +343,8 @@ def object_attrs(obj):
     for name in ("d_model", "n_heads", "d_k"):
         value = getattr(obj, name, None)
         attrs[name] = value if type(value) is int else repr(value)[:80]
-    if isinstance(obj, torch.nn.Module):
-        attrs["linears"] = {
-            name: {"in": m.in_features, "out": m.out_features, "bias": m.bias is not None}
-            for name, m in obj.named_modules() if isinstance(m, torch.nn.Linear)}
-        attrs["parameters"] = {name: list(p.shape) for name, p in obj.named_parameters()}
+    if isinstance(obj, torch.nn.Module):  # the tensors themselves: the parent reads names and shapes
+        attrs["parameters"] = {name: p.detach() for name, p in obj.named_parameters()}
     return attrs
 
 
@@ -355,20 +404,22 @@ def serve(request_fd, response_fd, submission_dir, mode):
         except EOFError:
             return
         del _forbidden_used[:]
-        try:
-            if "import" in request:
-                submission.module(request["import"])
-                reply = {"ok": True, "value": {}}
-            else:
-                reply = {"ok": True, "value": run(submission, request)}
-        except ImportFailed as failed:
-            reply = {"ok": False, "error": failed.info}
-        except BaseException as err:
-            reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
-        reply["forbidden"] = sorted(set(_forbidden_used))
+        with OpRecord(request.get("record"), watch=not request.get("measure_memory")) as record:
+            try:
+                if "import" in request:
+                    submission.module(request["import"])
+                    reply = {"ok": True, "value": {}}
+                else:
+                    reply = {"ok": True, "value": run(submission, request)}
+            except ImportFailed as failed:
+                reply = {"ok": False, "error": failed.info}
+            except BaseException as err:
+                reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
+        reply["forbidden"] = sorted(set(_forbidden_used) | record.forbidden)
+        reply["record"] = record.seen
         try:
             wire.send(response_fd, reply)
         except (ValueError, TypeError, OverflowError) as err:  # unencodable result
-            wire.send(response_fd, {"ok": False, "forbidden": reply["forbidden"], "error": {
+            wire.send(response_fd, {"ok": False, "forbidden": reply["forbidden"], "record": record.seen, "error": {
                 "type": "UnsendableResult", "mro": [], "message": str(err)[:MAX_TEXT],
                 "where": None, "phase": "sending the result"}})

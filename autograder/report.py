@@ -8,6 +8,12 @@
 
 Every file is written atomically (temp file, then rename): a batch killed halfway leaves
 whole reports or none, which is what makes re-running a batch resume it.
+
+Anything a submission wrote (what it printed, its error messages, file and zip entry names,
+names from Gradescope's metadata) reaches a report only as inert text: control characters are
+stripped, markdown gets it in a code fence longer than any backtick run inside or with every
+punctuation mark escaped, HTML escapes it (and its CSP allows no script), and a gradebook cell
+that a spreadsheet would read as a formula starts with a quote.
 """
 import base64
 import csv
@@ -35,6 +41,38 @@ OUTPUT_SHOWN = 4000
 MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each adds ~40-70 ms of CPU to grading the submission
 PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, gradients) stay text
 LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
+# C0 and C1 control characters (except tab and newline), and the bidi overrides that reorder text.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# What can start markup inside a line (emphasis, code, links, HTML, entities, tables, strikethrough),
+# and what can start a block at its beginning (lists, headings, quotes).
+MD_INLINE = re.compile(r"([\\`*_\[\]<>&!|~])")
+MD_LINE_START = re.compile(r"^([-+=#>]|\d+[.)])")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what makes Excel, Sheets or LibreOffice read a formula
+
+
+def clean(text):
+    """``text`` without control characters, except newline and tab."""
+    return CONTROL.sub("", str(text))
+
+
+def md_text(text):
+    """Student-controlled text as one line of inert markdown: no markup, link, HTML or entity survives."""
+    text = MD_INLINE.sub(r"\\\1", " ".join(clean(text).split()))
+    return MD_LINE_START.sub(lambda m: m.group(1)[:-1] + "\\" + m.group(1)[-1], text)
+
+
+def fenced(text):
+    """``text`` in a code fence that nothing inside can close: one backtick more than its longest run."""
+    text = clean(text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def spreadsheet_cell(text):
+    """A gradebook cell a spreadsheet shows as text: one that starts like a formula gets a leading quote."""
+    text = clean(text)
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def results_json(record, submitters=(), student_view=False):
@@ -101,7 +139,7 @@ def _test_output(result):
         return text
     if result.get("figure"):
         text += "\n\n" + pictures.text_heatmap(result["figure"])
-    return f"```\n{text}\n```"
+    return fenced(text)
 
 
 def overview(record, score, max_score, grader_errors, submitters=(), extra=(), reveal_total=True):
@@ -111,7 +149,7 @@ def overview(record, score, max_score, grader_errors, submitters=(), extra=(), r
     """
     lines = []
     if submitters:
-        lines.append("Submission of " + ", ".join(s.name for s in submitters if s.name) + ".")
+        lines.append("Submission of " + ", ".join(md_text(s.name) for s in submitters if s.name) + ".")
     hidden = [r for r in record["tests"] if r["visibility"] != "visible"]
     if not reveal_total:
         shown = [r for r in record["tests"] if r["visibility"] == "visible"]
@@ -133,10 +171,10 @@ def overview(record, score, max_score, grader_errors, submitters=(), extra=(), r
 
 
 def _overview_tail(lines, record, grader_errors):
-    for problem in record.get("problems", []):
-        lines.append(f"- {problem}")
+    for problem in record.get("problems", []):  # may name the submission's files and zip entries
+        lines.append(f"- {md_text(problem)}")
     for event in dict.fromkeys(record.get("events", [])):  # each distinct event once, in order
-        lines.append(f"- {event}")
+        lines.append(f"- {md_text(event)}")
     if grader_errors or record.get("grader_error"):
         lines.append("**The grader itself failed on part of this submission; your instructor has been told. "
                      "Those tests are not counted against you yet.**")
@@ -157,7 +195,7 @@ def feedback_markdown(record, results, submitters=()):
     if notes:
         lines += ["", "## Notes", ""] + [f"- {t['name']}: {t['output']}" for t in notes]
     if record.get("output"):
-        lines += ["", "## What your code printed", "", "```", *printed_output(record["output"]), "```"]
+        lines += ["", "## What your code printed", "", fenced("\n".join(printed_output(record["output"])))]
     lines += ["", f"_Sandbox: {sandbox_description(record)}; graded in "
                   f"{record.get('execution_time', 0):.1f} s._", ""]
     return "\n".join(lines)
@@ -247,7 +285,8 @@ def gradebook_csv(entries):
         for who in submitters or [None]:
             # ID is Canvas's own user id, which the grader never knows: left empty, never guessed.
             name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
-            writer.writerow([name, "", sid, email, "", total, *per_part, max_score, submission_id, email])
+            name, sid, email, shown_id = map(spreadsheet_cell, (name, sid, email, submission_id))
+            writer.writerow([name, "", sid, email, "", total, *per_part, max_score, shown_id, email])
     return buffer.getvalue()
 
 
@@ -262,8 +301,8 @@ def pass_rates(entries):
     return sorted(rates.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
 
 
-def summary_markdown(entries):
-    """Score distribution and which tests the class fails most."""
+def summary_markdown(entries, renamed=()):
+    """Score distribution and which tests the class fails most; ``renamed``: (name, report id) pairs."""
     scores = [r["score"] for _, _, r in entries]
     lines = ["# Class summary", ""]
     if not scores:
@@ -280,8 +319,16 @@ def summary_markdown(entries):
         lines.append(f"| {number} {name} | {part} | {passed}/{total} ({100 * passed / total:.0f}%) |")
     errors = [sid for sid, _, r in entries if r["extra_data"].get("grader_error")]
     if errors:
-        lines += ["", f"**Grader errors in: {', '.join(errors)}** (re-run to retry them)."]
+        lines += ["", f"**Grader errors in: {', '.join(md_text(e) for e in errors)}** (re-run to retry them)."]
+    if renamed:
+        lines += ["", renamed_line(renamed, md_text)]
     return "\n".join(lines) + "\n"
+
+
+def renamed_line(renamed, escape):
+    """One sentence: which submissions got another report folder name, and why."""
+    pairs = ", ".join(f"{escape(repr(old))} -> {escape(new)}" for old, new in renamed)
+    return f"Renamed (the name is not safe as a report folder, or is taken by a class file): {pairs}."
 
 
 # --- HTML pages: self-contained (CSS and PNGs inline), so they open from disk or as attachments ---
@@ -329,7 +376,7 @@ code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 
 def _e(text):
     """Escape anything that may come from a submission (names, messages, what it printed)."""
-    return html.escape(str(text), quote=True)
+    return html.escape(clean(text), quote=True)
 
 
 def _page(title, body):
@@ -355,7 +402,10 @@ def _overview_html(text):
     Written out rather than a markdown library: each forked grader would pay ~40 ms to import one."""
     blocks, items = [], []
     for block in text.split("\n\n") + [""]:
-        inline = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(block))
+        # md_text's backslash escapes become the characters again; _e makes them inert here.
+        parts = re.split(r"\\(.)", block)  # text, escaped character, text, ...
+        inline = "".join(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(part)) if i % 2 == 0 else _e(part)
+                         for i, part in enumerate(parts))
         if block.startswith("- "):
             items.append(f"<li>{inline[2:]}</li>")
             continue
@@ -437,9 +487,11 @@ def _figure_html(test, result, figure, drawn):
     return f'<p class="note">As text{note}:</p><pre>{_e(pictures.text_heatmap(figure))}</pre>'
 
 
-def summary_html(entries, out_dir):
+def summary_html(entries, out_dir, renamed=()):
     """The class picture as a page: score histogram, common named bugs, pass rates, links to each report."""
     body = ["<h1>Class summary</h1>"]
+    if renamed:
+        body.append(f"<p>{renamed_line(renamed, _e)}</p>")
     scores = [r["score"] for _, _, r in entries]
     if not scores:
         body.append("<p>No submissions were graded.</p>")

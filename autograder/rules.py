@@ -1,7 +1,11 @@
-"""The from-scratch rule, read from the source text (the run-time check lives in the probes).
+"""The from-scratch rule, read from the source text by the trusted parent (the run-time op
+record, collected in the child, is only a second opinion: the child can tamper with it).
 
 The scanner is ``find_forbidden_calls`` in ``assignment/submit.py``, the same code students
-run before they submit, loaded here by path so the two can never disagree.
+run before they submit, loaded here by path so the two can never disagree. Its findings are of
+two kinds: "builtin" (one of torch's attention built-ins, named in the code: the rule's points
+are lost, and the tests whose run used it fail) and "hidden" (code that can hide what it calls,
+such as exec or computed names on torch: every test that runs the file fails too).
 """
 import functools
 import importlib.util
@@ -23,3 +27,12 @@ def forbidden_calls(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         source = f.read()
     return _scanner()(source, os.path.basename(path))
+
+
+def hidden_calls(path):
+    """The "hidden" findings in the file at ``path``; none if it is missing or does not parse
+    (those failures are reported on their own)."""
+    try:
+        return [v for v in forbidden_calls(path) if v.kind == "hidden"]
+    except (OSError, SyntaxError, ValueError):
+        return []

@@ -9,18 +9,31 @@ message written for the student. Children are started lazily, one per mode:
 * ``oracle``: the student's mha.py on top of attention from torch built-ins, so a bug in
   attention.py does not also cost the MHA points.
 
+Every field of a child's reply is a claim: the student's code runs in that process and can
+rewrite whatever answers. The parent compares results itself, checks that the op record carries
+the marker it sent (``record``), and decides the from-scratch rule from the source
+(``autograder.rules``): a file that can hide what it calls fails every test that runs it.
+
 A child that crashes or hangs is replaced for the next call. A function that timed out is
 not called again, and after a few timeouts the submission's time budget is spent, so a
 submission that hangs costs a few call limits, not one per test.
 """
+import ast
+import builtins
 import os
+import secrets
 import time
 
 import torch
 
+from autograder import rules
 from autograder.sandbox import ChildDied
 
 MAX_TIMEOUTS = 3
+# What a child's op record may name (autograder/probes.py); anything else means it was forged.
+KNOWN_FORBIDDEN = {"torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
+                   "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer"}
+RECORD_MISSING = "no trustworthy record of the ops it ran (the grader's profiler was stopped or replaced)"
 
 
 class StudentError(AssertionError):
@@ -53,7 +66,7 @@ class Reply:
         self.forbidden = forbidden
         self.peak_bytes = value.get("peak_bytes")  # measure_memory: growth of the child's peak RSS
         self.projected = value.get("projected") or {}  # decode: input shapes seen by w_k and w_v, per step
-        self.cache_shapes = value.get("cache_shapes") or []  # decode: (k, v) shapes after each step
+        self.caches = [unwrap(c) for c in value.get("caches") or []]  # decode: the cache returned by each step
         after = value.get("inputs_after") or []
         # Compared here, not in the child, where torch.equal may have been monkeypatched.
         self.inputs_modified = [isinstance(sent, torch.Tensor) and not _unchanged(sent, back)
@@ -73,6 +86,8 @@ class Student:
         self.events = []  # crashes and timeouts, for the report
         self.cgroup = None  # the submission's cgroup, made with its first child where the machine allows
         self.cgroup_tried = False
+        self.import_forbidden = {}  # (mode, module) -> forbidden ops recorded while importing it
+        self._hidden = None  # file name -> the scanner's "hidden" findings (see rules.py)
 
     # --- what tests call -----------------------------------------------------------------
 
@@ -82,15 +97,14 @@ class Student:
         Extra keywords go into the probe request: ``init``, ``state``, ``method``, ``grad``,
         ``attrs``, ``kwargs``. Raises ``StudentError`` when the student's code fails.
         """
-        reply = self.try_call(target, *args, mode=mode, **request)
+        reply = self.try_call(target, *args, mode=mode, allow_forbidden=allow_forbidden, **request)
         if isinstance(reply, Failure):
-            raise StudentError(reply.message)
-        if reply.forbidden and not allow_forbidden:
-            raise RuleViolation(forbidden_message(reply.forbidden, target))
+            raise (RuleViolation if reply.rule else StudentError)(reply.message)
         return reply
 
-    def try_call(self, target, *args, mode="student", **request):
-        """Like ``call`` but returns a ``Failure`` instead of raising (to inspect expected errors)."""
+    def try_call(self, target, *args, mode="student", allow_forbidden=False, **request):
+        """Like ``call`` but returns a ``Failure`` instead of raising (to inspect expected errors).
+        A call that used a forbidden op (or ran code that hides what it calls) is a ``Failure`` too."""
         module = target.split(".")[0]
         blocked = self._blocked(target, mode, module)
         if blocked:
@@ -107,18 +121,56 @@ class Student:
                 self.children[mode]["imported"].add((mode, module))
                 if not imported["ok"]:
                     self.import_failures[(mode, module)] = describe_error(imported["error"])
-                    return Failure(self.import_failures[(mode, module)], imported["error"])
-            message = child.call(request)
+                    return Failure(self.import_failures[(mode, module)], imported["error"], classes=self._classes())
+            message = self._recorded_call(child, request, mode)
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
+        hidden = self._hides(module, mode)
+        if hidden:
+            return Failure(hidden_message(hidden, target), error=None, rule=True)
+        if message["forbidden"] and not allow_forbidden:
+            return Failure(forbidden_message(message["forbidden"], target), None, message["forbidden"], rule=True)
         if not message.get("ok"):
-            return Failure(describe_error(message["error"]), message["error"], message.get("forbidden", []))
-        return Reply(message["value"], message.get("forbidden", []), args)
+            return Failure(describe_error(message["error"]), message["error"], message["forbidden"], self._classes())
+        return Reply(message["value"], message["forbidden"], args)
+
+    def _recorded_call(self, child, request, mode):
+        """child.call, checking the reply's op record: it must carry the marker sent with the request.
+        Ops recorded while the modules were imported count in every call of that child."""
+        nonce = secrets.token_hex(8)
+        message = child.call(dict(request, record=nonce))
+        claimed = message.get("forbidden")
+        forbidden = set(claimed) & KNOWN_FORBIDDEN if isinstance(claimed, list) and all(
+            isinstance(n, str) for n in claimed) else set()
+        if message.get("record") != nonce or not isinstance(claimed, list) or not set(claimed) <= KNOWN_FORBIDDEN:
+            forbidden.add(RECORD_MISSING)
+        if "import" in request:
+            self.import_forbidden.setdefault((mode, request["import"]), set()).update(forbidden)
+        module = request.get("import") or request["target"].split(".")[0]
+        for name in _runs(module, mode):
+            forbidden |= self.import_forbidden.get((mode, name), set())
+        message["forbidden"] = sorted(forbidden)
+        return message
+
+    def _classes(self):
+        """{class name: base names} for the classes the submission's own files define, read by the parent."""
+        if getattr(self, "_source_classes", None) is None:
+            self._source_classes = {}
+            for name in ("attention.py", "mha.py"):
+                self._source_classes.update(source_classes(os.path.join(self.staged.dir, name)))
+        return self._source_classes
+
+    def _hides(self, module, mode):
+        """The scanner's "hidden" findings in the files a call of ``module`` runs (mha.py runs attention.py too)."""
+        if self._hidden is None:
+            self._hidden = {name: rules.hidden_calls(os.path.join(self.staged.dir, name))
+                            for name in ("attention.py", "mha.py")}
+        return [v for name in _runs(module, mode) for v in self._hidden.get(f"{name}.py", [])]
 
     def _import(self, child, mode, module):
         """Import once per child; a crash or hang while importing counts against the module, not the test."""
         try:
-            return child.call({"import": module})
+            return self._recorded_call(child, {"import": module}, mode)
         except ChildDied as died:
             reason = (f"importing {module}.py did not finish within {self.limits.call_seconds:g} s"
                       if died.timed_out else f"the submission's process {died.reason} while importing {module}.py")
@@ -219,18 +271,51 @@ class Student:
             self.output.append(text)
 
 
+def _runs(module, mode):
+    """The student modules a call of ``module`` runs: mha.py runs attention.py too, except in oracle mode."""
+    return ("mha", "attention") if module == "mha" and mode == "student" else (module,)
+
+
 def _unchanged(sent, back):
     return (isinstance(back, torch.Tensor) and back.shape == sent.shape and back.dtype == sent.dtype
             and bool(torch.equal(back, sent)))
 
 
 class Failure:
-    def __init__(self, message, error, forbidden=()):
+    def __init__(self, message, error, forbidden=(), classes=None, rule=False):
         self.message, self.error, self.forbidden = message, error, list(forbidden)
+        self.classes = classes or {}  # the submission's own classes: {name: base names}, from its source
+        self.rule = rule  # the from-scratch rule, not the code's result, is why it failed
 
     def raised(self, class_name):
-        """Did the student's code raise ``class_name`` or a subclass of it?"""
-        return bool(self.error) and class_name in self.error.get("mro", [])
+        """Did the student's code raise ``class_name`` or a subclass of it? The child only names the
+        exception's type; its ancestry comes from Python's own classes or the submission's source,
+        never from the child's word."""
+        if not self.error or not isinstance(self.error.get("type"), str):
+            return False
+        return class_name in exception_mro(self.error["type"], self.classes)
+
+
+def source_classes(path):
+    """{class name: [base names]} for the top-level classes of the file at ``path`` (never run)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {node.name: [ast.unparse(base).split(".")[-1] for base in node.bases]
+            for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def exception_mro(name, classes, depth=0):
+    """The class names ``name`` descends from: through the submission's own classes first (they
+    shadow Python's), then Python's built-in exceptions. Unknown names stand alone."""
+    if name in classes and depth < 20:
+        return [name] + [n for base in classes[name] for n in exception_mro(base, classes, depth + 1)]
+    builtin = getattr(builtins, name, None)
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return [c.__name__ for c in builtin.__mro__]
+    return [name]
 
 
 def unwrap(value):
@@ -270,6 +355,16 @@ def describe_error(error):
 
 
 def forbidden_message(names, target):
-    listed = ", ".join(names)
-    return (f"{target.split('.', 1)[1]} called {listed}, which the from-scratch rule forbids: "
+    function = target.split(".", 1)[1]
+    if RECORD_MISSING in names:
+        return (f"{function} left {RECORD_MISSING}, so the from-scratch rule cannot be checked: "
+                "this test gets no points.")
+    return (f"{function} called {', '.join(names)}, which the from-scratch rule forbids: "
             f"this test gets no points. Build it from matmul/softmax/masked_fill instead.")
+
+
+def hidden_message(violations, target):
+    first = violations[0].message
+    more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+    return (f"{target.split('.', 1)[1]} is not graded: {first}{more}. The grader cannot tell what such code "
+            "calls, so no test that runs it counts (the from-scratch rule).")

@@ -272,7 +272,13 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     upload(root, {"attention.py": files["attention.py"] + payload, "mha.py": files["mha.py"]})
     results, _ = run_autograder(root, AUTOGRADER_ISOLATION=isolation)
     written = (root / "results" / "results.json").read_bytes()
-    assert results["score"] == 110 and results["extra_data"]["isolation"] == isolation
+    # os.fork and os._exit can hide what the code runs, so attention.py's tests count nothing (the
+    # from-scratch rule, issue 13); what matters here is that the grader's own report stands.
+    assert results["extra_data"]["isolation"] == isolation and "12345" not in written.decode()
+    mha = [t for t in results["tests"] if t["tags"][0] in ("mha_init", "heads", "mha_forward")]
+    attention = [t for t in results["tests"] if t["tags"][0] in ("masks", "attention", "gradients")]
+    assert mha and all(t["status"] == "passed" for t in mha), "mha.py is the reference's: full marks"
+    assert all(t["status"] == "failed" and "not graded" in t["output"] for t in attention)
     feedback = (root / "results" / "feedback.md").read_text()
     assert "READ REFERENCE" not in feedback and "reference not readable" in feedback
     time.sleep(5)  # past the daemon's wake-up

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from readable_runtime import readable_python
-from variant_builder import FILES, ROOT, SOLUTION, without_markers
+from variant_builder import FILES, ROOT, SOLUTION, build_mutant, load_mutants, without_markers
 
 pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(),
                                 reason="the grader CLI (autograder/__main__.py) does not exist yet")
@@ -48,6 +48,15 @@ MHA_PARTS = ("mha_init", "heads", "mha_forward")
 # The from-scratch rule is left out of the per-case expectations: a file that cannot be read or
 # imported also fails its rule checks, which is right, but not what these cases are about.
 GRADED_PARTS = ATTENTION_PARTS + MHA_PARTS
+# Code that can hide what it calls (ctypes, gc, os._exit, exec: see assignment/submit.py) fails
+# every test that runs its file, after running: containment is still tested, the points are gone.
+HIDDEN = "not graded"
+# Honest users of a built-in (mutants of tests/variants/mutants.yaml), graded beside the rule
+# dodges of issue 13: a dodge must score no more than the honest use of the same built-in.
+RULE_CONTROLS = {"attention.py": "uses_torch_sdpa", "mha.py": "uses_nn_multihead_attention"}
+RULE_DODGES = {"rule_aten_ops": "attention.py", "rule_private_getattr": "attention.py",
+               "rule_exec_base64": "attention.py", "rule_unwrap_tripwire": "attention.py",
+               "rule_silenced_record": "attention.py", "rule_native_mha": "mha.py", "rule_mha_at_import": "mha.py"}
 
 
 @dataclass(frozen=True)
@@ -68,22 +77,36 @@ EXPECTED = {
     # top of a known-good attention (the grader's second way), and passes.
     "os_exit_at_import": Expect(ATTENTION_PARTS, ("exited with status 0", "while importing attention.py")),
     "exit_in_call": Expect(("Causal mask",), ("SystemExit", "causal_mask quits")),
-    "os_exit_in_call": Expect(("Causal mask",), ("exited with status 7", "causal_mask")),
-    "hang_in_call": Expect(("Padding mask",), (f"did not finish within {CALL_TIMEOUT:g} s", "not run")),
+    "os_exit_in_call": Expect(ATTENTION_PARTS, ("exited with status 7", "causal_mask", HIDDEN)),
+    "hang_in_call": Expect(ATTENTION_PARTS, (f"did not finish within {CALL_TIMEOUT:g} s", "not run", HIDDEN)),
     "hang_at_import": Expect(MHA_PARTS, (f"did not finish within {CALL_TIMEOUT:g} s",)),
     "memory_bomb": Expect(("Causal mask", "Padding mask"), ("MemoryError", "allocate")),
-    "segfault": Expect(("Padding mask",), ("killed by SIGSEGV",)),
+    "segfault": Expect(ATTENTION_PARTS, ("killed by SIGSEGV", HIDDEN)),
     "print_flood": Expect(),
-    "tensor_subclass": Expect(("Causal mask", "Padding mask"), ("Tensor subclass", "an object of type Booby")),
-    "gc_walk": Expect(),
+    # Its exec (the unpickling bait) hides calls: the replies still arrive, and are never unpickled.
+    "tensor_subclass": Expect(ATTENTION_PARTS, (HIDDEN, "exec is not allowed")),
+    "gc_walk": Expect(ATTENTION_PARTS, (HIDDEN, "importing gc is not allowed")),
     "fake_results": Expect(),
-    "daemon": Expect(),
+    "daemon": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
     "read_secrets": Expect(),
     "write_outside": Expect(),
     "network": Expect(),
-    "fork_bomb": Expect(),
+    "fork_bomb": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
+    # Issue 13: ways around the from-scratch rule. Each costs every test that ran the file.
+    "rule_aten_ops": Expect(ATTENTION_PARTS, (HIDDEN, "torch.ops")),
+    "rule_private_getattr": Expect(ATTENTION_PARTS, (HIDDEN, "getattr(torch, <computed name>)")),
+    "rule_exec_base64": Expect(ATTENTION_PARTS, (HIDDEN, "exec is not allowed")),
+    "rule_unwrap_tripwire": Expect(ATTENTION_PARTS, (HIDDEN, "__closure__")),
+    "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
+    "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
+    "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
+    # Issue 13: extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
+    "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
+    # Issue 13: printed output and an error message written to break out of the report's code fences.
+    "report_injection": Expect(("Causal mask",), ("ValueError",)),
+    # Issue 12: what the child must not hold or do, at every level.
     "grader_memory": Expect(),
-    "memory_split": Expect(("Causal mask",)),
+    "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "os.fork is not allowed")),
     "disk_fill": Expect(),
     "inherited_fds": Expect(),
 }
@@ -110,6 +133,9 @@ def build_batch(batch, values):
         if folder.name == "monkeypatch":
             write_submission(batch / "monkeypatch_control", {n: PATCH_BLOCK.sub("", t) for n, t in texts.items()})
     write_submission(batch / "not_implemented", {name: (ROOT / "assignment" / name).read_text() for name in FILES})
+    mutants = {m["name"]: m for m in load_mutants()}
+    for name in RULE_CONTROLS.values():
+        build_mutant(mutants[name], batch / name)
     write_submission(batch / "reference", reference)
 
 
@@ -575,3 +601,55 @@ def test_uid_level_refuses_a_runtime_the_sandbox_cannot_read(tmp_path):
                           "--out", str(tmp_path / "out")], cwd=ROOT, env=dict(os.environ, AUTOGRADER_ISOLATION="uid"),
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and "runtime other users can read" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("case", RULE_DODGES)
+def test_dodging_the_from_scratch_rule_gains_nothing(run, case):
+    """Issue 13: each dodge scored 108-110 where honest use of the same built-in scored about 65."""
+    results, control = run.results(case), run.results(RULE_CONTROLS[RULE_DODGES[case]])
+    rules = [t for t in results["tests"] if t["tags"][0] == "rules" and t["status"] == "passed"
+             and RULE_DODGES[case] in t["name"]]
+    assert not rules, f"{case} kept the from-scratch rule points of {RULE_DODGES[case]}:\n{explain(rules)}"
+    assert results["score"] <= control["score"] < FULL_MARKS, (
+        f"{case} scored {results['score']}, honest use of the built-in ({RULE_CONTROLS[RULE_DODGES[case]]}) "
+        f"{control['score']}")
+
+
+def test_student_text_reaches_the_reports_as_text_only(run):
+    """feedback.md and results.json rendered as CommonMark (raw HTML on) show the payload's fence
+    breakers, HTML, links and escape sequences as text; summary.md and gradebook.csv name it plainly."""
+    from test_report_safety import inert
+
+    markdown = run.feedback("report_injection")
+    assert f"alert('hx-{run.token}')" in markdown, "the payload's printed text is not in feedback.md"
+    assert not inert(markdown), f"feedback.md renders student text as markup: {inert(markdown)}"
+    results = run.results("report_injection")
+    outputs = [results["output"], *(t["output"] for t in results["tests"])]
+    leaks = [inert(text) for text in outputs if inert(text)]
+    assert not leaks, f"results.json outputs render student text as markup: {leaks}"
+    page = (run.out / "report_injection" / "feedback.html").read_text()
+    assert "<script>alert" not in page and "<img src=x" not in page and "\x1b" not in page
+
+
+@pytest.mark.xfail(strict=True, reason="memory measured in the child until per-child cgroups (issue 12)")
+def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, monkeypatch):
+    """The memory_forged payload (tests/hostile) builds the (T, T) matrix in a forked helper and
+    replaces the probe's memory reading. The source rule already fails it; here the measurement
+    alone is tested, so the rule is switched off in this (trusted) process."""
+    import torch
+
+    from autograder import rules
+    from autograder.runner import standalone_student
+
+    monkeypatch.setattr(rules, "hidden_calls", lambda path: [])
+    reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
+    payload = (HOSTILE / "memory_forged" / "attention.py.payload").read_text()
+    write_submission(tmp_path / "memory_forged", {**reference, "attention.py": reference["attention.py"] + payload})
+    t, d = 4096, 16
+    q, k, v = (torch.randn(t, d, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    with standalone_student(str(tmp_path / "memory_forged")) as (student, _):
+        reply = student.call("attention.tiled_attention", q, k, v, kwargs={"causal": True}, measure_memory=True)
+    matrix = t * t * 4
+    assert isinstance(reply.result, torch.Tensor) and reply.result.shape == (t, d), "the payload did not run as planned"
+    assert reply.peak_bytes is not None and reply.peak_bytes > matrix / 2, (
+        f"peak memory measured as {reply.peak_bytes} bytes while a forked helper built a {matrix >> 20} MiB matrix")

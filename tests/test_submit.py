@@ -74,7 +74,8 @@ def test_default_folder_is_the_one_holding_submit_py(tmp_path):
 BAD_FOLDERS = {
     "missing file": ({"mha": None}, "mha.py not found"),
     "syntax error": ({"attention": lambda s: s + "\ndef broken(:\n"}, "attention.py has a syntax error at line"),
-    "import error": ({"mha": lambda s: "import no_such_module_lab03\n" + s}, "cannot import mha.py"),
+    "import error": ({"mha": lambda s: "from attention import no_such_name_lab03\n" + s}, "cannot import mha.py"),
+    "hidden call": ({"attention": lambda s: s + "\nexec('x = 1')\n"}, "exec is not allowed"),
     "error at import time": ({"attention": lambda s: s + "\n1 / 0\n"}, "ZeroDivisionError"),
     "forbidden sdpa": ({"attention": lambda s: s + "\nimport torch.nn.functional as F\n"
                                                    "SDPA = F.scaled_dot_product_attention\n"},
@@ -120,6 +121,40 @@ FLAGGED = {
     "import MultiheadAttention": ("from torch.nn import MultiheadAttention", MHA),
     "mha forward": ("import torch.nn.functional as F\nF.multi_head_attention_forward(x)", MHA_FORWARD),
     "import mha forward": ("from torch.nn.functional import multi_head_attention_forward", MHA_FORWARD),
+    "transformer layer": ("import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(8, 2)", "torch.nn.TransformerEncoderLayer"),
+}
+
+# Code that can hide what it calls: flagged as kind "hidden", whatever it would have called.
+HIDDEN = {
+    "torch.ops": "import torch\ntorch.ops.aten.scaled_dot_product_attention(q, k, v)",
+    "private torch": "import torch\ntorch._scaled_dot_product_attention_math(q, k, v)",
+    "native mha": "import torch\nout = torch._native_multi_head_attention(q, k, v, 8, 2, w, b, w2, b2)",
+    "computed getattr": "import torch\nf = getattr(torch, '_scaled_dot_' + 'product_attention_math')",
+    "computed getattr on F": "import torch.nn.functional as F\nname = 'softmax'\ngetattr(F, name)",
+    "exec": "import base64\nexec(base64.b64decode('cHJpbnQoMSk='))",
+    "eval": "result = eval('1 + 1')",
+    "compile": "code = compile('x = 1', 'f', 'exec')",
+    "__import__": "t = __import__('torch')",
+    "importlib": "import importlib\nt = importlib.import_module('torch')",
+    "sys.modules": "import sys\nt = sys.modules['torch']",
+    "ctypes": "import ctypes",
+    "gc": "import gc\nobjects = gc.get_objects()",
+    "inspect": "from inspect import getclosurevars",
+    "globals": "t = globals()['torch']",
+    "vars": "import torch\nt = vars(torch)",
+    "__dict__": "import torch\nf = torch.__dict__['nn']",
+    "closure": "import torch.nn.functional as F\nf = F.softmax.__closure__[0].cell_contents",
+    "module as value": "import torch\nmodules = (torch, 1)",
+    "getattr as a value": "import functools\nf = functools.reduce(getattr, ['nn'], object)",
+    "the grader": "import autograder.probes",
+    "grader from": "from autograder import probes",
+    "jit from a string": "import torch\ncu = torch.jit.CompilationUnit('def f(x): return x')",
+    "subprocess": "import subprocess",
+    "os.fork": "import os\npid = os.fork()",
+    "transformer via flex": "from torch.nn.attention.flex_attention import flex_attention",
+    "pdb.run": "import pdb\npdb.run('import torch')",
+    "doctest runner": "import doctest\ndoctest.run_docstring_examples(f, {})",
+    "timeit string": "from timeit import timeit\ntimeit('x', number=1)",
 }
 
 ALLOWED = {
@@ -132,6 +167,20 @@ ALLOWED = {
     "allowed torch": "import torch.nn.functional as F\nimport torch.nn as nn\nF.softmax(x, dim=-1)\nnn.Linear(8, 8)",
     "own method": "class A:\n    def f(self):\n        return self.scaled_dot_product_attention(1)",
     "a string": "NOTE = 'do not call torch.nn.functional.scaled_dot_product_attention'",
+    "getattr over own projections": "class M:\n    def f(self, x):\n        return [getattr(self, name)(x) for name in ('w_q', 'w_k', 'w_v')]",
+    "setattr over own projections": "class M:\n    def __init__(self, nn):\n        for name in ('w_q', 'w_k'):\n            setattr(self, name, nn)",
+    "getattr on a layer": "def f(layers, name):\n    return [getattr(layer, name) for layer in layers]",
+    "getattr with a constant": "import torch\nf = getattr(torch, 'softmax')",
+    "torch aliases": "import torch\nimport torch.nn.functional as F\nnn = torch.nn\nfrom torch import nn as tnn\nF.softmax(x, -1)",
+    "module super init": "import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        torch.nn.Module.__init__(self)",
+    "own private names": "class A:\n    def __init__(self):\n        self._cache = None\n    def f(self):\n        return self._cache",
+    "dunder version": "import torch\nv = torch.__version__",
+    "math and typing": "import math\nfrom typing import Optional\nimport warnings\nx = math.sqrt(2)",
+    "numpy": "import numpy as np\nx = np.sqrt(2)",
+    "sys.stderr": "import sys\nprint('debug', file=sys.stderr)",
+    "model.eval": "def f(model):\n    model.eval()",
+    "type name": "def f(self):\n    return type(self).__name__ + self.__class__.__name__",
+    "debugging leftovers": "import pdb\nimport traceback\nimport types\npdb.set_trace()\ntraceback.print_exc()",
 }
 
 
@@ -146,6 +195,14 @@ def test_scanner_flags_forbidden_functions(case):
     assert "\n" not in violation.message and name in violation.message
 
 
+@pytest.mark.parametrize("case", HIDDEN)
+def test_scanner_flags_code_that_hides_what_it_calls(case):
+    violations = submit.find_forbidden_calls(HIDDEN[case], "attention.py")
+    assert violations, f"{case}: not flagged"
+    assert any(v.kind == "hidden" for v in violations), f"{case}: flagged, but not as hiding: {violations}"
+    assert all("\n" not in v.message and v.message.startswith("attention.py, line ") for v in violations)
+
+
 @pytest.mark.parametrize("case", ALLOWED)
 def test_scanner_allows_the_students_own_attention(case):
     assert submit.find_forbidden_calls(ALLOWED[case], "mha.py") == []
@@ -156,5 +213,39 @@ def test_scanner_passes_the_reference():
         assert submit.find_forbidden_calls((SOLUTION / name).read_text(), name) == []
 
 
-def test_violation_is_a_named_tuple_of_filename_line_name_message():
-    assert submit.Violation._fields == ("filename", "line", "name", "message")
+def test_violation_is_a_named_tuple_of_filename_line_name_message_kind():
+    assert submit.Violation._fields == ("filename", "line", "name", "message", "kind")
+
+
+def every_kit_submission(tmp_path):
+    """Every correct variant, bug mutant and example submission of the kit, built as a student's folder."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import variant_builder as vb
+
+    folders = {"reference": vb.build_reference(tmp_path / "reference")}
+    folders.update({f"correct/{n}": vb.build_correct(n, tmp_path / "correct" / n) for n in vb.correct_names()})
+    folders.update({f"mutant/{m['name']}": vb.build_mutant(m, tmp_path / "mutant" / m["name"])
+                    for m in vb.load_mutants()})
+    folders.update({f"examples/{p.name}": p for p in (ROOT / "examples" / "submissions").iterdir() if p.is_dir()})
+    folders["stubs"] = ROOT / "assignment"
+    return folders, {m["name"] for m in vb.load_mutants() if "rules" in m["parts"]}
+
+
+def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
+    """A false accusation is worse than a missed cheat: every correct variant, every mutant (their
+    bugs are honest mistakes) and every example passes, except the mutants that use a built-in."""
+    folders, rule_mutants = every_kit_submission(tmp_path)
+    accused = {}
+    for label, folder in folders.items():
+        found = []
+        for name in FILES:
+            path = folder / name
+            try:
+                found += submit.find_forbidden_calls(path.read_text(), name) if path.exists() else []
+            except SyntaxError:
+                continue  # examples/crashes: a file that does not parse is reported as such
+        if label.split("/")[-1] in rule_mutants:
+            assert found and all(v.kind == "builtin" for v in found), f"{label} uses a built-in: {found}"
+        elif found:
+            accused[label] = [v.message for v in found]
+    assert len(folders) > 50 and not accused, f"honest code flagged by the scanner: {accused}"

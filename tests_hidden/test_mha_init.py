@@ -1,9 +1,13 @@
 """Part 4: constructing MultiHeadAttention.
 
+The structure is read here from the parameter tensors the child sends (names, shapes, count),
+and an exception's ancestry from the submission's own source: never from the child's word.
+
 Construction does not depend on attention.py, so these run on top of a known-good attention
 (mode="oracle"): a broken attention.py, which mha.py imports, cannot cost these points.
 """
 import pytest
+import torch
 
 from autograder.compare import fail
 
@@ -14,6 +18,24 @@ MHA = "mha.MultiHeadAttention"
 
 def _attrs(student, d_model, n_heads, **kwargs):
     return student.call(MHA, init={"args": [d_model, n_heads], "kwargs": kwargs}, attrs=True, mode="oracle").attrs
+
+
+def _layers(attrs):
+    """{layer: {"in", "out", "bias"}} read here from the parameter tensors the child sent (a weight
+    (out, in), maybe a bias (out,)), and the parameters that fit no such layer."""
+    params = attrs.get("parameters") if isinstance(attrs.get("parameters"), dict) else {}
+    layers, odd = {}, []
+    for name, tensor in sorted(params.items()):
+        layer, _, kind = name.rpartition(".")
+        if not isinstance(tensor, torch.Tensor) or kind not in ("weight", "bias"):
+            odd.append(name)
+        elif kind == "weight" and tensor.dim() == 2:
+            layers.setdefault(layer, {"bias": False}).update({"in": tensor.shape[1], "out": tensor.shape[0]})
+        elif kind == "bias" and tensor.dim() == 1:
+            layers.setdefault(layer, {"bias": False})["bias"] = True
+        else:
+            odd.append(name)
+    return layers, odd
 
 
 @pytest.mark.points(2)
@@ -32,24 +54,23 @@ def test_sizes_are_stored(student):
 @pytest.mark.points(3)
 def test_exactly_four_projections(student):
     """Construction: w_q, w_k, w_v, w_o are nn.Linear(d_model, d_model) and nothing else"""
-    attrs = _attrs(student, 16, 4)
+    layers, odd = _layers(_attrs(student, 16, 4))
     expected = {name: {"in": 16, "out": 16, "bias": True} for name in ("w_q", "w_k", "w_v", "w_o")}
-    if attrs.get("linears") != expected:
-        fail("MultiHeadAttention(16, 4)", f"linear layers are {attrs.get('linears')}, expected {expected}",
+    if layers != expected:
+        fail("MultiHeadAttention(16, 4)", f"linear layers are {layers}, expected {expected}",
              "exactly four nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o; the heads come from splitting, not from more layers")
-    extra = sorted(set(attrs["parameters"]) - {f"{n}.{p}" for n in expected for p in ("weight", "bias")})
-    if extra:
-        fail("MultiHeadAttention(16, 4)", f"unexpected parameters {extra}", "the four projections hold every parameter")
+    if odd:
+        fail("MultiHeadAttention(16, 4)", f"unexpected parameters {odd}", "the four projections hold every parameter")
 
 
 @pytest.mark.points(1)
 def test_bias_can_be_turned_off(student):
     """Construction: bias=False gives projections without bias"""
-    attrs = _attrs(student, 16, 4, bias=False)
-    with_bias = sorted(name for name, layer in (attrs.get("linears") or {}).items() if layer["bias"])
-    if with_bias or len(attrs.get("linears") or {}) != 4:
+    layers, _ = _layers(_attrs(student, 16, 4, bias=False))
+    with_bias = sorted(name for name, layer in layers.items() if layer["bias"])
+    if with_bias or len(layers) != 4:
         fail("MultiHeadAttention(16, 4, bias=False)", f"layers with bias: {with_bias or 'none'}; layers: "
-             f"{sorted(attrs.get('linears') or {})}", "pass bias=bias to every nn.Linear")
+             f"{sorted(layers)}", "pass bias=bias to every nn.Linear")
 
 
 @pytest.mark.points(3)
