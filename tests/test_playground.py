@@ -307,3 +307,46 @@ def test_colab_cell_installs_only_otter_grader():
     assert len(colab) == 1, "there should be one Colab set-up cell"
     installs = re.findall(r'"install", "--quiet", ([^)\]]*)', colab[0].source)
     assert installs == ['"otter-grader"'], f"the Colab cell installs {installs}; Colab has torch and matplotlib"
+
+
+FAKE_COLAB_FILES = '''
+import shutil
+from pathlib import Path
+
+
+def upload():
+    """Colab's file picker, as if the student picked LAB-03.zip: it lands in the working folder."""
+    shutil.copy(Path(__file__).resolve().parents[2] / "LAB-03.zip", "LAB-03.zip")
+    return {"LAB-03.zip": b""}
+'''
+
+RUN_COLAB_CELL = '''
+import json, subprocess, sys
+subprocess.run = lambda *args, **kwargs: None  # no pip install in the test
+exec(json.loads(sys.argv[1]))
+'''
+
+
+def test_colab_cell_opens_a_lab_folder_uploaded_as_a_zip(tmp_path):
+    """The Colab cell with LAB_FOLDER = "upload", with a stand-in for google.colab's file picker."""
+    nb = nbformat.read(ROOT / "assignment" / "playground.ipynb", as_version=4)
+    cell = next(cell.source for cell in code_cells(nb) if "google.colab" in cell.source)
+    cell = re.sub(r'^LAB_FOLDER = ".*?"', 'LAB_FOLDER = "upload"', cell, count=1, flags=re.MULTILINE)
+    fake = tmp_path / "fake"
+    (fake / "google" / "colab").mkdir(parents=True)
+    (fake / "google" / "__init__.py").write_text("")
+    (fake / "google" / "colab" / "__init__.py").write_text("")
+    (fake / "google" / "colab" / "files.py").write_text(FAKE_COLAB_FILES)
+    lab = lab_copy(tmp_path / "zipped", ROOT / "assignment")
+    shutil.make_archive(str(fake / "LAB-03"), "zip", root_dir=lab.parent, base_dir=lab.name)
+    content = tmp_path / "content"  # Colab's working folder
+    content.mkdir()
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", RUN_COLAB_CELL, json.dumps(cell)], cwd=content,
+                          env={**os.environ, "PYTHONPATH": str(fake)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"working in {content / 'lab' / 'lab'}" in proc.stdout, proc.stdout
+    assert (content / "lab" / "lab" / "attention.py").is_file()

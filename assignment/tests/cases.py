@@ -7,8 +7,7 @@ by raising :class:`checks.CheckFailed`. They run
 * as pytest tests: ``test_masks.py``, ``test_attention.py`` and ``test_mha.py``
   run the cases of their parts (see ``PARTS`` in each);
 * as otter checks: ``../checks/<part>.py`` holds one otter test case per case here,
-  generated from this table by ``make stubs`` in the kit, which also checks that the
-  two never drift apart; each one calls :func:`run_case`;
+  generated from this table (do not edit them); each one calls :func:`run_case`;
 * in nbgrader courses: the autograded cells of the playground call :func:`score`.
 """
 import sys
