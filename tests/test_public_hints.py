@@ -155,3 +155,26 @@ def test_make_test_without_torch_says_activate_your_venv(tmp_path):
     assert proc.returncode != 0
     assert "torch is not installed for this python" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     assert "ModuleNotFoundError" not in proc.stdout + proc.stderr
+
+
+def test_wrong_extra_credit_fails_on_its_own_line_and_leaves_the_points(runs):
+    run = runs["tiled_no_rescale"]
+    lines = run.output.rstrip().splitlines()
+    assert lines[-2] == "extra credit (optional, not in the points): 1 passed, 1 failed", lines[-2:]
+    assert FOOTER.fullmatch(lines[-1]) and FOOTER.fullmatch(lines[-1])[1] == "40", lines[-1]
+    assert run.returncode == 1, "wrong extra-credit values fail the run (unwritten ones do not)"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_under_make_a_failing_run_ends_its_output_with_the_score_and_exits_non_zero(tmp_path):
+    lab = tmp_path / "lab"
+    shutil.copytree(PUBLIC.parent, lab, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    build_mutant(MUTANTS["no_output_projection"], lab)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(["make", "test", f"PYTHON={sys.executable}"], cwd=lab, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert FOOTER.fullmatch(proc.stdout.rstrip().splitlines()[-1]), proc.stdout[-500:]
+    # GNU make itself then reports the failed recipe, on stderr: nothing else comes after the score.
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == \
+        [line for line in proc.stderr.splitlines() if line.startswith("make: ***")], proc.stderr
