@@ -5,7 +5,8 @@ parameters name the student modules it needs (``attention``, ``mha``), and it fa
 by raising :class:`checks.CheckFailed`. They run
 
 * as pytest tests: ``test_masks.py``, ``test_attention.py`` and ``test_mha.py``
-  run the cases of their parts (see ``PARTS`` in each);
+  run the cases of their parts (see ``PARTS`` in each), and ``test_extra.py`` the
+  optional extra-credit cases (``EXTRA_PARTS``), which count apart from the points;
 * as otter checks: ``../checks/<part>.py`` holds one otter test case per case here,
   generated from this table (do not edit them); each one calls :func:`run_case`;
 * in nbgrader courses: the autograded cells of the playground call :func:`score`.
