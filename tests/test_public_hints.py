@@ -141,7 +141,7 @@ def test_without_torch_the_run_says_activate_your_venv(tmp_path):
     proc = subprocess.run([sys.executable, "-c", run], cwd=lab, capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "torch is not installed for this python" in output and "activate your venv" in output, output
+    assert "torch is not installed for this python: activate your venv" in output, output
     assert "Traceback" not in output and "ModuleNotFoundError" not in output, output
 
 
@@ -153,7 +153,7 @@ def test_make_test_without_torch_says_activate_your_venv(tmp_path):
     proc = subprocess.run(["make", "test", f"PYTHON={venv / 'bin' / 'python'}"], cwd=PUBLIC.parent, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
-    assert "torch is not installed for this python" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "torch is not installed for this python: activate your venv" in proc.stdout, proc.stdout + proc.stderr
     assert "ModuleNotFoundError" not in proc.stdout + proc.stderr
 
 

@@ -19,8 +19,8 @@ import pytest
 try:
     import torch
 except ModuleNotFoundError:
-    pytest.exit(f"torch is not installed for this python ({sys.executable}): activate your venv "
-                "(see 'Getting started' in README.md)", returncode=4)
+    pytest.exit("torch is not installed for this python: activate your venv "
+                f"(README.md, 'Set up Python'; this python is {sys.executable})", returncode=4)
 
 from cases import cases_of
 from checks import CheckFailed, explain, import_student
