@@ -57,9 +57,18 @@ def broken_copy(tmp):
     return lab
 
 
+def crashing_copy(tmp):
+    """The student notebook with the reference files, merge_heads calling .view on a transposed tensor."""
+    lab = lab_copy(tmp, ROOT / "assignment")
+    shutil.copy(ROOT / "solution" / "attention.py", lab / "attention.py")
+    text = (ROOT / "solution" / "mha.py").read_text()
+    (lab / "mha.py").write_text(text.replace("x = x.transpose(1, 2).contiguous()", "x = x.transpose(1, 2)"))
+    return lab
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """{"reference": (notebook, figures folder), "stubs": (...), "syntax_error": (...)}, run two at a time."""
+    """{"reference": (notebook, figures folder), "stubs", "syntax_error", "crash"}, run two at a time."""
     folders = {"reference": ROOT / "solution", "stubs": ROOT / "assignment"}
     jobs = {}
     for which, files_from in folders.items():
@@ -67,6 +76,8 @@ def runs(tmp_path_factory):
         jobs[which] = (lab_copy(tmp, files_from), tmp / "figures")
     tmp = tmp_path_factory.mktemp("playground-syntax-error")
     jobs["syntax_error"] = (broken_copy(tmp), tmp / "figures")
+    tmp = tmp_path_factory.mktemp("playground-crash")
+    jobs["crash"] = (crashing_copy(tmp), tmp / "figures")
     with ThreadPoolExecutor(max_workers=2) as pool:
         executed = dict(zip(jobs, pool.map(lambda job: execute(*job), jobs.values())))
     return {which: (executed[which], jobs[which][1]) for which in jobs}
@@ -277,6 +288,15 @@ def test_syntax_error_is_named_once_per_cell_with_its_line(runs):
             continue
         assert SYNTAX_ERROR.findall(shown) == [str(line)], f"{cell.id} should name the syntax error once:\n{shown}"
         assert "autoreload" not in shown and "NameError" not in shown, shown
+
+
+def test_a_crash_in_a_student_file_is_one_line_naming_function_file_and_line(runs):
+    nb, _ = runs["crash"]
+    assert not errors(nb), "a crash in mha.py breaks the playground:\n" + "\n".join(errors(nb))
+    shown = stdout(next(cell for cell in code_cells(nb) if cell.id == "per-head"))  # forward -> merge_heads
+    crash = re.findall(r"^RuntimeError in MultiHeadAttention\.merge_heads \(mha\.py, line \d+\): view size is not "
+                       r"compatible.*$", shown, re.MULTILINE)
+    assert len(crash) == 1 and "Traceback" not in shown, shown
 
 
 def test_syntax_error_run_draws_no_figure_from_old_code(runs):
