@@ -10,7 +10,8 @@ one-cell notebook, so modules and notebooks share one preprocessor and one confi
 A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
-case table (assignment/tests/cases.py), one otter test case per public case.
+case table (assignment/tests/cases.py), one otter test case per public case; and so is the
+lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py).
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
@@ -30,6 +31,9 @@ PAIRS = [
     ("solution/mha.py", "assignment/mha.py"),
     ("solution/playground.ipynb", "assignment/playground.ipynb"),
 ]
+
+# The lab text's example picture, drawn from the reference (autograder/lab_figure.py).
+FIGURE_PAIRS = [("solution/attention.py", "assignment/causal_attention.png")]
 
 # The public case table, and the folder of otter checks generated from it (one file per part).
 CASES = "assignment/tests/cases.py"
@@ -87,7 +91,7 @@ RENDERERS = {".py": render_module, ".ipynb": render_notebook}
 
 CHECK_HEADER = '''"""Otter check "{part}": {title}.
 
-Generated from tests/cases.py by `make stubs` in the kit: change the cases there, not here.
+Generated from tests/cases.py; do not edit (change the cases there).
 Each test case runs one public case (the same as `python -m pytest tests`) on the
 attention.py and mha.py next to checks/.
 """
@@ -161,14 +165,26 @@ def render_check(part: str) -> str:
 
 
 def all_pairs() -> list:
-    return PAIRS + check_pairs()
+    return PAIRS + check_pairs() + FIGURE_PAIRS
 
 
-def render(source: str, target: str) -> str:
-    """The text that `target` must hold, made from `source` (both relative to ROOT)."""
+def render(source: str, target: str):
+    """What `target` must hold, made from `source` (both relative to ROOT): text, or bytes for an image."""
     if source == CASES:
         return render_check(Path(target).stem)
+    if target.endswith(".png"):
+        from autograder import lab_figure
+
+        return lab_figure.render(ROOT / source)
     return RENDERERS[Path(source).suffix](ROOT / source)
+
+
+def _holds(path: Path, expected) -> bool:
+    if not path.exists():
+        return False
+    if isinstance(expected, bytes):
+        return path.read_bytes() == expected
+    return path.read_text(encoding="utf-8") == expected
 
 
 def stray_checks() -> list:
@@ -187,12 +203,15 @@ def generate(check: bool = False) -> list:
     for source, target in all_pairs():
         expected = render(source, target)
         path = ROOT / target
-        if path.exists() and path.read_text(encoding="utf-8") == expected:
+        if _holds(path, expected):
             continue
         drifted.append(path)
         if not check:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(expected, encoding="utf-8", newline="\n")
+            if isinstance(expected, bytes):
+                path.write_bytes(expected)
+            else:
+                path.write_text(expected, encoding="utf-8", newline="\n")
     for path in stray_checks():
         drifted.append(path)
         if not check:
@@ -202,8 +221,11 @@ def generate(check: bool = False) -> list:
 
 def diff(source: str, target: str) -> str:
     """Unified diff from the committed target to what generation produces from source."""
-    expected = render(source, target).splitlines(keepends=True)
+    rendered = render(source, target)
     path = ROOT / target
+    if isinstance(rendered, bytes):
+        return "" if _holds(path, rendered) else f"{target} differs from the image drawn from {source}\n"
+    expected = rendered.splitlines(keepends=True)
     actual = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.exists() else []
     return "".join(difflib.unified_diff(actual, expected, f"{target} (committed)", f"{target} (generated)"))
 

@@ -328,3 +328,34 @@ def test_mha_stub_keeps_the_given_code():
     assert [ast.unparse(statement) for statement in body] == ["super().__init__()", "raise NotImplementedError"], (
         "MultiHeadAttention.__init__ in the stub should call super().__init__() and then raise"
     )
+
+
+# ---------------------------------------------------------------- what students read
+
+
+INSTRUCTOR_WORDS = ("make stubs", "the kit", "autograder", "generate.py", "make check")
+
+
+def test_student_files_mention_no_instructor_command():
+    found = []
+    for path in assignment_files():
+        text = text_of(path)
+        for word in INSTRUCTOR_WORDS if text is not None else ():
+            if word in text:
+                found.append(f"{path.relative_to(ROOT)}: {word!r}")
+    assert not found, "students cannot run these (say 'generated; do not edit'):\n" + "\n".join(found)
+
+
+def test_the_lab_text_shows_the_example_heatmap_drawn_from_the_reference():
+    figure = [target for _, target in generate.FIGURE_PAIRS]
+    assert figure == ["assignment/causal_attention.png"]
+    readme = (ASSIGNMENT / "README.md").read_text(encoding="utf-8")
+    assert "](causal_attention.png)" in readme, "the lab text does not show the heatmap"
+    assert (ROOT / figure[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_example_heatmap_is_the_same_on_every_render():
+    from autograder import lab_figure
+
+    source = ROOT / "solution" / "attention.py"
+    assert lab_figure.render(source) == lab_figure.render(source)

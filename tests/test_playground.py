@@ -43,14 +43,41 @@ def lab_copy(tmp, files_from):
     return lab
 
 
+SYNTAX_ERROR = re.compile(r"^attention\.py has a syntax error at line (\d+); showing nothing until it imports$",
+                          re.MULTILINE)
+
+
+def broken_copy(tmp):
+    """The student notebook with the reference files, attention.py broken by a syntax error at its end."""
+    lab = lab_copy(tmp, ROOT / "assignment")
+    for name in ("attention.py", "mha.py"):
+        shutil.copy(ROOT / "solution" / name, lab / name)
+    attention = lab / "attention.py"
+    attention.write_text(attention.read_text() + "\ndef broken(:\n")
+    return lab
+
+
+def crashing_copy(tmp):
+    """The student notebook with the reference files, merge_heads calling .view on a transposed tensor."""
+    lab = lab_copy(tmp, ROOT / "assignment")
+    shutil.copy(ROOT / "solution" / "attention.py", lab / "attention.py")
+    text = (ROOT / "solution" / "mha.py").read_text()
+    (lab / "mha.py").write_text(text.replace("x = x.transpose(1, 2).contiguous()", "x = x.transpose(1, 2)"))
+    return lab
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """{"reference": (notebook, figures folder), "stubs": (...)}, the two run side by side."""
+    """{"reference": (notebook, figures folder), "stubs", "syntax_error", "crash"}, run two at a time."""
     folders = {"reference": ROOT / "solution", "stubs": ROOT / "assignment"}
     jobs = {}
     for which, files_from in folders.items():
         tmp = tmp_path_factory.mktemp(f"playground-{which}")
         jobs[which] = (lab_copy(tmp, files_from), tmp / "figures")
+    tmp = tmp_path_factory.mktemp("playground-syntax-error")
+    jobs["syntax_error"] = (broken_copy(tmp), tmp / "figures")
+    tmp = tmp_path_factory.mktemp("playground-crash")
+    jobs["crash"] = (crashing_copy(tmp), tmp / "figures")
     with ThreadPoolExecutor(max_workers=2) as pool:
         executed = dict(zip(jobs, pool.map(lambda job: execute(*job), jobs.values())))
     return {which: (executed[which], jobs[which][1]) for which in jobs}
@@ -149,11 +176,48 @@ def as_rgb(rgb):
 
 
 def test_reference_run_passes_every_otter_check(reference_run):
+    from autograder.generate import public_cases
+
     nb, _ = reference_run
-    results = {cell.id: text(cell) for cell in check_cells(nb)}
+    results = {cell.id: text(cell).strip() for cell in check_cells(nb)}
     assert results, "the playground has no grader.check cells"
-    failed = {cid: shown for cid, shown in results.items() if "All test cases passed!" not in shown}
-    assert not failed, f"otter checks fail on the reference: {failed}"
+    cases, _ = public_cases()
+    for cell_id, shown in results.items():
+        part = re.match(r"(\w+): (\d+)/(\d+) points", shown)
+        assert part and part[2] == part[3], f"{cell_id}: the check should pass with full points:\n{shown}"
+        expected = sum(points for _, case_part, points in cases if case_part == part[1])
+        assert int(part[3]) == expected, f"{cell_id}: {part[3]} points, the case table says {expected}"
+        assert "FAILED" not in shown, shown
+    everything = text(next(cell for cell in code_cells(nb) if cell.source.strip() == "grader.check_all()"))
+    total = sum(points for *_, points in cases)
+    assert f"public checks: {total}/{total} points" in everything, everything
+
+
+def test_reference_run_says_the_extra_credit_values_are_right_before_plotting(reference_run):
+    nb, _ = reference_run
+    shown = "\n".join(stdout(cell) for cell in code_cells(nb))
+    assert "tiled_attention gives the right values: True" in shown, shown
+    assert "step reproduces the causal forward: True" in shown, shown
+
+
+def test_untrained_heads_are_sharpened_until_they_visibly_differ(reference):
+    # The per-head cell's recipe, on the reference: seeded weights, w_q and w_k scaled by SHARPEN.
+    import torch
+
+    nb = nbformat.read(ROOT / "solution" / "playground.ipynb", as_version=4)
+    source = next(cell.source for cell in code_cells(nb) if cell.id == "per-head")
+    sharpen = float(re.search(r"^SHARPEN = (\d+(?:\.\d+)?)", source, re.MULTILINE)[1])
+    torch.manual_seed(0)
+    x = torch.randn(6, 8)[None]  # the sentence of section 1: X = torch.randn(T, D_MODEL) after seed 0
+    torch.manual_seed(0)
+    model = reference.mha.MultiHeadAttention(8, 4)
+    with torch.no_grad():
+        model.w_q.weight.mul_(sharpen)
+        model.w_k.weight.mul_(sharpen)
+        _, weights = model(x, x, x, reference.attention.causal_mask(6))
+    w = weights[0]
+    closest = min(float((w[i] - w[j]).abs().mean()) for i in range(4) for j in range(i + 1, 4))
+    assert closest > 0.05, f"two heads differ by only {closest:.3f} on average: the heatmaps look alike"
 
 
 def test_reference_run_shows_the_shapes_step_by_step(reference_run):
@@ -189,22 +253,70 @@ def test_stub_run_names_the_functions_to_implement(stub_run):
 
 def test_stub_run_otter_checks_fail_with_readable_messages(stub_run):
     for cell in check_cells(stub_run):
-        shown = text(cell)
-        assert "Test case failed" in shown, f"{cell.id}: the check should fail on the stubs:\n{shown}"
+        shown = text(cell).strip()
+        assert re.match(r"\w+: 0/\d+ points\n", shown), f"{cell.id}: the check should fail on the stubs:\n{shown}"
         assert "is not implemented yet (NotImplementedError in" in shown, f"{cell.id}: unclear failure:\n{shown}"
         assert "Traceback" not in shown, f"{cell.id}: a check failure shows a traceback:\n{shown}"
+
+
+def test_otter_output_shows_points_and_only_the_message(stub_run):
+    shown = text(next(cell for cell in check_cells(stub_run) if cell.source.strip() == 'grader.check("part1_masks")')).strip()
+    assert shown.splitlines()[:3] == [
+        "part1_masks: 0/7 points",
+        "  FAILED causal_mask_is_a_square_bool_tensor (0/1)",
+        "      causal_mask is not implemented yet (NotImplementedError in attention.py)",
+    ], shown
+    assert "Error at line" not in shown and "public_case(" not in shown and "CheckFailed" not in shown, shown
+
+
+# ----------------------------------------------------------------------------- a file with a syntax error
+
+
+def test_syntax_error_run_raises_nothing(runs):
+    nb, _ = runs["syntax_error"]
+    assert not errors(nb), "a syntax error in attention.py breaks the playground:\n" + "\n".join(errors(nb))
+
+
+def test_syntax_error_is_named_once_per_cell_with_its_line(runs):
+    nb, _ = runs["syntax_error"]
+    line = len((ROOT / "solution" / "attention.py").read_text().splitlines()) + 2  # `def broken(:`
+    setup = stdout(next(cell for cell in code_cells(nb) if cell.id == "setup"))
+    assert SYNTAX_ERROR.findall(setup) == [str(line)], setup
+    for cell in guarded(nb):
+        shown = stdout(cell)
+        if cell.id == "steps":  # the notebook's own exercise comes first there
+            continue
+        assert SYNTAX_ERROR.findall(shown) == [str(line)], f"{cell.id} should name the syntax error once:\n{shown}"
+        assert "autoreload" not in shown and "NameError" not in shown, shown
+
+
+def test_a_crash_in_a_student_file_is_one_line_naming_function_file_and_line(runs):
+    nb, _ = runs["crash"]
+    assert not errors(nb), "a crash in mha.py breaks the playground:\n" + "\n".join(errors(nb))
+    shown = stdout(next(cell for cell in code_cells(nb) if cell.id == "per-head"))  # forward -> merge_heads
+    crash = re.findall(r"^RuntimeError in MultiHeadAttention\.merge_heads \(mha\.py, line \d+\): view size is not "
+                       r"compatible.*$", shown, re.MULTILINE)
+    assert len(crash) == 1 and "Traceback" not in shown, shown
+
+
+def test_syntax_error_run_draws_no_figure_from_old_code(runs):
+    _, figures = runs["syntax_error"]
+    assert not figures.exists() or not any(figures.iterdir()), "figures were drawn while attention.py is broken"
 
 
 # ----------------------------------------------------------------------------- its structure
 
 
-def test_there_is_a_check_cell_for_every_part():
+def test_there_is_a_check_cell_for_every_part_in_the_order_of_the_parts():
     from autograder.generate import public_cases
 
     nb = nbformat.read(ROOT / "assignment" / "playground.ipynb", as_version=4)
     checked = [re.fullmatch(r'grader\.check\("(\w+)"\)', cell.source.strip())[1] for cell in check_cells(nb)]
     _, parts = public_cases()
-    assert sorted(checked) == sorted(parts), f"grader.check cells {checked}, parts of the case table {list(parts)}"
+    assert checked == list(parts), f"grader.check cells {checked}, parts of the case table {list(parts)}"
+    setup = next(cell.source for cell in code_cells(nb) if "otter.Notebook(" in cell.source)
+    in_order = re.search(r"^PARTS = (\[.*?\])", setup, re.MULTILINE)
+    assert in_order and eval(in_order[1]) == list(parts), "check_all must run the parts in the lab's order"
     assert any("otter.Notebook(tests_dir=\"checks\")" in cell.source for cell in code_cells(nb)), \
         "the playground does not create grader = otter.Notebook(tests_dir=\"checks\")"
 
@@ -216,3 +328,46 @@ def test_colab_cell_installs_only_otter_grader():
     installs = re.findall(r'"install", "--quiet", ([^)\]]*)', colab[0].source)
     pin = re.search(r"^otter-grader==\S+", (ROOT / "requirements" / "kit.in").read_text(), re.M)[0]  # what the kit tests
     assert installs == [f'"{pin}"'], f"the Colab cell installs {installs}; Colab has torch and matplotlib, and needs {pin}"
+
+
+FAKE_COLAB_FILES = '''
+import shutil
+from pathlib import Path
+
+
+def upload():
+    """Colab's file picker, as if the student picked LAB-03.zip: it lands in the working folder."""
+    shutil.copy(Path(__file__).resolve().parents[2] / "LAB-03.zip", "LAB-03.zip")
+    return {"LAB-03.zip": b""}
+'''
+
+RUN_COLAB_CELL = '''
+import json, subprocess, sys
+subprocess.run = lambda *args, **kwargs: None  # no pip install in the test
+exec(json.loads(sys.argv[1]))
+'''
+
+
+def test_colab_cell_opens_a_lab_folder_uploaded_as_a_zip(tmp_path):
+    """The Colab cell with LAB_FOLDER = "upload", with a stand-in for google.colab's file picker."""
+    nb = nbformat.read(ROOT / "assignment" / "playground.ipynb", as_version=4)
+    cell = next(cell.source for cell in code_cells(nb) if "google.colab" in cell.source)
+    cell = re.sub(r'^LAB_FOLDER = ".*?"', 'LAB_FOLDER = "upload"', cell, count=1, flags=re.MULTILINE)
+    fake = tmp_path / "fake"
+    (fake / "google" / "colab").mkdir(parents=True)
+    (fake / "google" / "__init__.py").write_text("")
+    (fake / "google" / "colab" / "__init__.py").write_text("")
+    (fake / "google" / "colab" / "files.py").write_text(FAKE_COLAB_FILES)
+    lab = lab_copy(tmp_path / "zipped", ROOT / "assignment")
+    shutil.make_archive(str(fake / "LAB-03"), "zip", root_dir=lab.parent, base_dir=lab.name)
+    content = tmp_path / "content"  # Colab's working folder
+    content.mkdir()
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", RUN_COLAB_CELL, json.dumps(cell)], cwd=content,
+                          env={**os.environ, "PYTHONPATH": str(fake)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"working in {content / 'lab' / 'lab'}" in proc.stdout, proc.stdout
+    assert (content / "lab" / "lab" / "attention.py").is_file()

@@ -100,6 +100,68 @@ def test_bad_folder_gets_one_line_exit_1_and_no_zip(tmp_path, case):
     assert list(out.iterdir()) == [], "a refused submission must leave no zip behind"
 
 
+@pytest.mark.parametrize("case", ["syntax error", "forbidden sdpa"])
+def test_a_refused_submission_removes_the_stale_zip_and_says_so(tmp_path, case):
+    edits, expected = BAD_FOLDERS[case]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "submission.zip").write_bytes(b"an earlier, passing version")
+    proc = run_submit(SUBMIT, make_folder(tmp_path, **edits), cwd=out)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], proc.stderr
+    assert "removed the old submission.zip" in lines[0], proc.stderr
+    assert not (out / "submission.zip").exists(), "a failed make submit must not leave the old zip to upload"
+
+
+def test_a_refused_submission_without_an_old_zip_mentions_none(tmp_path):
+    edits, _ = BAD_FOLDERS["syntax error"]
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_submit(SUBMIT, make_folder(tmp_path, **edits), cwd=out)
+    assert proc.returncode == 1 and "removed" not in proc.stderr, proc.stderr
+
+
+def without_solution_of(text, function):
+    """The reference text with the solution region of ``function`` (its first one) back to the stub."""
+    head, tail = text.split(function)
+    begin, end = tail.index("### BEGIN SOLUTION"), tail.index("### END SOLUTION") + len("### END SOLUTION")
+    return head + function + tail[:begin] + "raise NotImplementedError" + tail[end:]
+
+
+def test_unwritten_extra_credit_is_named_as_optional_and_nothing_else_is_flagged(tmp_path):
+    folder = make_folder(tmp_path)
+    for name, function in [("attention.py", "def tiled_attention("), ("mha.py", "def step(")]:
+        original = (SOLUTION / name).read_text()
+        (folder / name).write_text(without_solution_of(original, function))
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_submit(SUBMIT, folder, cwd=out)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[1:] == [
+        "Optional extra credit not written (this costs nothing else): "
+        "tiled_attention (attention.py), MultiHeadAttention.step (mha.py)."], proc.stdout
+
+
+def test_unfinished_core_functions_are_named_before_upload(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_submit(SUBMIT, ROOT / "assignment", cwd=out)
+    assert proc.returncode == 0, proc.stderr
+    note = next(line for line in proc.stdout.splitlines() if line.startswith("Note: still raise"))
+    for name in ("causal_mask (attention.py)", "ScaledDotProductAttention.forward (attention.py)",
+                 "MultiHeadAttention.__init__ (mha.py)", "MultiHeadAttention.forward (mha.py)"):
+        assert name in note, note
+    assert "tiled_attention" not in note and "step" not in note, "extra credit is listed on its own line"
+
+
+def test_the_reference_gets_no_note(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_submit(SUBMIT, make_folder(tmp_path), cwd=out)
+    assert proc.returncode == 0 and "NotImplementedError" not in proc.stdout and "extra credit" not in proc.stdout
+
+
 # ----------------------------------------------------------------------------- find_forbidden_calls
 
 SDPA = "torch.nn.functional.scaled_dot_product_attention"

@@ -1,6 +1,6 @@
 """Otter check "part1_masks": Part 1: causal_mask and padding_mask.
 
-Generated from tests/cases.py by `make stubs` in the kit: change the cases there, not here.
+Generated from tests/cases.py; do not edit (change the cases there).
 Each test case runs one public case (the same as `python -m pytest tests`) on the
 attention.py and mha.py next to checks/.
 """

@@ -100,7 +100,17 @@ def explain(exc, folder):
         return f"{where} is not implemented yet (NotImplementedError in {file})"
     chain = " <- ".join(f"{w} ({f}, line {n})" for w, f, n in reversed(frames))
     source = linecache.getline(str(folder / file), line).strip()
-    return f"{type(exc).__name__}: {exc}\n    raised in {chain}\n    > {source}"
+    text = " ".join(str(exc).split())  # torch's messages can span lines
+    hint = next((h for pattern, h in ERROR_HINTS if pattern in text), None)
+    return f"{type(exc).__name__}: {text}\n    raised in {chain}\n    > {source}" + (f"\n    hint: {hint}" if hint else "")
+
+
+# torch errors students meet, by a piece of their message, and what usually causes them.
+ERROR_HINTS = [
+    ("view size is not compatible with input tensor's size and stride",
+     "view needs contiguous memory, and a transposed tensor is not: call .contiguous() before .view(...), "
+     "or use .reshape(...)"),
+]
 
 
 def _dtype_hint(expected):
@@ -145,6 +155,12 @@ def check_tensor(got, expected, *, case, what, hint=None):
                  f"got {bool(got[at])}, expected {bool(expected[at])}", hint=_explain(hint, got))
         return
     wrong = ~torch.isclose(got, expected, **TOLERANCE[expected.dtype])
+    nan = got.isnan() & ~expected.isnan()
+    if nan.any():
+        at = _first(nan)
+        fail(case, f"{what} holds NaN at {int(nan.sum())} of {nan.numel()} elements",
+             f"shape {tuple(got.shape)} as expected; first at index {at}: "
+             f"got NaN where {float(expected[at]):.6g} was expected", hint=_explain(hint, got))
     if wrong.any():
         error = (got - expected).abs().nan_to_num(nan=math.inf)
         at = tuple(int(i) for i in torch.unravel_index(error.argmax(), error.shape))
@@ -297,11 +313,30 @@ def mha_hint(model, n_heads, query, key, value, mask):
         w_q, w_k, w_v, _ = projections(model, case="")
         with torch.no_grad():
             q, k, v = (_heads(w(x), n_heads) for w, x in [(w_q, query), (w_k, key), (w_v, value)])
+        d_model = query.size(-1)
+        if n_heads > 1 and _close(got.detach(), torch_attention(q, k, v, mask, scale=1 / math.sqrt(d_model))[1]):
+            return (f"scaled by sqrt(d_model): each head divides its scores by sqrt(d_k), the head width "
+                    f"(d_k = d_model // n_heads = {d_model // n_heads}), which scaled_dot_product_attention does "
+                    "for you when you pass it the split heads")
         bug = attention_hint(q, k, v, mask, got)
         if bug:
             return f"the heads' weights show an attention bug: {bug}"
         return ("check split_heads (head i = features [i*d_k, (i+1)*d_k)), that w_q and w_k project "
                 "query and key, and that the mask reaches attention unchanged")
+    return hint
+
+
+def output_hint(model, n_heads, value, weights):
+    """Hint for a wrong MultiHeadAttention output once the weights are right (a function of the output)."""
+    def hint(got):
+        _, _, w_v, w_o = projections(model, case="")
+        with torch.no_grad():
+            heads = weights.detach() @ _heads(w_v(value), n_heads)  # (B, h, T_q, d_k)
+            merged = heads.transpose(1, 2).flatten(2)  # (B, T_q, d_model)
+        if _close(got.detach(), merged):
+            return "you return the merged heads as they are: the output projection w_o comes last, self.w_o(merged)"
+        return ("the weights are right, so look at the values and after attention: value goes through w_v; "
+                "merge_heads swaps back to (B, T, n_heads, d_k) before flattening; w_o comes last")
     return hint
 
 
@@ -311,9 +346,8 @@ def check_mha(result, expected, model, n_heads, query, key, value, mask=None, *,
     expected_output, expected_weights = expected
     check_tensor(weights, expected_weights, case=case, what="weights (B, n_heads, T_q, T_k)",
                  hint=mha_hint(model, n_heads, query, key, value, mask))
-    check_tensor(output, expected_output, case=case, what="output (B, T_q, d_model)", hint=(
-        "the weights are right, so look at the values and after attention: value goes through w_v; "
-        "merge_heads swaps back to (B, T, n_heads, d_k) before flattening; w_o comes last"))
+    check_tensor(output, expected_output, case=case, what="output (B, T_q, d_model)",
+                 hint=output_hint(model, n_heads, value, expected_weights))
 
 
 def split_hint(x, n_heads):

@@ -10,18 +10,25 @@ message per test instead of a crash of the whole run.
 The cases themselves are in cases.py: a test module lists its parts in ``PARTS``,
 and its test that takes ``case`` runs once per case of those parts.
 """
+import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
-import torch
+
+try:
+    import torch
+except ModuleNotFoundError:
+    pytest.exit("torch is not installed for this python: activate your venv "
+                f"(README.md, 'Set up Python'; this python is {sys.executable})", returncode=4)
 
 from cases import cases_of
 from checks import CheckFailed, explain, import_student
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["test_masks.py", "test_attention.py", "test_mha.py"]  # the order of the lab
+ORDER = ["test_masks.py", "test_attention.py", "test_mha.py", "test_extra.py"]  # the order of the lab
 FOOTER = "public tests: {earned}/{total} points (your grade also counts the hidden tests)"
+PARTIAL = " (partial run: {ran} of {tests} tests)"
 
 
 def pytest_addoption(parser):
@@ -35,6 +42,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "points(n): how many points the test is worth")
+    config.addinivalue_line("markers", "extra_credit: optional, reported on its own line, not in the points")
     folder = Path(config.getoption("submission")).resolve()
     sys.path.insert(0, str(folder))  # first, so `from attention import ...` in mha.py finds yours
     sys.dont_write_bytecode = True  # leave no __pycache__ in the submission folder
@@ -57,7 +65,8 @@ def pytest_generate_tests(metafunc):
     """A test that takes ``case`` runs once per case of the parts its module lists in PARTS."""
     if "case" in metafunc.fixturenames:
         metafunc.parametrize("case", [
-            pytest.param(case, id=case.name, marks=pytest.mark.points(case.points))
+            pytest.param(case, id=case.name, marks=[pytest.mark.points(case.points)]
+                         + ([pytest.mark.extra_credit] if case.extra else []))
             for case in cases_of(*metafunc.module.PARTS)
         ])
 
@@ -83,9 +92,41 @@ def student(request, case):
     return {name: request.getfixturevalue(name) for name in case.needs}.__getitem__
 
 
+@pytest.fixture
+def note(request):
+    """``note(text)`` shows ``text`` under the test's name at the end of the run (None shows nothing)."""
+    def add(text):
+        if text:
+            _scoreboard(request.config).notes.append(f"{request.node.name}: {text}")
+    return add
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)  # the same random weights on every run
+
+
+def load_submit():
+    """assignment/submit.py, imported by path: its scanner is the one `make submit` uses."""
+    spec = importlib.util.spec_from_file_location("lab_submit", HERE.parent / "submit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rule_breaks(folder):
+    """One line per use of a forbidden function in the two files, from submit.py's scanner."""
+    try:
+        scanner = load_submit()
+    except (OSError, SyntaxError):
+        return []  # no submit.py next to tests/: `make submit` checks the rules anyway
+    found = []
+    for name in ("attention.py", "mha.py"):
+        try:
+            found += [v.message for v in scanner.find_forbidden_calls((folder / name).read_text("utf-8"), name)]
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            pass  # the tests themselves say that the file is missing or does not parse
+    return found
 
 
 class Scoreboard:
@@ -93,9 +134,12 @@ class Scoreboard:
 
     def __init__(self, folder):
         self.folder = folder
-        self.points = {}  # nodeid -> points
+        self.points = {}  # nodeid -> points, of every test (also those a -k run leaves out)
+        self.extra = set()  # nodeids of the optional extra-credit tests: not in the points
         self.passed = set()
         self.failed = set()
+        self.unwritten = set()  # extra-credit tests skipped because their code is not written
+        self.notes = []
 
     def pytest_collection_modifyitems(self, items):
         items.sort(key=lambda item: ORDER.index(item.path.name) if item.path.name in ORDER else len(ORDER))
@@ -103,7 +147,10 @@ class Scoreboard:
             marker = item.get_closest_marker("points")
             if marker is None:
                 raise pytest.UsageError(f"{item.nodeid} has no @pytest.mark.points(n)")
-            self.points[item.nodeid] = marker.args[0]
+            if item.get_closest_marker("extra_credit"):
+                self.extra.add(item.nodeid)
+            else:
+                self.points[item.nodeid] = marker.args[0]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -115,6 +162,9 @@ class Scoreboard:
             message = explain(exc, self.folder)
             if message is None:
                 raise  # not from the student's code: pytest explains it best
+            if isinstance(exc, NotImplementedError) and pyfuncitem.nodeid in self.extra:
+                self.unwritten.add(pyfuncitem.nodeid)
+                pytest.skip(f"optional extra credit, not written yet: {message}")
         pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback
 
     def pytest_runtest_logreport(self, report):
@@ -123,12 +173,36 @@ class Scoreboard:
         elif report.when == "call" and report.passed:
             self.passed.add(report.nodeid)
 
+    def extra_line(self, selected):
+        """'extra credit (optional, not in the points): ...', or None if no extra-credit test ran."""
+        ran = self.extra & selected & (self.passed | self.failed | self.unwritten)
+        if not ran:
+            return None
+        counts = [(len(ran & self.passed - self.failed), "passed"), (len(ran & self.failed), "failed"),
+                  (len(ran & self.unwritten), "not written yet")]
+        return "extra credit (optional, not in the points): " + ", ".join(f"{n} {what}" for n, what in counts if n)
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session):
         result = yield  # the terminal summary is written in here; the score goes last
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and self.points and not session.config.option.collectonly:
-            earned = sum(self.points[n] for n in self.passed - self.failed if n in self.points)
-            total = sum(self.points.values())
-            reporter.write_line(FOOTER.format(earned=earned, total=total), bold=True)
+        if reporter is None or not self.points or session.config.option.collectonly:
+            return result
+        selected = {item.nodeid for item in session.items}
+        breaks = rule_breaks(self.folder)
+        for line in breaks:
+            reporter.write_line(f"RULE BROKEN: {line} (make submit refuses this file)", red=True, bold=True)
+        if breaks and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        for line in self.notes:
+            reporter.write_line(f"note: {line}")
+        extra = self.extra_line(selected)
+        if extra:
+            reporter.write_line(extra)
+        earned = sum(self.points[n] for n in self.passed - self.failed if n in self.points)
+        line = FOOTER.format(earned=earned, total=sum(self.points.values()))
+        ran = len((self.passed | self.failed) & set(self.points))
+        if ran < len(self.points):
+            line += PARTIAL.format(ran=ran, tests=len(self.points))
+        reporter.write_line(line, bold=True)
         return result

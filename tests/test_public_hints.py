@@ -1,0 +1,180 @@
+"""The public tests' hints for the mistakes students really make, one buggy submission each.
+
+Each submission is the reference with one mistake (tests/variants/mutants.yaml, or a
+substitution written here), run through the public suite as a student runs it.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder.generate import public_cases
+from test_public_suite import FOOTER, PUBLIC, ROOT, Run, run_public
+from variant_builder import build_mutant, build_reference, load_mutants
+
+MUTANTS = {m["name"]: m for m in load_mutants()}
+# Not in the grader's table: the hidden suite needs no hint for it, the public one does.
+MERGE_VIEW = {"name": "merge_heads_view_without_contiguous", "file": "mha.py",
+              "find": "x = x.transpose(1, 2).contiguous()", "replace": "x = x.transpose(1, 2)"}
+FORWARD_CASES = ("mha_self_attention_matches_pytorch", "mha_causal_self_attention_matches_pytorch",
+                 "mha_cross_attention_with_padding_matches_pytorch")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Lazily built: runs[name] is the public run on the reference with that one mistake."""
+    cache = {}
+
+    class Runs:
+        def __getitem__(self, name):
+            if name not in cache:
+                tmp = tmp_path_factory.mktemp(name)
+                mutant = MERGE_VIEW if name == MERGE_VIEW["name"] else MUTANTS[name]
+                cache[name] = run_public(build_mutant(mutant, tmp / "submission"), tmp)
+            return cache[name]
+    return Runs()
+
+
+def failure(run, case):
+    name = next(n for n in run.failures if n.endswith(f"[{case}]"))
+    assert run.failures[name] is not None, f"{case} should fail:\n{run.output}"
+    return run.failures[name]
+
+
+@pytest.mark.parametrize("case", FORWARD_CASES)
+def test_scaling_by_sqrt_d_model_is_named(runs, case):
+    text = failure(runs["scaled_by_sqrt_d_model"], case)
+    assert "hint: scaled by sqrt(d_model): each head divides its scores by sqrt(d_k)" in text, text
+
+
+@pytest.mark.parametrize("case", FORWARD_CASES)
+def test_a_forgotten_w_o_is_named(runs, case):
+    text = failure(runs["no_output_projection"], case)
+    assert "hint: you return the merged heads as they are: the output projection w_o comes last" in text, text
+
+
+def test_view_on_a_transposed_tensor_gets_the_contiguous_hint(runs):
+    text = failure(runs[MERGE_VIEW["name"]], "merge_heads_undoes_split_heads")
+    assert "view size is not compatible" in text and "merge_heads (mha.py, line" in text, text
+    assert "hint: view needs contiguous memory" in text and ".contiguous()" in text and ".reshape" in text, text
+
+
+def test_nan_is_reported_as_nan_where_a_number_was_expected(runs):
+    text = failure(runs["bool_mask_polarity_flipped"], "padding_mask_in_attention_matches_pytorch")
+    assert re.search(r"got NaN where -?\d[\d.e-]* was expected", text), text
+    assert "max abs error inf" not in text, text
+    assert "hint: mask polarity is inverted" in text, text
+
+
+# ----------------------------------------------------------------------------- no double charge
+
+
+def test_an_attention_bug_does_not_also_cost_the_mha_points(runs):
+    run = runs["no_scaling"]
+    passed = {name for name, text in run.failures.items() if text is None}
+    for case in FORWARD_CASES:
+        assert f"test_mha[{case}]" in passed, f"{case} should pass on attention built from torch:\n{run.output}"
+    attention_failed = [name for name, text in run.failures.items() if text and name.startswith("test_attention[")]
+    assert attention_failed, "the attention tests themselves must still fail"
+
+
+def test_an_mha_test_passed_on_torch_attention_says_fix_attention_first(runs):
+    notes = [line for line in runs["no_scaling"].output.splitlines() if line.startswith("note: test_mha[")]
+    assert len(notes) == len(FORWARD_CASES), runs["no_scaling"].output
+    for line in notes:
+        assert "your MHA is right when attention is right; fix attention first" in line, line
+
+
+def test_a_real_mha_bug_still_fails_on_torch_attention(runs):
+    run = runs["no_output_projection"]
+    assert "your MHA is right when attention is right" not in run.output, run.output
+
+
+def test_the_known_good_attention_is_built_from_torch_not_the_reference():
+    source = (PUBLIC / "cases.py").read_text()
+    body = source.split("def known_good_attention(")[1].split("\n\n\n")[0]
+    assert "torch_attention(" in body and "solution" not in source, body
+
+
+# ----------------------------------------------------------------------------- the run's last lines
+
+
+def test_a_forbidden_call_is_flagged_by_the_submit_scanner_and_fails_the_run(runs):
+    run = runs["uses_torch_sdpa"]
+    flagged = [line for line in run.output.splitlines() if line.startswith("RULE BROKEN: ")]
+    assert len(flagged) == 1, run.output
+    assert re.fullmatch(r"RULE BROKEN: attention\.py, line \d+: torch\.nn\.functional\.scaled_dot_product_attention "
+                        r"is not allowed in this lab; write it yourself with tensor operations "
+                        r"\(make submit refuses this file\)", flagged[0]), flagged[0]
+    assert run.returncode == 1, "a broken rule must fail the run even when every test passes"
+    assert FOOTER.fullmatch(run.output.rstrip().splitlines()[-1]), "the score stays the last line"
+
+
+def test_a_partial_run_says_so_on_the_score_line(tmp_path):
+    junit = tmp_path / "partial.xml"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", str(PUBLIC / "pytest.ini"),
+               str(PUBLIC), f"--submission={ROOT / 'solution'}", "-k", "causal", f"--junitxml={junit}"]
+    run = Run(command, ROOT, junit)
+    ran = len([n for n in run.failures if not n.startswith("test_extra[")])
+    total = len(public_cases()[0])
+    last = run.output.rstrip().splitlines()[-1]
+    assert 0 < ran < total
+    assert re.fullmatch(rf"public tests: \d+/40 points \(your grade also counts the hidden tests\) "
+                        rf"\(partial run: {ran} of {total} tests\)", last), last
+
+
+def test_a_full_run_has_no_partial_note(runs):
+    last = runs["no_output_projection"].output.rstrip().splitlines()[-1]
+    assert FOOTER.fullmatch(last), last
+
+
+def test_without_torch_the_run_says_activate_your_venv(tmp_path):
+    # sys.modules["torch"] = None makes `import torch` fail, as in a Python without it.
+    run = ("import sys; sys.modules['torch'] = None; import pytest; "
+           "sys.exit(pytest.main(['-p', 'no:cacheprovider', 'tests']))")
+    lab = build_reference(tmp_path / "lab")
+    shutil.copytree(PUBLIC, lab / "tests")
+    shutil.copy(PUBLIC.parent / "submit.py", lab / "submit.py")
+    proc = subprocess.run([sys.executable, "-c", run], cwd=lab, capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "torch is not installed for this python: activate your venv" in output, output
+    assert "Traceback" not in output and "ModuleNotFoundError" not in output, output
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_test_without_torch_says_activate_your_venv(tmp_path):
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "VIRTUAL_ENV")}
+    proc = subprocess.run(["make", "test", f"PYTHON={venv / 'bin' / 'python'}"], cwd=PUBLIC.parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "torch is not installed for this python: activate your venv" in proc.stdout, proc.stdout + proc.stderr
+    assert "ModuleNotFoundError" not in proc.stdout + proc.stderr
+
+
+def test_wrong_extra_credit_fails_on_its_own_line_and_leaves_the_points(runs):
+    run = runs["tiled_no_rescale"]
+    lines = run.output.rstrip().splitlines()
+    assert lines[-2] == "extra credit (optional, not in the points): 1 passed, 1 failed", lines[-2:]
+    assert FOOTER.fullmatch(lines[-1]) and FOOTER.fullmatch(lines[-1])[1] == "40", lines[-1]
+    assert run.returncode == 1, "wrong extra-credit values fail the run (unwritten ones do not)"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_under_make_a_failing_run_ends_its_output_with_the_score_and_exits_non_zero(tmp_path):
+    lab = tmp_path / "lab"
+    shutil.copytree(PUBLIC.parent, lab, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    build_mutant(MUTANTS["no_output_projection"], lab)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(["make", "test", f"PYTHON={sys.executable}"], cwd=lab, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert FOOTER.fullmatch(proc.stdout.rstrip().splitlines()[-1]), proc.stdout[-500:]
+    # GNU make itself then reports the failed recipe, on stderr: nothing else comes after the score.
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == \
+        [line for line in proc.stderr.splitlines() if line.startswith("make: ***")], proc.stderr
