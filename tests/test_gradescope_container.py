@@ -33,6 +33,7 @@ pytestmark = pytest.mark.skipif(bool(gradescope_image.unavailable()),
 SAMPLES = ROOT / "examples" / "submissions"
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "gradescope_results.schema.json").read_text())
 FULL = 110  # 100 core points + 10 extra credit: the reference earns both
+MEMORY_ATTACKS = {"memory_bomb", "memory_split"}  # may make the container's OOM killer end student processes
 HOSTILE_CALL_SECONDS = 2  # as in test_hostile; the shipped 10 s would make the hanging cases slow
 METADATA = {
     "id": 987654321,
@@ -257,8 +258,14 @@ def test_hostile_case_is_contained_at_the_uid_level(hostile, case):
         problems.append(f"{case}: still running after run_autograder returned: {outcome.survivors}")
     if outcome.late_change:
         problems.append(f"{case}: results.json changed after run_autograder returned")
-    if outcome.oom_kills or outcome.peak_bytes >= GRADESCOPE_MEMORY:
-        problems.append(f"{case}: peak {outcome.peak_bytes >> 20} MiB, {outcome.oom_kills} OOM kills")
+    if outcome.peak_bytes >= GRADESCOPE_MEMORY:
+        problems.append(f"{case}: peak {outcome.peak_bytes >> 20} MiB (limit {GRADESCOPE_MEMORY >> 20} MiB)")
+    # Past the container's limit the kernel must kill the student's processes (oom_score_adj 1000), never
+    # the grader: a memory attack may cost OOM kills, but the grader's own report must be whole.
+    if outcome.oom_kills and case not in MEMORY_ATTACKS:
+        problems.append(f"{case}: {outcome.oom_kills} OOM kills in a case that is not a memory attack")
+    if results.get("extra_data", {}).get("grader_error"):
+        problems.append(f"{case}: the grader failed: {results['output'][:500]}")
     if escaped:
         problems.append(f"{case}: files written outside the sandbox: {escaped}")
     if reached:
