@@ -57,6 +57,19 @@ class SubmissionCgroup:
     def procs(self):
         return sorted({str(folder / "cgroup.procs") for folder in self.folders.values()})
 
+    def reset_peak(self):
+        """Start a new peak from the current usage; returns that usage (bytes), or None where the kernel
+        cannot reset a peak (cgroup v2 before per-file resets: the caller then has no measurement)."""
+        folder = self.folders["memory"]
+        try:
+            if self.version == 1:
+                (folder / "memory.max_usage_in_bytes").write_text("0")
+                return int((folder / "memory.usage_in_bytes").read_text())
+            (folder / "memory.peak").write_text("0")  # resets it (Linux 6.12+); raises where unsupported
+            return int((folder / "memory.current").read_text())
+        except (OSError, ValueError):
+            return None
+
     def peak_memory(self):
         folder = self.folders["memory"]
         name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"

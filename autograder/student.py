@@ -64,7 +64,8 @@ class Reply:
         self.grads = value.get("grads")
         self.attrs = value.get("attrs")
         self.forbidden = forbidden
-        self.peak_bytes = value.get("peak_bytes")  # measure_memory: growth of the child's peak RSS
+        self.peak_bytes = value.get("peak_bytes")  # measure_memory: growth of the child's peak RSS (a claim)
+        self.memory_measured_by = None  # measure_memory: "cgroup" (by the grader) or "child" (the claim)
         self.projected = value.get("projected") or {}  # decode: input shapes seen by w_k and w_v, per step
         self.caches = [unwrap(c) for c in value.get("caches") or []]  # decode: the cache returned by each step
         after = value.get("inputs_after") or []
@@ -122,7 +123,9 @@ class Student:
                 if not imported["ok"]:
                     self.import_failures[(mode, module)] = describe_error(imported["error"])
                     return Failure(self.import_failures[(mode, module)], imported["error"], classes=self._classes())
+            start = self.cgroup.reset_peak() if request.get("measure_memory") and self.cgroup else None
             message = self._recorded_call(child, request, mode)
+            peak = self.cgroup.peak_memory() if start is not None else None
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
         hidden = self._hides(module, mode)
@@ -132,7 +135,13 @@ class Student:
             return Failure(forbidden_message(message["forbidden"], target), None, message["forbidden"], rule=True)
         if not message.get("ok"):
             return Failure(describe_error(message["error"]), message["error"], message["forbidden"], self._classes())
-        return Reply(message["value"], message["forbidden"], args)
+        reply = Reply(message["value"], message["forbidden"], args)
+        if request.get("measure_memory"):
+            # The submission's cgroup sees every process it has, forked helpers too; the child's own
+            # figure (its peak RSS) is a claim, used only where no cgroup could be made.
+            reply.peak_bytes = peak - start if start is not None and peak is not None else reply.peak_bytes
+            reply.memory_measured_by = "cgroup" if start is not None and peak is not None else "child"
+        return reply
 
     def _recorded_call(self, child, request, mode):
         """child.call, checking the reply's op record: it must carry the marker sent with the request.

@@ -631,7 +631,6 @@ def test_student_text_reaches_the_reports_as_text_only(run):
     assert "<script>alert" not in page and "<img src=x" not in page and "\x1b" not in page
 
 
-@pytest.mark.xfail(strict=True, reason="memory measured in the child until per-child cgroups (issue 12)")
 def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, monkeypatch):
     """The memory_forged payload (tests/hostile) builds the (T, T) matrix in a forked helper and
     replaces the probe's memory reading. The source rule already fails it; here the measurement
@@ -649,6 +648,8 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     q, k, v = (torch.randn(t, d, generator=torch.Generator().manual_seed(i)) for i in range(3))
     with standalone_student(str(tmp_path / "memory_forged")) as (student, _):
         reply = student.call("attention.tiled_attention", q, k, v, kwargs={"causal": True}, measure_memory=True)
+    if reply.memory_measured_by != "cgroup":
+        pytest.skip("no cgroup here: the peak is the child's own figure, which this payload forges (README)")
     matrix = t * t * 4
     assert isinstance(reply.result, torch.Tensor) and reply.result.shape == (t, d), "the payload did not run as planned"
     assert reply.peak_bytes is not None and reply.peak_bytes > matrix / 2, (
