@@ -333,7 +333,7 @@ def test_mha_stub_keeps_the_given_code():
 # ---------------------------------------------------------------- what students read
 
 
-INSTRUCTOR_WORDS = ("make stubs", "the kit", "autograder", "generate.py", "make check")
+INSTRUCTOR_WORDS = ("make stubs", "the kit", "python -m autograder", "generate.py", "make check")
 
 
 def test_student_files_mention_no_instructor_command():
