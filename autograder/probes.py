@@ -344,7 +344,7 @@ def _safe_str(err):
 # --- the serve loop ---------------------------------------------------------------------------
 
 def serve(request_fd, response_fd, submission_dir, mode):
-    """Answer requests until the parent closes the pipe."""
+    """Answer requests until the parent closes the pipe; each reply echoes its request's ``seq``."""
     sys.path.insert(0, submission_dir)
     os.chdir(submission_dir)
     install_tripwires()
@@ -366,9 +366,10 @@ def serve(request_fd, response_fd, submission_dir, mode):
         except BaseException as err:
             reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
         reply["forbidden"] = sorted(set(_forbidden_used))
+        reply["seq"] = request.get("seq")  # the parent takes a reply only for the request it answers
         try:
             wire.send(response_fd, reply)
         except (ValueError, TypeError, OverflowError) as err:  # unencodable result
-            wire.send(response_fd, {"ok": False, "forbidden": reply["forbidden"], "error": {
+            wire.send(response_fd, {"seq": reply["seq"], "ok": False, "forbidden": reply["forbidden"], "error": {
                 "type": "UnsendableResult", "mro": [], "message": str(err)[:MAX_TEXT],
                 "where": None, "phase": "sending the result"}})

@@ -80,6 +80,15 @@ EXPECTED = {
     "write_outside": Expect(),
     "network": Expect(),
     "fork_bomb": Expect(),
+    # Replies forged on the grader's pipe: each is the student's failure in the test that sent it.
+    "huge_reply": Expect(("Causal mask",), ("sent a malformed reply", "more than 8 MiB")),
+    "deep_reply": Expect(("Causal mask",), ("sent a malformed reply", "nested deeper than")),
+    "non_dict_reply": Expect(("Padding mask",), ("sent a malformed reply", "not an object")),
+    "desync_reply": Expect(("Padding mask",), ("sent a malformed reply", "numbered")),
+    "forged_setup_error": Expect(("Causal mask",), ("sent a malformed reply",)),
+    # A reply forged with the right number is the student's own answer; the real one, found later,
+    # costs the next test nothing: it is run again in a fresh process.
+    "stale_reply": Expect(),
 }
 
 
