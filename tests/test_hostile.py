@@ -88,7 +88,7 @@ EXPECTED = {
     "forged_setup_error": Expect(("Causal mask",), ("sent a malformed reply",)),
     # A reply forged with the right number is the student's own answer; the real one, found later,
     # costs the next test nothing: it is run again in a fresh process.
-    "stale_reply": Expect(),
+    "stale_reply": Expect(says=("run again in a fresh process",)),
 }
 
 

@@ -7,12 +7,15 @@ never hold more than the reply cap in memory.
 """
 import json
 import os
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -338,17 +341,25 @@ def status_bytes(field):
     raise LookupError(field)
 
 
-def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(tmp_path):
+@pytest.fixture
+def open_tmp():
+    """A temporary folder a sandbox uid can enter (pytest's tmp_path sits in a root-only folder)."""
+    path = Path(tempfile.mkdtemp(prefix="test-wire-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
     """The huge_reply hostile payload, run in the real sandbox: the grader (this process) reads
     its reply and must grow by little more than the reply cap, not by the 250 MiB announced."""
     from variant_builder import FILES, ROOT, SOLUTION, without_markers
 
     from autograder import sandbox
 
-    folder = tmp_path / "sub"
-    folder.mkdir(mode=0o755)
+    folder = open_tmp / "sub"
+    folder.mkdir()
     folder.chmod(0o755)
-    tmp_path.chmod(0o755)
     payload = (ROOT / "tests" / "hostile" / "huge_reply" / "attention.py.payload").read_text()  # inert until the sandbox runs it
     for name in FILES:
         text = without_markers((SOLUTION / name).read_text())
