@@ -161,7 +161,7 @@ class Reader:
     def __init__(self, max_bytes=MAX_MESSAGE_BYTES, max_header_bytes=MAX_HEADER_BYTES):
         self.max_bytes, self.max_header_bytes = max_bytes, min(max_header_bytes, max_bytes - 4)
         self.buffer = bytearray()
-        self.parsed = None  # (body, sizes, total length) of the message at the front, once its header is in
+        self.parsed = None  # (body, sizes, payload start, end) of the message at the front, once its header is in
 
     def feed(self, chunk):
         if len(self.buffer) + len(chunk) > self.max_bytes:
