@@ -231,6 +231,8 @@ class Child:
             wire.send(self.request_w, dict(request, seq=self.seq))
         except (BrokenPipeError, OSError):
             self._collect_death(time.monotonic() + 2)
+            if self.seq == 1:
+                self._setup_error_left()
             raise ChildDied(self.dead or "the submission's process exited") from None
         deadline = time.monotonic() + timeout
         while True:
@@ -258,7 +260,7 @@ class Child:
             # Sent before the child read a request, so before any student code ran: the
             # sandbox failed, not the submission. Sent later, it is a forgery like any other.
             self.kill()
-            self.dead = f"grader error: the sandbox could not start ({str(message['setup_error'])[:500]})"
+            self.dead = self._setup_failed(message)
             raise ChildDied(self.dead)
         seq = message.get("seq")
         if type(seq) is int and 0 < seq < self.seq:
@@ -283,6 +285,21 @@ class Child:
             self.kill()
             self.dead = "wrote to the grader's pipe or exited between two requests"
             raise OutOfTurn(self.dead)
+
+    def _setup_error_left(self):
+        """The child is gone and never read its first request, so no student code ran: a setup
+        error waiting on the pipe is the sandbox's, and names the death."""
+        try:
+            self._pump([self.response_r], time.monotonic(), self.reader)
+            message = self.reader.message()
+        except wire.WireError:
+            return
+        if type(message) is dict and "setup_error" in message:
+            self.dead = self._setup_failed(message)
+
+    @staticmethod
+    def _setup_failed(message):
+        return f"grader error: the sandbox could not start ({str(message['setup_error'])[:500]})"
 
     def _request_unread(self):
         """Whether the last request still sits in the pipe, unread by the child."""

@@ -323,6 +323,14 @@ def test_a_setup_error_is_the_graders_only_while_the_request_is_unread(fake):
         fake.child.call({"import": "attention"})
 
 
+def test_a_setup_error_left_by_a_child_gone_before_its_first_request_is_the_graders(fake):
+    fake.reply({"ok": False, "setup_error": "PermissionError: no such uid"})
+    os.close(fake.request_r)  # the child exited: nobody will read the request
+    fake.request_r = os.open(os.devnull, os.O_RDONLY)  # (for close())
+    with pytest.raises(ChildDied, match="grader error: the sandbox could not start .PermissionError"):
+        fake.child.call({"import": "attention"})
+
+
 def test_a_setup_error_sent_after_the_request_was_read_is_a_forgery(fake):
     """Student code runs only once a request has been read, so a setup error sent after that is its own."""
     fake.answer({"ok": False, "setup_error": "OSError: forged"})
