@@ -393,7 +393,7 @@ def _safe_str(err):
 # --- the serve loop ---------------------------------------------------------------------------
 
 def serve(request_fd, response_fd, submission_dir, mode):
-    """Answer requests until the parent closes the pipe."""
+    """Answer requests until the parent closes the pipe; each reply echoes its request's ``seq``."""
     sys.path.insert(0, submission_dir)
     os.chdir(submission_dir)
     install_tripwires()
@@ -417,9 +417,11 @@ def serve(request_fd, response_fd, submission_dir, mode):
                 reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
         reply["forbidden"] = sorted(set(_forbidden_used) | record.forbidden)
         reply["record"] = record.seen
+        reply["seq"] = request.get("seq")  # the parent takes a reply only for the request it answers
         try:
             wire.send(response_fd, reply)
         except (ValueError, TypeError, OverflowError) as err:  # unencodable result
-            wire.send(response_fd, {"ok": False, "forbidden": reply["forbidden"], "record": record.seen, "error": {
+            wire.send(response_fd, {"seq": reply["seq"], "ok": False, "forbidden": reply["forbidden"],
+                                    "record": record.seen, "error": {
                 "type": "UnsendableResult", "mro": [], "message": str(err)[:MAX_TEXT],
                 "where": None, "phase": "sending the result"}})

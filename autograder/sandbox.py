@@ -12,6 +12,8 @@ The zygote is forked before the grader imports the reference or the tests, so a 
 walks ``gc`` or stack frames finds nothing to copy. A child answers probe requests over pipes
 (see ``wire``); its stdout and stderr go to a third pipe that the grader drains and caps.
 """
+import array
+import fcntl
 import gc
 import json
 import os
@@ -19,9 +21,10 @@ import select
 import signal
 import socket
 import sys
+import termios
 import time
 
-from autograder import cgroups, isolation, wire
+from autograder import cgroups, isolation, replies, wire
 
 OUTPUT_CAP = 64 * 1024
 
@@ -40,6 +43,11 @@ class ChildDied(Exception):
     def __init__(self, reason, timed_out=False):
         super().__init__(reason)
         self.reason, self.timed_out = reason, timed_out
+
+
+class OutOfTurn(ChildDied):
+    """The child spoke between requests or answered an earlier one again: the request at hand
+    is not to blame, the reply taken for an earlier one did not come from the probe loop."""
 
 
 # --- the zygote ----------------------------------------------------------------------------
@@ -244,7 +252,17 @@ def _max_fd():
 # --- the grader's handle on one child ------------------------------------------------------
 
 class Child:
-    """One sandboxed child: send a request, wait for the answer within the time limit."""
+    """One sandboxed child: send a request, wait for the answer within the time limit.
+
+    Replies come from a process that runs student code, so every field of one is a claim:
+    ``call`` reads at most ``MAX_REPLY_BYTES``, checks the sequence number and the schema
+    (``replies.check``) before returning anything, and kills the child on the first fault.
+    """
+
+    # Measured over the hidden suite on the reference: the largest reply is 1.0 MiB (tiled_attention
+    # at T = 4096: four (4096, 16) float32 tensors), the largest header 1.4 KiB (texts are cut at 2,000).
+    MAX_REPLY_BYTES = 8 << 20
+    MAX_REPLY_HEADER_BYTES = 256 << 10
 
     def __init__(self, request_w, response_r, output_r, status_r, limits, level, uid):
         self.request_w, self.response_r, self.output_r, self.status_r = request_w, response_r, output_r, status_r
@@ -256,6 +274,8 @@ class Child:
         self.status_eof = False
         self.exit_status = None
         self.dead = None
+        self.seq = 0  # requests sent so far; a reply must carry its request's number
+        self.reader = wire.Reader(self.MAX_REPLY_BYTES, self.MAX_REPLY_HEADER_BYTES)
         for fd in (response_r, output_r, status_r):
             os.set_blocking(fd, False)
         self._wait_for_pid()
@@ -270,37 +290,99 @@ class Child:
                 raise ChildDied("the sandbox did not start")
 
     def call(self, request, timeout=None):
-        """Send one probe request and return the child's decoded reply."""
+        """Send one probe request and return the child's decoded reply, checked by ``replies.check``.
+
+        A reply that is too large, malformed, or numbered for another request is the student's
+        failure: the child is killed and ``ChildDied`` says why. ``OutOfTurn`` means the child
+        misbehaved after its previous reply; the caller may retry this request on a fresh child.
+        """
         if self.dead:
             raise ChildDied(self.dead)
+        self._check_silent()
         timeout = self.limits.call_seconds if timeout is None else timeout
+        self.seq += 1
         try:
-            wire.send(self.request_w, request)
+            wire.send(self.request_w, dict(request, seq=self.seq))
         except (BrokenPipeError, OSError):
             self._collect_death(time.monotonic() + 2)
+            if self.seq == 1:
+                self._setup_error_left()
             raise ChildDied(self.dead or "the submission's process exited") from None
-        reader = wire.Reader()
         deadline = time.monotonic() + timeout
         while True:
-            message = reader.message()
-            if message is not None and "setup_error" in message:
-                self.kill()
-                self.dead = f"grader error: the sandbox could not start ({message['setup_error']})"
-                raise ChildDied(self.dead)
-            if message is not None:
-                return message
-            if self.dead:
-                raise ChildDied(self.dead)
-            if time.monotonic() > deadline:
-                self.kill()
-                self.dead = f"timed out after {timeout:g} s"
-                raise ChildDied(self.dead, timed_out=True)
             try:
-                self._pump([self.response_r, self.output_r, self.status_r], deadline, reader)
-            except wire.WireError as err:
+                message = self.reader.message()
+                if message is not None:
+                    return self._accept(message)
+                if self.dead:
+                    raise ChildDied(self.dead)
+                if time.monotonic() > deadline:
+                    self.kill()
+                    self.dead = f"timed out after {timeout:g} s"
+                    raise ChildDied(self.dead, timed_out=True)
+                self._pump([self.response_r, self.output_r, self.status_r], deadline, self.reader)
+            except (wire.WireError, replies.BadReply) as err:
                 self.kill()
                 self.dead = f"sent a malformed reply ({err})"
                 raise ChildDied(self.dead) from None
+
+    def _accept(self, message):
+        """The reply to request ``self.seq``, or an exception saying why ``message`` is not it."""
+        if type(message) is not dict:
+            raise replies.BadReply(f"the reply is a {type(message).__name__}, not an object")
+        if "setup_error" in message and self._request_unread():
+            # Sent before the child read a request, so before any student code ran: the
+            # sandbox failed, not the submission. Sent later, it is a forgery like any other.
+            self.kill()
+            self.dead = self._setup_failed(message)
+            raise ChildDied(self.dead)
+        seq = message.get("seq")
+        if type(seq) is int and 0 < seq < self.seq:
+            self.kill()
+            self.dead = "answered an earlier request a second time (its code wrote to the grader's pipe)"
+            raise OutOfTurn(self.dead)
+        if seq != self.seq or type(seq) is not int:
+            raise replies.BadReply(f"numbered {str(seq)[:20]} where {self.seq} was asked")
+        return replies.check(message)
+
+    def _check_silent(self):
+        """Between requests the probe loop is silent and alive. Bytes or an exit now come from
+        student code that ran on after its reply, so that reply was not the probe loop's. Before
+        the first request no student code has run: what waits then is the sandbox's setup error."""
+        if self.seq == 0:
+            return
+        try:
+            self._pump([self.response_r, self.status_r], time.monotonic(), self.reader)
+        except wire.WireError:
+            pass  # too much already: out of turn all the same
+        if self.dead or self.reader.pending():
+            self.kill()
+            self.dead = "wrote to the grader's pipe or exited between two requests"
+            raise OutOfTurn(self.dead)
+
+    def _setup_error_left(self):
+        """The child is gone and never read its first request, so no student code ran: a setup
+        error waiting on the pipe is the sandbox's, and names the death."""
+        try:
+            self._pump([self.response_r], time.monotonic(), self.reader)
+            message = self.reader.message()
+        except wire.WireError:
+            return
+        if type(message) is dict and "setup_error" in message:
+            self.dead = self._setup_failed(message)
+
+    @staticmethod
+    def _setup_failed(message):
+        return f"grader error: the sandbox could not start ({str(message['setup_error'])[:500]})"
+
+    def _request_unread(self):
+        """Whether the last request still sits in the pipe, unread by the child."""
+        waiting = array.array("i", [0])
+        try:
+            fcntl.ioctl(self.request_w, termios.FIONREAD, waiting)
+        except OSError:
+            return False
+        return waiting[0] > 0
 
     def _pump(self, fds, deadline, reader=None):
         """Wait for any of ``fds`` and move what arrived into its buffer."""

@@ -10,6 +10,7 @@ Standard library only: the batch runner calls this before torch is imported.
 import os
 import re
 import stat
+import struct
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ SUBMISSION_FILES = ("attention.py", "mha.py")
 MAX_DEPTH = 2                        # students zip a folder, sometimes a folder in a folder
 MAX_FILE_BYTES = 256 * 1024          # per submission file
 ZIP_MAX_BYTES = 16 * 1024 * 1024     # all extracted bytes of one submission zip
-ZIP_MAX_FILES = 1000                 # extracted entries (files and folders) of one submission zip
+ZIP_MAX_FILES = 1000                 # entries (files and folders, extracted or not) of one submission zip
+ZIP_DIRECTORY_BYTES_PER_ENTRY = 1024 # room in the zip's central directory per allowed entry
 IGNORED_DIRS = ("__MACOSX", "__pycache__")
 _CHUNK = 64 * 1024
 
@@ -130,7 +132,7 @@ def _open_source(source, scratch, problems):
         return None
     if stat.S_ISDIR(info.st_mode):
         return source
-    problems += safe_extract(source, scratch, only=SUBMISSION_FILES)
+    problems += safe_extract(source, scratch, only=SUBMISSION_FILES, max_file_bytes=MAX_FILE_BYTES)
     return scratch
 
 
@@ -180,18 +182,23 @@ class ExtractionStopped(Exception):
     """A cap was reached: what was extracted so far is incomplete."""
 
 
-def safe_extract(zip_path, dest, max_total_bytes=ZIP_MAX_BYTES, max_files=ZIP_MAX_FILES, only=None):
+def safe_extract(zip_path, dest, max_total_bytes=ZIP_MAX_BYTES, max_files=ZIP_MAX_FILES, only=None,
+                 max_file_bytes=None):
     """Extract `zip_path` into the existing folder `dest`; return the problems as messages.
 
-    Entries with absolute or `..` paths are refused, symlink entries ignored, and at most
-    `max_files` entries and `max_total_bytes` bytes are written (bytes counted as they are
-    decompressed, whatever the zip's header claims); a file cut short is removed. With
-    `only`, just the entries whose file name matches one of those names (ignoring case)
-    are extracted.
+    A zip whose central directory announces more than `max_files` entries, or is larger than
+    they need, is refused before it is read. Entries with absolute or `..` paths are refused,
+    symlink entries ignored, and at most `max_files` entries are looked at (extracted or not)
+    and `max_total_bytes` bytes written (counted as they are decompressed, whatever the zip's
+    header claims); a file cut short by that cap is removed and extraction stops. With `only`,
+    just the entries whose file name matches one of those names (ignoring case) are extracted.
+    With `max_file_bytes`, decompressing an entry stops one byte past it: the file stays, too
+    large for any check of that cap (the stager's refuses it), and the other entries are still
+    extracted.
     """
     problems = []
     try:
-        _extract(zip_path, dest, max_total_bytes, max_files, only, problems)
+        _extract(zip_path, dest, max_total_bytes, max_files, only, problems, max_file_bytes=max_file_bytes)
     except ExtractionStopped as e:
         problems.append(str(e))
     return problems
@@ -205,7 +212,7 @@ def extract_all(zip_path, dest, max_total_bytes, max_files):
     return problems
 
 
-def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=False):
+def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=False, max_file_bytes=None):
     name = os.path.basename(zip_path)
     wanted = {n.lower() for n in only} if only else None
     try:
@@ -214,6 +221,7 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
         problems.append(f"{name} could not be opened (is it a symlink?)")
         return
     with os.fdopen(fd, "rb") as raw:
+        _check_directory(raw, name, max_files)  # before zipfile reads every entry of it into memory
         try:
             archive = zipfile.ZipFile(raw)
         except (zipfile.BadZipFile, OSError, ValueError):
@@ -222,8 +230,9 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
             problems.append(f"{name} is not a valid zip file")
             return
         with archive:
-            budget = _Budget(max_total_bytes, max_files)
+            budget = _Budget(max_total_bytes, max_files, max_file_bytes)
             for info in archive.infolist():
+                budget.take_entry()  # skipped entries too: each one costs time and memory
                 parts = _safe_parts(info.filename)
                 if wanted is not None and (not parts or parts[-1].lower() not in wanted):
                     continue
@@ -231,9 +240,44 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
                 if problem:
                     problems.append(problem)
                 elif info.is_dir():  # kept: an empty folder in a batch is a submission too
-                    _extract_folder(info, os.path.join(dest, *parts), budget, problems)
+                    _extract_folder(info, os.path.join(dest, *parts), problems)
                 else:
                     _extract_member(archive, info, os.path.join(dest, *parts), budget, problems)
+
+
+_END_RECORD = struct.Struct("<4s4H2LH")      # end of central directory: signature ... comment length
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")
+_ZIP64_END_RECORD = struct.Struct("<4sQ2H2L4Q")
+
+
+def _check_directory(raw, name, max_files):
+    """Refuse a zip whose central directory announces more than `max_files` entries or more bytes
+    than they need, reading only its end records: zipfile would parse all of it first."""
+    raw.seek(0, os.SEEK_END)
+    length = raw.tell()
+    raw.seek(max(0, length - _END_RECORD.size - 0xFFFF))
+    tail = raw.read()
+    at = len(tail) - _END_RECORD.size  # no comment: the end record closes the file
+    if at < 0 or tail[at:at + 4] != b"PK\5\6":
+        at = tail.rfind(b"PK\5\6")  # a comment follows it (zipfile searches the same way)
+    if at < 0 or at + _END_RECORD.size > len(tail):
+        return  # not a zip: zipfile says so
+    _, _, _, _, entries, size, _, _ = _END_RECORD.unpack_from(tail, at)
+    locator = at - _ZIP64_LOCATOR.size
+    if locator >= 0 and tail[locator:locator + 4] == b"PK\6\7":  # zip64: the true counts are further up
+        offset = _ZIP64_LOCATOR.unpack_from(tail, locator)[2]
+        raw.seek(offset)
+        record = raw.read(_ZIP64_END_RECORD.size)
+        if len(record) == _ZIP64_END_RECORD.size and record[:4] == b"PK\6\6":
+            fields = _ZIP64_END_RECORD.unpack(record)
+            entries, size = fields[6], fields[7]
+    raw.seek(0)
+    if entries > max_files:
+        raise ExtractionStopped(f"{name} holds {entries} entries, more than {max_files}: "
+                                "nothing was extracted (zip only your files)")
+    if size > max_files * ZIP_DIRECTORY_BYTES_PER_ENTRY:
+        raise ExtractionStopped(f"{name}'s list of entries takes {human_size(size)}, more than "
+                                f"{max_files} entries need: nothing was extracted")
 
 
 def _safe_parts(filename):
@@ -258,9 +302,9 @@ def _refusal(info, parts):
 class _Budget:
     """What is left of the caps of one extraction."""
 
-    def __init__(self, max_bytes, max_files):
+    def __init__(self, max_bytes, max_files, max_file_bytes=None):
         self.bytes_left, self.entries_left = max_bytes, max_files
-        self.max_bytes, self.max_files = max_bytes, max_files
+        self.max_bytes, self.max_files, self.max_file_bytes = max_bytes, max_files, max_file_bytes
 
     def take_entry(self):
         if self.entries_left == 0:
@@ -269,8 +313,7 @@ class _Budget:
         self.entries_left -= 1
 
 
-def _extract_folder(info, target, budget, problems):
-    budget.take_entry()
+def _extract_folder(info, target, problems):
     try:
         os.makedirs(target, mode=0o700, exist_ok=True)
     except (OSError, ValueError):
@@ -278,7 +321,6 @@ def _extract_folder(info, target, budget, problems):
 
 
 def _extract_member(archive, info, target, budget, problems):
-    budget.take_entry()
     try:
         os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -287,11 +329,13 @@ def _extract_member(archive, info, target, budget, problems):
         return
     try:
         with os.fdopen(fd, "wb") as out, archive.open(info) as member:
-            while chunk := member.read(min(_CHUNK, budget.bytes_left + 1)):
+            file_left = float("inf") if budget.max_file_bytes is None else budget.max_file_bytes + 1
+            while file_left and (chunk := member.read(int(min(_CHUNK, budget.bytes_left + 1, file_left)))):
                 if len(chunk) > budget.bytes_left:
                     raise ExtractionStopped(f"the zip expands to more than "
                                             f"{human_size(budget.max_bytes)}: extraction stopped")
                 budget.bytes_left -= len(chunk)
+                file_left -= len(chunk)  # at 0, one byte past the per-file cap: no more is decompressed
                 out.write(chunk)
     except ExtractionStopped:
         os.unlink(target)  # a truncated file must never pass for the real one

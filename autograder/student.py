@@ -27,7 +27,7 @@ import time
 import torch
 
 from autograder import rules
-from autograder.sandbox import ChildDied
+from autograder.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
 # What a child's op record may name (autograder/probes.py); anything else means it was forged.
@@ -57,7 +57,12 @@ class RuleViolation(StudentError):
 
 
 class Reply:
-    """A successful probe: the result and what came with it."""
+    """A successful probe: the result and what came with it.
+
+    Every field is a claim of the child, which runs student code. ``sandbox.Child.call`` has
+    checked the reply against ``replies`` (types, tags, sizes), so reading it cannot raise;
+    whether a claim is right is for the tests to judge, never for the child.
+    """
 
     def __init__(self, value, forbidden, sent_args=()):
         self.result = unwrap(value.get("result"))
@@ -114,6 +119,19 @@ class Student:
         if args or "kwargs" in request:
             request["args"] = list(args)
         try:
+            return self._probe(mode, module, request, args, allow_forbidden)
+        except OutOfTurn as died:  # the child broke the protocol after an earlier test's reply
+            self.events.append(f"the submission's process {died.reason}; {target.split('.', 1)[1]} "
+                               "was run again in a fresh process")
+            self._retire(self.children.pop(mode)["child"])
+        try:
+            return self._probe(mode, module, request, args, allow_forbidden)
+        except OutOfTurn as died:  # twice in a row: this test's own doing
+            return Failure(self._died(mode, target, died), error=None)
+
+    def _probe(self, mode, module, request, args, allow_forbidden=False):
+        target = request["target"]
+        try:
             child = self._child(mode)
             if (mode, module) not in self.children[mode]["imported"]:
                 imported = self._import(child, mode, module)
@@ -126,6 +144,8 @@ class Student:
             start = self.cgroup.reset_peak() if request.get("measure_memory") and self.cgroup else None
             message = self._recorded_call(child, request, mode)
             peak = self.cgroup.peak_memory() if start is not None else None
+        except OutOfTurn:
+            raise
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
         hidden = self._hides(module, mode)
@@ -180,6 +200,8 @@ class Student:
         """Import once per child; a crash or hang while importing counts against the module, not the test."""
         try:
             return self._recorded_call(child, {"import": module}, mode)
+        except OutOfTurn:
+            raise
         except ChildDied as died:
             reason = (f"importing {module}.py did not finish within {self.limits.call_seconds:g} s"
                       if died.timed_out else f"the submission's process {died.reason} while importing {module}.py")

@@ -109,6 +109,16 @@ EXPECTED = {
     "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "os.fork is not allowed")),
     "disk_fill": Expect(),
     "inherited_fds": Expect(),
+    # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
+    # the pipe through stack frames, which the source rule also fails (every test that runs the file).
+    "huge_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "more than 8 MiB")),
+    "deep_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "nested deeper than")),
+    "non_dict_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "not an object")),
+    "desync_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "numbered")),
+    "forged_setup_error": Expect(ATTENTION_PARTS, ("sent a malformed reply",)),
+    # A reply forged with the right number is the student's own answer; the real one, found later,
+    # costs the next test nothing: it is run again in a fresh process.
+    "stale_reply": Expect(ATTENTION_PARTS, ("run again in a fresh process",)),
 }
 
 

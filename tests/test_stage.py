@@ -1,6 +1,8 @@
 """Staging: only attention.py and mha.py reach the sandbox, safely, whatever was handed in."""
 import os
+import re
 import stat
+import struct
 import zipfile
 
 import pytest
@@ -283,13 +285,60 @@ def test_a_zip_bomb_stops_at_the_byte_cap_and_leaves_no_partial_file(tmp_path):
     assert list(dest.iterdir()) == [], "a truncated file must not pass for the real one"
 
 
-def test_a_zip_with_too_many_entries_stops_at_the_count_cap(tmp_path):
+def test_a_zip_announcing_more_entries_than_the_cap_is_refused_before_it_is_read(tmp_path):
     archive = make_zip(tmp_path / "many.zip", {f"f{i}.txt": "x" for i in range(5)})
     dest = tmp_path / "unzipped"
     dest.mkdir()
     problems = safe_extract(str(archive), str(dest), max_files=3)
+    assert problems == ["many.zip holds 5 entries, more than 3: nothing was extracted (zip only your files)"]
+    assert list(dest.iterdir()) == []
+
+
+def test_a_zip64_directory_is_read_for_its_true_entry_count(tmp_path):
+    """Over 65,535 entries the classic end record says 0xFFFF; the zip64 record holds the count."""
+    archive = tmp_path / "huge.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:
+        for i in range(70_000):
+            z.writestr(f"d/{i}", "")
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.problems[0] == "huge.zip holds 70000 entries, more than 1000: nothing was extracted (zip only your files)"
+
+
+def test_a_central_directory_larger_than_its_entries_need_is_refused(tmp_path):
+    archive = make_zip(tmp_path / "long.zip", {"x" * 2000 + f"{i}.txt": "x" for i in range(2)})
+    dest = tmp_path / "unzipped"
+    dest.mkdir()
+    problems = safe_extract(str(archive), str(dest), max_files=3)
+    assert len(problems) == 1 and re.fullmatch(
+        r"long\.zip's list of entries takes 4\.\d KiB, more than 3 entries need: nothing was extracted", problems[0]), problems
+    assert list(dest.iterdir()) == []
+
+
+def understate_entry_count(archive, count):
+    """Make the zip's end record claim `count` entries: zipfile reads them all the same."""
+    data = bytearray(archive.read_bytes())
+    at = data.rfind(b"PK\5\6")
+    data[at + 8:at + 12] = struct.pack("<HH", count, count)
+    archive.write_bytes(bytes(data))
+
+
+def test_skipped_entries_count_toward_the_entry_cap(tmp_path):
+    entries = {f"junk/{i}.txt": "x" for i in range(5)}
+    archive = make_zip(tmp_path / "sub.zip", {**entries, "attention.py": ATTENTION, "mha.py": MHA})
+    understate_entry_count(archive, 3)
+    dest = tmp_path / "unzipped"
+    dest.mkdir()
+    problems = safe_extract(str(archive), str(dest), max_files=3, only=SUBMISSION_FILES)
     assert problems == ["the zip holds more than 3 entries: the rest were not extracted"]
-    assert sorted(p.name for p in dest.iterdir()) == ["f0.txt", "f1.txt", "f2.txt"]
+    assert list(dest.iterdir()) == [], "entries past the cap were extracted because skipped ones were not counted"
+
+
+def test_an_oversize_file_in_a_zip_does_not_stop_the_other_from_being_staged(tmp_path):
+    bomb = "0" * (20 * 1024 * 1024)  # over the zip's 16 MiB cap by itself; deflates to about 20 KiB
+    archive = make_zip(tmp_path / "sub.zip", {"attention.py": bomb, "mha.py": MHA})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged_names(staged) == ["mha.py"], "mha.py was not extracted after attention.py hit a size cap"
+    assert staged.problems == [f"attention.py is too large (over {human_size(MAX_FILE_BYTES)}): not graded"]
 
 
 def test_an_oversize_file_in_a_zip_is_refused(tmp_path):

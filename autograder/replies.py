@@ -1,0 +1,183 @@
+"""What a child's reply may hold: the schema the parent checks before it uses any of it.
+
+A reply is written by the sandboxed child, so student code may have written it instead: every
+field is a claim. ``check`` accepts exactly what ``probes.serve`` sends (a decoded ``wire``
+message) and raises ``BadReply`` for anything else: a missing or unknown field, a wrong type,
+an int too large for arithmetic, a string where a tensor belongs. The hidden tests and
+``student.Reply`` then read fields without guarding against types they cannot have, so no
+forged reply can raise inside the parent and become a grader error.
+
+The shapes, as ``probes.run`` builds them::
+
+    {"seq": n, "ok": true, "forbidden": [str], "record": str | null, "value": {
+        "result": plain, "inputs_after": [tensor | null], "peak_bytes": int | null,
+        "grads": {"inputs": [tensor | null], "params": {name: tensor | null}, "connected": bool},
+        "attrs": {"type_mro": [str], "d_model"/"n_heads"/"d_k": int | str,
+                  "linears": {name: {"in": int, "out": int, "bias": bool}}, "parameters": {name: tensor}},
+        "projected": {"w_k": [[int]], "w_v": [[int]]}, "cache_shapes": [[[int] | str]], "caches": [plain]}}
+    {"seq": n, "ok": false, "forbidden": [str], "record": str | null, "error": {"type": str, "mro": [str], "message": str,
+        "phase": str, "where": null | {"file": str, "line": int, "function": str, "code": str}}}
+
+where ``plain`` is what ``probes.to_plain`` makes: a tensor, null, a bool, an int, a float, a
+str, ``{"__sequence__": "tuple" | "list", "items": [plain]}``, ``{"__tensor_of__": str,
+"value": tensor}`` or ``{"__object__": str}``.
+"""
+import torch
+
+MAX_INT = 1 << 62      # ints beyond this would overflow float arithmetic in the tests
+MAX_ITEMS = 4096       # entries of any one list or dict (honest replies: at most a few dozen)
+MAX_PLAIN_DEPTH = 8    # nested sequences in a result (probes.to_plain stops at 5)
+
+
+class BadReply(ValueError):
+    """A reply that is not what ``probes.serve`` sends."""
+
+
+def check(message):
+    """Return ``message`` if it is a well-formed reply, else raise ``BadReply`` naming the first fault."""
+    fields(message, "the reply", required={"seq": _int, "ok": _bool, "forbidden": _strings},
+           optional={"value": _value, "error": _error, "record": _optional(_str)})
+    if message["ok"] != ("value" in message) or ("value" in message) == ("error" in message):
+        raise BadReply("the reply must hold either ok and a value, or an error")
+    return message
+
+
+# --- the pieces --------------------------------------------------------------------------------
+
+def fields(value, where, required=None, optional=None):
+    """``value`` is a dict with all of ``required``, some of ``optional`` and nothing else;
+    each field passes its checker."""
+    required, optional = required or {}, optional or {}
+    if type(value) is not dict:
+        raise BadReply(f"{where} is a {type(value).__name__}, not an object")
+    unknown = sorted(set(value) - set(required) - set(optional))
+    if unknown:
+        raise BadReply(f"{where} has an unknown field {unknown[0][:40]!r}")
+    missing = sorted(set(required) - set(value))
+    if missing:
+        raise BadReply(f"{where} lacks the field {missing[0]!r}")
+    for name, checker in {**optional, **required}.items():
+        if name in value:
+            checker(value[name], f"{where}'s {name}")
+
+
+def _fail(where, expected):
+    raise BadReply(f"{where} is not {expected}")
+
+
+def _int(value, where):
+    if type(value) is not int or not -MAX_INT <= value <= MAX_INT:
+        _fail(where, "an int")
+
+
+def _bool(value, where):
+    if type(value) is not bool:
+        _fail(where, "a bool")
+
+
+def _str(value, where):
+    if type(value) is not str:
+        _fail(where, "a string")
+
+
+def _tensor(value, where):
+    if type(value) is not torch.Tensor:
+        _fail(where, "a tensor")
+
+
+def _optional(checker):
+    def check_optional(value, where):
+        if value is not None:
+            checker(value, where)
+    return check_optional
+
+
+def _list_of(checker):
+    def check_list(value, where):
+        if type(value) is not list or len(value) > MAX_ITEMS:
+            _fail(where, "a list")
+        for i, item in enumerate(value):
+            checker(item, f"{where}[{i}]")
+    return check_list
+
+
+def _dict_of(checker):
+    def check_dict(value, where):
+        if type(value) is not dict or len(value) > MAX_ITEMS:
+            _fail(where, "an object")
+        for name, item in value.items():
+            checker(item, f"{where}[{name[:40]!r}]")
+    return check_dict
+
+
+def _either(*checkers, expected):
+    def check_either(value, where):
+        for checker in checkers:
+            try:
+                checker(value, where)
+                return
+            except BadReply:
+                pass
+        _fail(where, expected)
+    return check_either
+
+
+_strings = _list_of(_str)
+_ints = _list_of(_int)
+_maybe_tensors = _list_of(_optional(_tensor))
+
+
+def _plain(value, where, depth=0):
+    """A result as ``probes.to_plain`` tags it."""
+    if value is None or type(value) in (bool, int, float, str, torch.Tensor):
+        if type(value) is int:
+            _int(value, where)
+        return
+    if depth >= MAX_PLAIN_DEPTH:
+        raise BadReply(f"{where} is nested too deeply")
+    if type(value) is dict and "__sequence__" in value:
+        fields(value, where, required={"__sequence__": _str, "items": _list_of(
+            lambda item, at: _plain(item, at, depth + 1))})
+        if value["__sequence__"] not in ("tuple", "list"):
+            _fail(where, "a tuple or a list")
+    elif type(value) is dict and "__tensor_of__" in value:
+        fields(value, where, required={"__tensor_of__": _str, "value": _tensor})
+    elif type(value) is dict and "__object__" in value:
+        fields(value, where, required={"__object__": _str})
+    else:
+        _fail(where, "a tensor, a number, a string, a sequence or a tagged object")
+
+
+def _grads(value, where):
+    fields(value, where, required={"inputs": _maybe_tensors, "params": _dict_of(_optional(_tensor)),
+                                   "connected": _bool})
+
+
+def _linear(value, where):
+    fields(value, where, required={"in": _int, "out": _int, "bias": _bool})
+
+
+def _attrs(value, where):
+    size = _either(_int, _str, expected="an int or a string")
+    fields(value, where, required={"type_mro": _strings, "d_model": size, "n_heads": size, "d_k": size},
+           optional={"linears": _dict_of(_linear), "parameters": _dict_of(_tensor)})
+
+
+def _projected(value, where):
+    fields(value, where, required={"w_k": _list_of(_ints), "w_v": _list_of(_ints)})
+
+
+def _value(value, where):
+    fields(value, where, optional={
+        "result": _plain, "inputs_after": _maybe_tensors, "peak_bytes": _optional(_int), "grads": _grads,
+        "attrs": _attrs, "projected": _projected, "caches": _list_of(_plain),
+        "cache_shapes": _list_of(_list_of(_either(_ints, _str, expected="a shape or a string")))})
+
+
+def _where(value, where):
+    fields(value, where, required={"file": _str, "line": _int, "function": _str, "code": _str})
+
+
+def _error(value, where):
+    fields(value, where, required={"type": _str, "mro": _strings, "message": _str, "phase": _str,
+                                   "where": _optional(_where)})
