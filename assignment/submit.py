@@ -293,6 +293,8 @@ class _Scanner(ast.NodeVisitor):
         around as a value (in a tuple, to a function) it hides which of its functions is used."""
         if path is None or not isinstance(node.ctx, ast.Load) or not self.is_module(path):
             return
+        if path.split(".")[0] in STUDENT_MODULES:  # your own module (or a local of that name) hides nothing of torch
+            return
         if id(node) in self.attribute_bases or self._aliased(node) or self._getattr_base(node):
             return
         self.hidden(node, f"module {path} as a value", f"the module {ast.unparse(node)} used as a value hides "
@@ -311,7 +313,8 @@ class _Scanner(ast.NodeVisitor):
 
     def _getattr_base(self, node):
         parent = getattr(node, "_parent", None)
-        return (isinstance(parent, ast.Call) and self.path(parent.func) in ATTRIBUTE_FUNCTIONS and parent.args
+        return (isinstance(parent, ast.Call) and self.path(parent.func) in ATTRIBUTE_FUNCTIONS | {"hasattr"}
+                and parent.args
                 and parent.args[0] is node and len(parent.args) >= 2 and _is_str(parent.args[1]))
 
     def may_be_module(self, node):

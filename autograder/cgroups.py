@@ -131,3 +131,30 @@ def join(procs_files):
     for procs in procs_files:
         with open(procs, "w") as f:
             f.write(str(os.getpid()))
+
+
+# --- headroom under the enclosing limit ----------------------------------------------------------
+
+def memory_headroom():
+    """Bytes the grader's memory cgroup can still give (a container's limit, e.g. Gradescope's 768 MiB,
+    minus the memory that cannot be reclaimed: anonymous pages); None where no limit is set or visible."""
+    found = []
+    for folder in _own_memory_folders():
+        for limit_file, anon_key in (("memory.limit_in_bytes", "total_rss"), ("memory.max", "anon")):
+            try:
+                raw = (folder / limit_file).read_text().strip()
+                stat = dict(line.split() for line in (folder / "memory.stat").read_text().splitlines())
+                limit, used = int(raw), int(stat[anon_key])
+            except (OSError, ValueError, KeyError):
+                continue
+            if limit < 1 << 50:  # "unlimited" is a huge number (v1) or "max" (v2, not an int)
+                found.append(limit - used)
+    return min(found) if found else None
+
+
+def _own_memory_folders():
+    """This process's memory cgroup, where the mount shows it, and the mount's root (a container's own cgroup)."""
+    roots = [CGROUP_ROOT / "memory", CGROUP_ROOT]
+    paths = [p for p in (_own_path("memory"), _own_path("")) if p is not None]
+    folders = [root / path.lstrip("/") for root in roots for path in paths] + roots
+    return [f for f in dict.fromkeys(folders) if f.is_dir()]

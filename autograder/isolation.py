@@ -263,6 +263,8 @@ def detect_level():
 
 def check_level(level):
     """A level forced with AUTOGRADER_ISOLATION must work here, or grading stops with one line."""
+    if level == "rlimits" and os.getuid() == 0:
+        raise CannotIsolate("AUTOGRADER_ISOLATION=rlimits as root would run student code as root: use uid")
     if level == "uid":
         if os.getuid() != 0:
             raise CannotIsolate("AUTOGRADER_ISOLATION=uid needs root (to run each child as a uid of its own)")
@@ -314,27 +316,38 @@ def _try_level(level):
     scratch = tempfile.mkdtemp(prefix="ag-probe-")
     os.chmod(scratch, 0o755)
     os.makedirs(scratch + "/s.root")
+
+    def works():
+        if level == "namespaces":
+            enter_namespaces()
+            inner = os.fork()
+            if inner == 0:
+                try:
+                    build_private_root(scratch + "/s.root", scratch, [])
+                    drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
+                    os._exit(0 if not os.path.exists(scratch) else 3)
+                except BaseException:
+                    os._exit(4)
+            return os.waitpid(inner, 0)[1] == 0
+        roots = runtime_roots()
+        drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
+        return os.getuid() != 0 and all(os.access(p, os.R_OK | os.X_OK) for p in roots)
+
+    try:
+        return in_throwaway_child(works)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def in_throwaway_child(check):
+    """Run ``check`` in a forked child that exits afterwards (whatever it changed about itself dies
+    with it); True when it returned something true without raising."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        ok = False
         try:
-            if level == "namespaces":
-                enter_namespaces()
-                inner = os.fork()
-                if inner == 0:
-                    try:
-                        build_private_root(scratch + "/s.root", scratch, [])
-                        drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
-                        os._exit(0 if not os.path.exists(scratch) else 3)
-                    except BaseException:
-                        os._exit(4)
-                ok = os.waitpid(inner, 0)[1] == 0
-            else:
-                roots = runtime_roots()
-                drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
-                ok = os.getuid() != 0 and all(os.access(p, os.R_OK | os.X_OK) for p in roots)
+            ok = bool(check())
         except BaseException:
             ok = False
         os.write(w, b"1" if ok else b"0")
@@ -343,7 +356,6 @@ def _try_level(level):
     answer = os.read(r, 1)
     os.close(r)
     os.waitpid(pid, 0)
-    shutil.rmtree(scratch, ignore_errors=True)
     return answer == b"1"
 
 
@@ -373,23 +385,14 @@ def _try_layer(level, layer):
 
     scratch = tempfile.mkdtemp(prefix="ag-probe-")
     os.chmod(scratch, 0o777)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        ok = False
-        try:
-            if level == "uid":
-                drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
-            confine.apply([layer], readable=confinement_paths(), writable=[scratch])
-            ok = True
-        except BaseException:
-            ok = False
-        os.write(w, b"1" if ok else b"0")
-        os._exit(0)
-    os.close(w)
-    answer = os.read(r, 1)
-    os.close(r)
-    os.waitpid(pid, 0)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return answer == b"1"
+
+    def works():
+        if level == "uid":
+            drop_privileges(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID)
+        confine.apply([layer], readable=confinement_paths(), writable=[scratch])
+        return True
+
+    try:
+        return in_throwaway_child(works)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.generate import ROOT, public_cases
+from autograder.generate import ROOT
 
 ASSIGNMENT = "lab03"
 NOTEBOOK = "playground.ipynb"

@@ -86,7 +86,8 @@ def grade_one(engine, source_path, slot=0):
             "output": "\n".join(student.output),
             "events": student.events,
             "isolation": engine.level,
-            "containment": engine.layers + (["cgroup-memory", "cgroup-pids"] if student.cgroup else []),
+            "containment": engine.layers + (["cgroup-memory", "cgroup-pids"] if student.cgroup else [])
+                           + ([student.memory_note] if student.memory_note else []),
             "execution_time": round(time.monotonic() - started, 3),
         }
     finally:

@@ -30,6 +30,8 @@ from autograder import rules
 from autograder.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
+GRADER_MARGIN = 128 << 20  # what the grader may still need beside a child in a memory-limited container
+MIN_CHILD_MB = 96  # below this even honest code cannot run; the container's OOM killer then decides
 # What a child's op record may name (autograder/probes.py); anything else means it was forged.
 KNOWN_FORBIDDEN = {"torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
                    "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer"}
@@ -90,6 +92,7 @@ class Student:
         self.timeouts = 0
         self.output = []
         self.events = []  # crashes and timeouts, for the report
+        self.memory_fitted, self.memory_note = False, None  # see _fit_memory_to_container
         self.cgroup = None  # the submission's cgroup, made with its first child where the machine allows
         self.cgroup_tried = False
         self.import_forbidden = {}  # (mode, module) -> forbidden ops recorded while importing it
@@ -236,12 +239,33 @@ class Student:
         if entry is None or entry["child"].dead:
             if entry is not None:
                 self._retire(entry["child"])
+            self._fit_memory_to_container()
             uid = self.zygote.next_uid(self.slot)
             scratch = self._fresh_scratch(uid)
             cgroup = self._submission_cgroup()
             child = self.zygote.spawn(scratch, mode, self.limits, uid, cgroup.procs if cgroup else ())
             entry = self.children[mode] = {"child": child, "imported": set()}
         return entry["child"]
+
+    def _fit_memory_to_container(self):
+        """Inside a memory-limited container (Gradescope's 768 MiB) the grader and a child must fit
+        together: a child may take what the container has left, less a margin for the grader, if that is
+        below grading.yaml's ``memory_mb``. Past it, the child meets its own MemoryError, not the
+        container's OOM killer. Measured once, at the first child, when the zygote is warm."""
+        if self.memory_fitted:
+            return
+        from autograder import cgroups, sandbox
+
+        self.memory_fitted = True
+        headroom = cgroups.memory_headroom()
+        if headroom is None:
+            return
+        fitted = max((headroom - GRADER_MARGIN) >> 20, MIN_CHILD_MB)
+        if fitted < self.limits.memory_mb:
+            self.limits = sandbox.Limits(call_seconds=self.limits.call_seconds, memory_mb=fitted,
+                                         max_processes=self.limits.max_processes, cpu_seconds=self.limits.cpu_seconds)
+            self.memory_note = (f"memory per child {fitted} MiB (grading.yaml allows more, the container's "
+                                "limit leaves this much beside the grader)")
 
     def _submission_cgroup(self):
         """One memory and process limit for all of this submission's children (``cgroups``), or None."""

@@ -12,7 +12,8 @@ environment. Each submission then gets its own fresh ``/autograder/submission`` 
 * chrooted into the image, with ``env -i`` and the standard PATH, cwd ``/autograder``;
 * without CAP_SYS_ADMIN (as under Docker's default profile, so the grader's namespaces are
   refused and the ``uid`` level is what runs, as on Gradescope);
-* inside a 768 MiB memory cgroup, whose peak is recorded.
+* inside a 768 MiB memory cgroup, whose peak is recorded; the cgroup hierarchy is visible
+  read-only, as Docker shows it, so the grader can read its limit but make no cgroup of its own.
 
 Two things differ from Gradescope because of this machine, and only these: the image trusts
 this machine's extra CA certificates (the package registries are reached through a proxy with
@@ -281,6 +282,7 @@ def _init(spec):
         os.makedirs(f"{root}/{folder}", exist_ok=True)
     subprocess.run(["mount", "-t", "proc", "proc", f"{root}/proc"], check=True)
     subprocess.run(["mount", "--rbind", "/dev", f"{root}/dev"], check=True)
+    _mount_cgroups_read_only(root)
     env = {"PATH": BARE_PATH, "HOME": "/root", **spec["env"]}
     inner = "cd " + _quote(spec["cwd"]) + " && exec env -i " + " ".join(
         _quote(f"{k}={v}") for k, v in env.items()) + " " + " ".join(_quote(a) for a in spec["argv"])
@@ -314,6 +316,23 @@ def _init(spec):
     Path(spec["report"]).write_text(json.dumps({"returncode": returncode, "output": text, "survivors": survivors,
                                                 "late_change": late}))
     # Leaving kills whatever is left: this process is PID 1 of the namespace.
+
+
+def _mount_cgroups_read_only(root):
+    """Docker shows a container its cgroups read-only: the grader can read its memory limit there but
+    cannot make cgroups of its own. Mounted as fresh read-only instances of this machine's hierarchies."""
+    base = f"{root}/sys/fs/cgroup"
+    os.makedirs(base, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "cgroup-root", base], check=True)
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        source, target, kind, options = line.split()[:4]
+        if kind == "cgroup" and target.startswith("/sys/fs/cgroup/"):
+            controllers = [o for o in options.split(",") if o in ("memory", "pids")]
+            if controllers:
+                os.makedirs(f"{base}/{target.rsplit('/', 1)[1]}", exist_ok=True)
+                subprocess.run(["mount", "-t", "cgroup", "-o", ",".join(["ro", *controllers]), source,
+                                f"{base}/{target.rsplit('/', 1)[1]}"], check=True)
+    subprocess.run(["mount", "-o", "remount,ro", base], check=True)
 
 
 def _quote(text):

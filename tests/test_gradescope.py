@@ -11,7 +11,6 @@ tests/test_gradescope_container.py.
 import datetime
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -102,13 +102,22 @@ def test_the_known_good_attention_is_built_from_torch_not_the_reference():
 # ----------------------------------------------------------------------------- the run's last lines
 
 
+def load_submit():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("student_submit", ROOT / "assignment" / "submit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_a_forbidden_call_is_flagged_by_the_submit_scanner_and_fails_the_run(runs):
     run = runs["uses_torch_sdpa"]
     flagged = [line for line in run.output.splitlines() if line.startswith("RULE BROKEN: ")]
     assert len(flagged) == 1, run.output
+    hint = re.escape(load_submit().BUILTIN_HINT)  # the scanner's own words: one source
     assert re.fullmatch(r"RULE BROKEN: attention\.py, line \d+: torch\.nn\.functional\.scaled_dot_product_attention "
-                        r"is not allowed in this lab; write it yourself with tensor operations "
-                        r"\(make submit refuses this file\)", flagged[0]), flagged[0]
+                        rf"is not allowed in this lab; {hint} \(make submit refuses this file\)", flagged[0]), flagged[0]
     assert run.returncode == 1, "a broken rule must fail the run even when every test passes"
     assert FOOTER.fullmatch(run.output.rstrip().splitlines()[-1]), "the score stays the last line"
 

@@ -290,12 +290,15 @@ def every_kit_submission(tmp_path):
                     for m in vb.load_mutants()})
     folders.update({f"examples/{p.name}": p for p in (ROOT / "examples" / "submissions").iterdir() if p.is_dir()})
     folders["stubs"] = ROOT / "assignment"
+    folders.update({f"real_code/{p.name}": p for p in (ROOT / "tests" / "real_code").iterdir() if p.is_dir()})
     return folders, {m["name"] for m in vb.load_mutants() if "rules" in m["parts"]}
 
 
 def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
     """A false accusation is worse than a missed cheat: every correct variant, every mutant (their
-    bugs are honest mistakes) and every example passes, except the mutants that use a built-in."""
+    bugs are honest mistakes), every example and every real-code fixture passes. The mutants that
+    lose rule points, and real code that calls a built-in, may be flagged for the built-in they use,
+    never for code that hides what it calls (tests/test_grading_variants.py proves they lose the rule)."""
     folders, rule_mutants = every_kit_submission(tmp_path)
     accused = {}
     for label, folder in folders.items():
@@ -306,8 +309,10 @@ def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
                 found += submit.find_forbidden_calls(path.read_text(), name) if path.exists() else []
             except SyntaxError:
                 continue  # examples/crashes: a file that does not parse is reported as such
-        if label.split("/")[-1] in rule_mutants:
-            assert found and all(v.kind == "builtin" for v in found), f"{label} uses a built-in: {found}"
+        may_use_builtin = label.startswith("real_code/") or label.split("/")[-1] in rule_mutants
+        if may_use_builtin:
+            hidden = [v.message for v in found if v.kind != "builtin"]
+            assert not hidden, f"{label} is flagged for hiding calls it does not hide: {hidden}"
         elif found:
             accused[label] = [v.message for v in found]
     assert len(folders) > 50 and not accused, f"honest code flagged by the scanner: {accused}"

@@ -65,7 +65,11 @@ def test_no_builtin_attention_at_run_time(student, reference):
     for target, args, request in (
             ("attention.scaled_dot_product_attention", (q, k, v, mask), {}),
             ("mha.MultiHeadAttention", (query, key, value, mha_mask), {"init": {"args": [16, 4]}, "state": state})):
-        used |= set(_require_written(student, target.split(".")[0] + ".py", target, *args, **request).forbidden)
+        outcome = _require_written(student, target.split(".")[0] + ".py", target, *args, **request)
+        if getattr(outcome, "rule", False) and not outcome.forbidden:  # code that hides what it calls
+            fail(f"running {target.split('.', 1)[1]}", outcome.message.splitlines()[0],
+                 "the lab asks you to build attention yourself, in code the grader can read")
+        used |= set(outcome.forbidden)
     if used:
         fail("running scaled_dot_product_attention and MultiHeadAttention", f"called {', '.join(sorted(used))}",
              "the lab asks you to build attention yourself")
