@@ -34,6 +34,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # also run as a script (the namespace's init)
+from autograder import cgroups  # noqa: E402
+
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attention-kit"
 BASE = CACHE / "bookworm-minbase"
 MIRROR = "http://deb.debian.org/debian"
@@ -52,7 +55,7 @@ def unavailable():
             return f"needs {tool} (Debian: util-linux / libcap2-bin)"
     if not BASE.is_dir() and not shutil.which("debootstrap"):
         return "needs debootstrap (Debian package debootstrap) to build the clean image"
-    if memory_cgroup_parent() is None:
+    if cgroups.parent_folders()[0] is None:
         return "needs a writable memory cgroup (v1 memory controller or cgroup v2 with memory)"
     return None
 
@@ -171,9 +174,10 @@ class Image:
 
     def run(self, argv, cwd="/", env=None, drop_sys_admin=False, memory=None, timeout=600, watch=None):
         """Run ``argv`` in the image in a new PID and mount namespace; see the module doc."""
-        cgroup = make_memory_cgroup(memory) if memory else None
+        # A container's limit is on memory alone: the process count is left as good as unlimited.
+        cgroup = cgroups.create(memory, 1 << 20, prefix="attention-kit-gradescope-") if memory else None
         spec = {"root": str(self.root), "argv": argv, "cwd": cwd, "env": env or {}, "drop_sys_admin": drop_sys_admin,
-                "cgroup_procs": str(cgroup / "cgroup.procs") if cgroup else None, "timeout": timeout, "watch": watch}
+                "cgroup_procs": cgroup.procs if cgroup else [], "timeout": timeout, "watch": watch}
         with tempfile.NamedTemporaryFile("w+", suffix=".json") as report:
             spec["report"] = report.name
             try:
@@ -182,72 +186,24 @@ class Image:
                                      capture_output=True, text=True, timeout=timeout + 60)
                 data = json.loads(Path(report.name).read_text() or "{}")
             finally:
-                peak, kills = read_memory_cgroup(cgroup) if cgroup else (0, 0)
+                peak, kills = (cgroup.peak_memory() or 0, oom_kills(cgroup)) if cgroup else (0, 0)
                 if cgroup:
-                    remove_cgroup(cgroup)
+                    cgroup.remove()
         return Outcome(data.get("returncode", run.returncode), data.get("output", run.stdout + run.stderr),
                        peak, kills, data.get("survivors", []), data.get("late_change", False))
 
 
-# --- memory cgroups (v1 on this machine, v2 elsewhere) -----------------------------------------
+# --- the container's memory cgroup: autograder.cgroups, plus the OOM-kill count ---------------
 
-def _own_cgroup(controller):
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            _, names, path = line.rstrip("\n").split(":", 2)
-            if controller in names.split(","):
-                return path
-    return None
-
-
-def memory_cgroup_parent():
-    """(folder, version) where a child memory cgroup can be made, or None."""
-    v1 = _own_cgroup("memory")
-    if v1 is not None and Path(f"/sys/fs/cgroup/memory{v1}").is_dir():
-        folder = Path(f"/sys/fs/cgroup/memory{v1}")
-        return (folder, 1) if os.access(folder, os.W_OK) else None
-    v2 = _own_cgroup("")
-    for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        folder = Path(mount + (v2 or "/"))
-        controllers = folder / "cgroup.controllers"
-        if controllers.is_file() and "memory" in controllers.read_text().split() and os.access(folder, os.W_OK):
-            return folder, 2
-    return None
-
-
-def make_memory_cgroup(limit):
-    parent, version = memory_cgroup_parent()
-    folder = Path(tempfile.mkdtemp(prefix="attention-kit-gradescope-", dir=parent))
-    if version == 1:
-        (folder / "memory.limit_in_bytes").write_text(str(limit))
-        swap = folder / "memory.memsw.limit_in_bytes"
-        if swap.exists():
-            swap.write_text(str(limit))  # no swapping past the limit either
-    else:
-        (folder / "memory.max").write_text(str(limit))
-        (folder / "memory.swap.max").write_text("0")
-    return folder
-
-
-def read_memory_cgroup(folder):
-    """(peak bytes, OOM kills) of a cgroup."""
-    if (folder / "memory.max_usage_in_bytes").exists():
-        peak = int((folder / "memory.max_usage_in_bytes").read_text())
-        control = (folder / "memory.oom_control").read_text()
-    else:
-        peak = int((folder / "memory.peak").read_text())
-        control = (folder / "memory.events").read_text()
-    kills = next((int(line.split()[1]) for line in control.splitlines() if line.startswith("oom_kill ")), 0)
-    return peak, kills
-
-
-def remove_cgroup(folder):
-    for _ in range(50):  # the namespace's processes are gone, but the kernel may still be freeing them
-        try:
-            folder.rmdir()
-            return
-        except OSError:
-            time.sleep(0.1)
+def oom_kills(cgroup):
+    """Processes the cgroup's OOM killer ended."""
+    folder = cgroup.folders["memory"]
+    name = "memory.oom_control" if cgroup.version == 1 else "memory.events"
+    try:
+        lines = (folder / name).read_text().splitlines()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in lines if line.startswith("oom_kill ")), 0)
 
 
 # --- the init process inside the namespace ---------------------------------------------------
@@ -292,12 +248,8 @@ def _init(spec):
         command = ["capsh", f"--chroot={root}", "--drop=cap_sys_admin", "--", "-c", inner]
     else:
         command = ["chroot", root, "/bin/bash", "-c", inner]
-    procs = spec["cgroup_procs"]
-
     def join_cgroup():
-        if procs:
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
+        cgroups.join(spec["cgroup_procs"])
 
     with tempfile.TemporaryFile("w+") as output:
         try:
