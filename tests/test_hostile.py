@@ -516,19 +516,51 @@ def test_the_child_holds_only_its_protocol_descriptors(run):
     assert str(run.base) not in "".join(held.values()), "a descriptor the grader inherited reached the child"
 
 
+def most_held_at_once(printed):
+    """Per call, the most MiB the payload's processes held at the same moment. Only a process that
+    reported both HELD and KEPT counts: one the OOM killer took after HELD held its memory briefly and
+    gave it back, which is the limit working, not failing."""
+    since = {pid: (call, int(mib), float(t)) for call, pid, mib, t in
+             re.findall(r"^HELD (call\d+) (\d+) (\d+) ([\d.]+)$", printed, re.MULTILINE)}
+    until = {pid: float(t) for _, pid, _, t in
+             re.findall(r"^KEPT (call\d+) (\d+) (\d+) ([\d.]+)$", printed, re.MULTILINE)}
+    intervals = {}  # call -> [(start, end, MiB)]
+    for pid, (call, mib, start) in since.items():
+        if pid in until:
+            intervals.setdefault(call, []).append((start, until[pid], mib))
+    most = {}
+    for call, spans in intervals.items():
+        # The sum at once peaks at some interval's start: check each start against every span.
+        most[call] = max(sum(mib for s, e, mib in spans if s <= start <= e) for start, _, _ in spans)
+    return since, most
+
+
 def test_a_submissions_processes_share_one_memory_limit(run):
     """Three processes of one submission, each under the per-process limit, must not together hold more
     than the submission's limit: where the grader can make a cgroup, they share it."""
     containment = run.results("memory_split")["extra_data"]["containment"]
     if "cgroup-memory" not in containment:
         pytest.skip(f"no cgroup here ({containment}): limits are per process, as the report says")
-    held = {}  # call -> MiB its processes held at once
-    for call, mib in re.findall(r"^HELD (call\d+) \d+ (\d+)$", run.printed("memory_split"), re.MULTILINE):
-        held[call] = held.get(call, 0) + int(mib)
-    assert held, f"no process of the payload held anything:\n{run.printed('memory_split')[:500]}"
+    since, most = most_held_at_once(run.printed("memory_split"))
+    assert since, f"no process of the payload held anything:\n{run.printed('memory_split')[:500]}"
+    assert most, f"no process of the payload kept its memory to the end:\n{run.printed('memory_split')[:500]}"
     limit = 512
-    over = {call: mib for call, mib in held.items() if mib >= limit}
+    over = {call: mib for call, mib in most.items() if mib >= limit}
     assert not over, f"the submission's processes held more than its {limit} MiB limit at once: {over} MiB"
+
+
+def test_memory_held_at_once_counts_only_overlapping_survivors():
+    """The measure above must be able to fail: two survivors holding 300 MiB over overlapping
+    intervals are 600 MiB at once; a process killed after HELD, or one that held later, does not add."""
+    printed = "\n".join([
+        "HELD call1 10 300 1.000", "KEPT call1 10 300 4.000",
+        "HELD call1 11 300 1.200", "KEPT call1 11 300 4.200",
+        "HELD call1 12 300 1.400",  # killed: never KEPT
+        "HELD call2 20 300 1.000", "KEPT call2 20 300 2.000",
+        "HELD call2 21 300 3.000", "KEPT call2 21 300 4.000",
+    ])
+    _, most = most_held_at_once(printed)
+    assert most == {"call1": 600, "call2": 300}
 
 
 def test_a_submission_cannot_fill_the_disk(run):
