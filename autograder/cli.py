@@ -79,20 +79,26 @@ def _grade(sources, out_dir, args, started):
                 f"{exposed[0]} is readable by other users: `chmod o-rwx` it, or grade where namespaces or "
                 "Landlock work")
 
-    from autograder.batch import Progress, grade_all
-    from autograder.config import load_config
-    from autograder.runner import Engine
+    from autograder.zygote import Zygote
 
-    config = load_config()
-    if args.call_timeout:
-        config = dataclasses.replace(config, call_seconds=args.call_timeout)
-    engine = Engine(config, level=level, layers=layers)
-    progress = Progress()
+    # Before this process imports torch: the zygote's torch import then runs beside ours, on the other core.
+    zygote = Zygote(level, layers=layers)
     try:
-        outcome = grade_all(engine, sources, out_dir, jobs=args.jobs, force=args.force, progress=progress)
+        from autograder.batch import Progress, grade_all
+        from autograder.config import load_config
+        from autograder.runner import Engine
+
+        config = load_config()
+        if args.call_timeout:
+            config = dataclasses.replace(config, call_seconds=args.call_timeout)
+        engine = Engine(config, level=level, layers=layers, zygote=zygote)
+        progress = Progress()
+        try:
+            outcome = grade_all(engine, sources, out_dir, jobs=args.jobs, force=args.force, progress=progress)
+        finally:
+            progress.stop()
     finally:
-        progress.stop()
-        engine.close()
+        zygote.stop()
     print_table(outcome, out_dir, engine.level, time.monotonic() - started)
     if outcome.grader_errors:
         failed = ", ".join(clean(e) for e in outcome.grader_errors)

@@ -147,20 +147,26 @@ def _write_atomic(path, text):
 
 
 def grade_submission(root, metadata):
-    from autograder import report
-    from autograder.batch import grade_forked
-    from autograder.config import load_config
-    from autograder.discover import Submitter
-    from autograder.runner import Engine
-    from autograder.sandbox import kill_sandbox_users
+    from autograder import isolation
+    from autograder.zygote import Zygote
 
-    config = load_config()
-    engine = Engine(config)
+    # Before this process imports torch: the zygote's torch import then runs beside ours, on the other core.
+    level = isolation.requested_level() or isolation.detect_level()
+    layers = isolation.detect_layers(level)
+    zygote = Zygote(level, layers=layers)
     try:
+        from autograder import report
+        from autograder.batch import grade_forked
+        from autograder.config import load_config
+        from autograder.discover import Submitter
+        from autograder.runner import Engine
+
+        config = load_config()
+        engine = Engine(config, level=level, layers=layers, zygote=zygote)
         record = grade_forked(engine, submission_path(os.path.join(root, "submission")))
     finally:
-        engine.close()
-        kill_sandbox_users(engine.zygote)  # a daemon that escaped its process group dies before we write
+        zygote.stop()
+        zygote.kill_sandbox_users()  # a daemon that escaped its process group dies before we write
     if record.get("grader_error"):
         raise RuntimeError(record["grader_error"])
     # The SID only: a Gradescope user id is not a student ID and must never stand in for one.

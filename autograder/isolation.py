@@ -20,6 +20,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -396,3 +397,29 @@ def _try_layer(level, layer):
         return in_throwaway_child(works)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+# --- killing a sandbox uid's processes (uid level, root only) -----------------------------------
+
+def process_uids():
+    """The owner of every process this one can see."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            yield os.stat(f"/proc/{pid}").st_uid
+        except OSError:
+            pass
+
+
+def kill_all_of_uid(uid):
+    """Without a PID namespace, a child can escape its process group; its uid cannot."""
+    if os.getuid() != 0 or uid == 0:
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)

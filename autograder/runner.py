@@ -1,8 +1,8 @@
 """Grade one submission: stage it, run the hidden suite against a sandbox, return plain results.
 
-The order of start-up matters. ``Engine()`` imports torch and the probes, then forks the
-zygote, and only then loads the reference and the hidden tests: children are forked from the
-zygote and so never hold a copy of the expected values.
+The order of start-up matters for speed. The zygote (``zygote.Zygote``) is started before this
+process imports torch, best by the command itself (``Engine(zygote=...)``), so that both import
+torch at once; then the engine loads the reference and the hidden tests.
 """
 import contextlib
 import gc
@@ -13,6 +13,7 @@ import tempfile
 import time
 
 from autograder import isolation, sandbox
+from autograder.zygote import Zygote
 from autograder.stage import stage
 
 KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,7 +29,8 @@ PYTEST_ARGS = ["-q", "--tb=no", "--disable-plugin-autoload", "-p", "no:cacheprov
 class Engine:
     """The warm state shared by every submission of a run."""
 
-    def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS, layers=None):
+    def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS, layers=None, zygote=None):
+        """``zygote``: one the caller started early (with the same level and layers), else one is started here."""
         from autograder.config import load_config
 
         self.config = config or load_config()
@@ -36,8 +38,7 @@ class Engine:
         self.level = level or sandbox.requested_level() or sandbox.detect_level()
         self.tests_dir = tests_dir
         self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)
-        # Started first: the zygote imports torch in its own fresh interpreter while this process does.
-        self.zygote = sandbox.Zygote(self.level, hidden=[KIT_ROOT], layers=self.layers)
+        self.zygote = zygote or Zygote(self.level, layers=self.layers)
         sandbox.warm_up()
         self._preload_tests()
         # Everything loaded so far lives for the whole run. Frozen, the garbage collector never
@@ -102,7 +103,7 @@ def standalone_student(path):
     if not os.path.exists(path):
         raise SystemExit(f"--submission: no such file or folder: {path}")
     level = sandbox.requested_level() or sandbox.detect_level()
-    zygote = sandbox.Zygote(level, hidden=[KIT_ROOT], layers=isolation.detect_layers(level))
+    zygote = Zygote(level, layers=isolation.detect_layers(level))
     sandbox.warm_up()
     scratch = tempfile.mkdtemp(prefix="ag-sub-")
     os.chmod(scratch, 0o711)

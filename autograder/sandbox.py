@@ -8,8 +8,8 @@ Process tree::
                                                                                       private root, dropped privileges,
                                                                                       imports the student's files
 
-The zygote is forked before the grader imports the reference or the tests, so a child that
-walks ``gc`` or stack frames finds nothing to copy. A child answers probe requests over pipes
+The zygote is a fresh interpreter started by ``zygote.Zygote``, never a fork of the grader, so a
+child that walks ``gc`` or stack frames finds nothing of the class, the reference or the tests. A child answers probe requests over pipes
 (see ``wire``); its stdout and stderr go to a third pipe that the grader drains and caps.
 """
 import array
@@ -52,88 +52,8 @@ class OutOfTurn(ChildDied):
 
 # --- the zygote ----------------------------------------------------------------------------
 
-# What a zygote (and so every child) sees of the environment: nothing of the instructor's or
-# Gradescope's, only what the runtime needs. OPENBLAS_* describe this machine's processor, where
-# older OpenBLAS builds need them to compute right.
-ENV_PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-_ZYGOTE_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandbox import zygote_main; zygote_main()"
-
-
-def child_environment():
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    env.update({k: os.environ[k] for k in ENV_PASSED_THROUGH if k in os.environ})
-    return env
-
-
-class Zygote:
-    """A fresh interpreter that holds torch and the probes, and forks sandboxed children on request.
-
-    It is exec'd, not forked from the grader: it starts with none of the grader's memory (the class
-    roster, submission paths, Gradescope's metadata), no inherited descriptor but its socket, and an
-    allow-listed environment. It imports torch while the grader loads the reference and the suite.
-    """
-
-    def __init__(self, level, hidden=(), layers=()):
-        import subprocess
-        import tempfile
-
-        self.level, self.hidden, self.layers = level, list(hidden), list(layers)
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        settings = json.dumps({"fd": theirs.fileno(), "level": level, "hidden": self.hidden, "layers": self.layers})
-        self.log = tempfile.TemporaryFile()  # the zygote's own errors, for a grader error message
-        kit = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        self.process = subprocess.Popen(
-            [sys.executable, "-E", "-s", "-B", "-c", _ZYGOTE_BOOT, kit, settings], pass_fds=(theirs.fileno(),),
-            env=child_environment(), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
-        theirs.close()
-        self.pid = self.process.pid
-        self.uid_block = isolation.sandbox_uid_block(self.pid)
-        self.children_started = {}  # slot -> children started so far, in this process
-
-    def failure(self):
-        """The zygote's last words, if it died (for a grader error)."""
-        if self.process.poll() is None:
-            return None
-        self.log.seek(0)
-        tail = self.log.read()[-1500:].decode("utf-8", "replace").strip()
-        return f"the sandbox's zygote exited ({self.process.returncode}): {tail or 'no message'}"
-
-    def next_uid(self, slot=0):
-        """A uid no running child has: the next of this slot's (see ``isolation.sandbox_uid``).
-
-        Called before the child's folder is made, which is then owned by that uid alone."""
-        serial = self.children_started.get(slot, 0)
-        self.children_started[slot] = serial + 1
-        return isolation.sandbox_uid(self.uid_block, slot, serial)
-
-    def spawn(self, submission_dir, mode, limits, uid, cgroup_procs=()):
-        """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``), in the
-        submission's cgroup when there is one (``cgroups.SubmissionCgroup.procs``); returns a ``Child``."""
-        request_r, request_w = os.pipe()
-        response_r, response_w = os.pipe()
-        output_r, output_w = os.pipe()
-        status_r, status_w = os.pipe()
-        config = {"dir": submission_dir, "mode": mode, "uid": uid, "cgroups": list(cgroup_procs),
-                  "memory_mb": limits.memory_mb,
-                  "max_processes": limits.max_processes, "cpu_seconds": limits.cpu_seconds}
-        fds = [request_r, response_w, output_w, status_w]
-        socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
-        for fd in fds:
-            os.close(fd)
-        return Child(request_w, response_r, output_r, status_r, limits, self.level, uid)
-
-    def stop(self):
-        try:
-            self.sock.close()
-            self.process.kill()
-            self.process.wait()
-        except (OSError, ChildProcessError):
-            pass
-
-
 def zygote_main():
-    """The zygote's own process (exec'd by ``Zygote``): warm up, then fork a waiter per request."""
+    """The zygote's own process (exec'd by ``zygote.Zygote``): warm up, then fork a waiter per request."""
     settings = json.loads(sys.argv[2])
     sock = socket.socket(fileno=settings["fd"])
     from autograder import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)
@@ -444,7 +364,7 @@ class Child:
                 except OSError:
                     pass
         if self.level == "uid":
-            _kill_all_of_uid(self.uid)
+            isolation.kill_all_of_uid(self.uid)
 
     def close(self):
         """End the child (whatever it is doing) and release the pipes."""
@@ -473,43 +393,6 @@ def describe_status(status):
                 "SIGXCPU": " (CPU time limit)"}.get(name, "")
         return f"killed by {name}{hint}"
     return f"exited with status {os.WEXITSTATUS(status)}"
-
-
-def kill_sandbox_users(zygote):
-    """Final sweep before results are written, at the uid level (root only): no process of any of this
-    zygote's sandbox uids survives. Namespaces need no sweep: a PID namespace dies with its init."""
-    if zygote.level != "uid":
-        return
-    first, last = zygote.uid_block, zygote.uid_block + isolation.UIDS_PER_RUN
-    for _ in range(5):  # a process may fork while its uid is being swept; its uid's kill(-1) gets the fork
-        uids = {uid for uid in _process_uids() if first <= uid < last}
-        if not uids:
-            return
-        for uid in uids:
-            _kill_all_of_uid(uid)
-
-
-def _process_uids():
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            yield os.stat(f"/proc/{pid}").st_uid
-        except OSError:
-            pass
-
-
-def _kill_all_of_uid(uid):
-    """Without a PID namespace, a child can escape its process group; its uid cannot."""
-    if os.getuid() != 0 or uid == 0:
-        return
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
 
 
 def warm_up():

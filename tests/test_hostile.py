@@ -592,12 +592,13 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
     level's timeout kill, Gradescope's final sweep) would then kill the other run's children in the
     middle of a test, and RLIMIT_NPROC would count both runs' processes together."""
     from autograder import sandbox
+    from autograder.zygote import Zygote
 
     level = sandbox.requested_level() or sandbox.detect_level()
     zygotes, children = [], []
     try:
         for run_number in range(2):  # two runs, each grading its first submission in slot 0
-            zygote = sandbox.Zygote(level, hidden=[str(ROOT)])
+            zygote = Zygote(level, hidden=[str(ROOT)])
             zygotes.append(zygote)
             scratch = tmp_path / f"run{run_number}"
             scratch.mkdir(mode=0o755)

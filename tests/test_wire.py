@@ -22,6 +22,7 @@ import torch
 
 from autograder import replies, wire
 from autograder.sandbox import Child, ChildDied, Limits, OutOfTurn
+from autograder.zygote import Zygote
 
 CAP = Child.MAX_REPLY_BYTES
 
@@ -375,7 +376,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
         text = without_markers((SOLUTION / name).read_text())
         (folder / name).write_text(text + payload if name == "attention.py" else text)
     level = sandbox.requested_level() or sandbox.detect_level()
-    zygote = sandbox.Zygote(level, hidden=[str(ROOT)])
+    zygote = Zygote(level, hidden=[str(ROOT)])
     child = None
     try:
         uid = zygote.next_uid(slot=0)

@@ -1,0 +1,104 @@
+"""Start the zygote, the fresh interpreter that forks every sandboxed child, and ask it for children.
+
+This module imports no torch, so a command can start the zygote before its own process imports
+torch: the two imports, each about a second and a half, then run at once on two cores instead of
+one after the other. The zygote's own side (``zygote_main``) and the child's are in ``sandbox``.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+from autograder import isolation
+
+# What a zygote (and so every child) sees of the environment: nothing of the instructor's or
+# Gradescope's, only what the runtime needs. OPENBLAS_* describe this machine's processor, where
+# older OpenBLAS builds need them to compute right.
+ENV_PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandbox import zygote_main; zygote_main()"
+
+
+def child_environment():
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env.update({k: os.environ[k] for k in ENV_PASSED_THROUGH if k in os.environ})
+    return env
+
+
+class Zygote:
+    """A fresh interpreter that holds torch and the probes, and forks sandboxed children on request.
+
+    It is exec'd, not forked from the grader: it starts with none of the grader's memory (the class
+    roster, submission paths, Gradescope's metadata), no inherited descriptor but its socket, and an
+    allow-listed environment. It imports torch while the grader does.
+    """
+
+    def __init__(self, level, hidden=(isolation.KIT_ROOT,), layers=()):
+        self.level, self.hidden, self.layers = level, list(hidden), list(layers)
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        settings = json.dumps({"fd": theirs.fileno(), "level": level, "hidden": self.hidden, "layers": self.layers})
+        self.log = tempfile.TemporaryFile()  # the zygote's own errors, for a grader error message
+        self.process = subprocess.Popen(
+            [sys.executable, "-E", "-s", "-B", "-c", _BOOT, isolation.KIT_ROOT, settings], pass_fds=(theirs.fileno(),),
+            env=child_environment(), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        theirs.close()
+        self.pid = self.process.pid
+        self.uid_block = isolation.sandbox_uid_block(self.pid)
+        self.children_started = {}  # slot -> children started so far, in this process
+
+    def failure(self):
+        """The zygote's last words, if it died (for a grader error)."""
+        if self.process.poll() is None:
+            return None
+        self.log.seek(0)
+        tail = self.log.read()[-1500:].decode("utf-8", "replace").strip()
+        return f"the sandbox's zygote exited ({self.process.returncode}): {tail or 'no message'}"
+
+    def next_uid(self, slot=0):
+        """A uid no running child has: the next of this slot's (see ``isolation.sandbox_uid``).
+
+        Called before the child's folder is made, which is then owned by that uid alone."""
+        serial = self.children_started.get(slot, 0)
+        self.children_started[slot] = serial + 1
+        return isolation.sandbox_uid(self.uid_block, slot, serial)
+
+    def spawn(self, submission_dir, mode, limits, uid, cgroup_procs=()):
+        """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``), in the
+        submission's cgroup when there is one (``cgroups.SubmissionCgroup.procs``); returns a ``sandbox.Child``."""
+        from autograder.sandbox import Child  # imports torch (replies are tensors): not needed to start
+
+        request_r, request_w = os.pipe()
+        response_r, response_w = os.pipe()
+        output_r, output_w = os.pipe()
+        status_r, status_w = os.pipe()
+        config = {"dir": submission_dir, "mode": mode, "uid": uid, "cgroups": list(cgroup_procs),
+                  "memory_mb": limits.memory_mb,
+                  "max_processes": limits.max_processes, "cpu_seconds": limits.cpu_seconds}
+        fds = [request_r, response_w, output_w, status_w]
+        socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
+        for fd in fds:
+            os.close(fd)
+        return Child(request_w, response_r, output_r, status_r, limits, self.level, uid)
+
+    def kill_sandbox_users(self):
+        """Final sweep before results are written, at the uid level (root only): no process of any of
+        this zygote's sandbox uids survives. Namespaces need no sweep: a PID namespace dies with its init."""
+        if self.level != "uid":
+            return
+        first, last = self.uid_block, self.uid_block + isolation.UIDS_PER_RUN
+        for _ in range(5):  # a process may fork while its uid is being swept; its uid's kill(-1) gets the fork
+            uids = {uid for uid in isolation.process_uids() if first <= uid < last}
+            if not uids:
+                return
+            for uid in uids:
+                isolation.kill_all_of_uid(uid)
+
+    def stop(self):
+        try:
+            self.sock.close()
+            self.process.kill()
+            self.process.wait()
+        except (OSError, ChildProcessError):
+            pass
