@@ -77,3 +77,28 @@ def test_a_single_matrix_needs_no_name():
     figure = matrix_figure("weights", expected, expected * 2)
     assert "where" not in figure
     assert pictures.text_heatmap(figure).startswith("weights, 3x3 matrix (rows")
+
+
+def test_the_worst_matrix_is_found_among_any_number_of_leading_dims():
+    expected = torch.zeros(2, 3, 4, 2, 2)
+    got = expected.clone()
+    got[1, 0, 3, 1, 0] = 1.0
+    figure = matrix_figure("output", expected, got)
+    assert figure["where"] == "index (1, 0, 3)"
+    assert figure["got"] == got[1, 0, 3].double().tolist()
+
+
+def test_finding_the_worst_matrix_never_imports_sympy():
+    """torch.unravel_index imports sympy on first use: 0.45 s in every forked grader that draws a
+    failing submission's heatmap, which is most of a batch."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = ("import sys, torch; from autograder.compare import matrix_figure; "
+             "e = torch.zeros(2, 3, 4, 4); g = e.clone(); g[1, 2, 0, 0] = 1.0; "
+             "assert matrix_figure('weights', e, g)['where'] == 'batch 1, head 2'; "
+             "print('sympy' in sys.modules)")
+    printed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                             cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    assert printed == "False", "drawing the worst matrix imported sympy into the grader"
