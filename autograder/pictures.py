@@ -95,23 +95,29 @@ def png_heatmap(figure):
         cmap = _colormap(cmap)
         ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, extent=(x0, x0 + cols, rows, 0), interpolation="nearest")
         ax.add_patch(_frame(x0, cols, rows))
-        ax.text(x0 + cols / 2, -0.4, title, ha="center", va="bottom", fontsize=10)
+        _label(ax, x0 + cols / 2, -0.4, title, ha="center", va="bottom", fontsize=10)
         for j in range(cols):
-            ax.text(x0 + j + 0.5, rows + 0.15, str(j), ha="center", va="top", fontsize=8)
-        ax.text(x0 + cols / 2, rows + 0.9, "key j" if weights else "column j", ha="center", va="top", fontsize=8)
+            _label(ax, x0 + j + 0.5, rows + 0.15, str(j), ha="center", va="top", fontsize=8)
+        _label(ax, x0 + cols / 2, rows + 0.9, "key j" if weights else "column j", ha="center", va="top", fontsize=8)
         for i, j in zip(*np.nonzero(~np.isfinite(matrix))):
-            ax.text(x0 + j + 0.5, i + 0.5, NAN, ha="center", va="center", fontsize=7)
+            _label(ax, x0 + j + 0.5, i + 0.5, NAN, ha="center", va="center", fontsize=7)
         if k:  # expected and got share one scale, so one colour ramp for both
             _colour_ramp(ax, x0 + cols + 0.3, rows, cmap, vmin, vmax)
     for i in range(rows):
-        ax.text(-0.2, i + 0.5, str(i), ha="right", va="center", fontsize=8)
-    ax.text(-1.0, rows / 2, "query i" if weights else "row i", ha="right", va="center", rotation=90, fontsize=8)
+        _label(ax, -0.2, i + 0.5, str(i), ha="right", va="center", fontsize=8)
+    _label(ax, -1.0, rows / 2, "query i" if weights else "row i", ha="right", va="center", rotation=90, fontsize=8)
     note = "  (magenta '?' = NaN or inf)" if not np.isfinite(np.concatenate([expected, got])).all() else ""
-    fig.suptitle(f"{figure['what']}: {rows}x{cols} matrix{_which(figure)}{note}", fontsize=11)
+    fig.suptitle(f"{figure['what']}: {rows}x{cols} matrix{_which(figure)}{note}", fontsize=11, parse_math=False)
     return _png(canvas)
 
 
 GAP = 3.5  # cells after each panel: room for a colour ramp and its labels
+
+
+def _label(ax, x, y, text, **style):
+    """Plain text at (x, y): never parsed as mathtext (a label is no formula, and skipping the parse
+    makes a heatmap about 15% faster: every failing submission of a batch draws four)."""
+    return ax.text(x, y, text, parse_math=False, **style)
 
 
 def _cells_axes(width, height, cell):
@@ -140,7 +146,7 @@ def _colour_ramp(ax, x0, rows, cmap, low, high):
     ax.add_patch(_frame(x0, 0.5, rows))
     labels = [(0, high), (rows / 2, (low + high) / 2), (rows, low)] if rows >= 3 else [(0, high), (rows, low)]
     for y, value in labels:
-        ax.text(x0 + 0.7, y, f"{value:.3g}", va="center", fontsize=8)
+        _label(ax, x0 + 0.7, y, f"{value:.3g}", va="center", fontsize=8)
 
 
 def score_histogram_png(scores, max_score):
