@@ -417,9 +417,19 @@ def kill_all_of_uid(uid):
     pid = os.fork()
     if pid == 0:
         try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
+            become_and_kill_all(uid)
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def become_and_kill_all(uid):
+    """Become ``uid`` and SIGKILL every process it has (kill(-1) spares the caller). This process is
+    ``uid`` afterwards: a forked helper's, or a waiter's last act. True if the kill was sent."""
+    if os.getuid() != 0 or uid == 0:
+        return False
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    os.kill(-1, signal.SIGKILL)
+    return True

@@ -95,7 +95,10 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
         os.close(request_r), os.close(response_w), os.close(output_w)
         os.write(status_w, json.dumps({"pid": pid}).encode() + b"\n")
         _, status = os.waitpid(pid, 0)
-        os.write(status_w, json.dumps({"status": status}).encode() + b"\n")
+        # At the uid level, what the child started outside its process group dies here, by this
+        # process that exists anyway, not by a fork of the (much larger) grader for every child.
+        swept = level == "uid" and isolation.become_and_kill_all(uid)
+        os.write(status_w, json.dumps({"status": status, "swept": swept}).encode() + b"\n")
     except BaseException as err:  # a failure here is the grader's, not the student's
         try:
             os.write(status_w, json.dumps({"setup_error": f"{type(err).__name__}: {err}"}).encode() + b"\n")
@@ -193,6 +196,7 @@ class Child:
         self.status_lines = b""
         self.status_eof = False
         self.exit_status = None
+        self.swept = False  # the waiter killed every process of the child's uid (uid level)
         self.dead = None
         self.seq = 0  # requests sent so far; a reply must carry its request's number
         self.reader = wire.Reader(self.MAX_REPLY_BYTES, self.MAX_REPLY_HEADER_BYTES)
@@ -346,6 +350,7 @@ class Child:
                 self.pid = info["pid"]
             elif "status" in info:
                 self.exit_status = info["status"]
+                self.swept = info.get("swept") is True
                 self.dead = describe_status(info["status"])
             elif "setup_error" in info:
                 self.dead = f"grader error: the sandbox could not start ({info['setup_error']})"
@@ -356,20 +361,21 @@ class Child:
             self._pump([self.status_r, self.output_r], deadline)
 
     def kill(self):
-        """Kill the child and everything it started."""
+        """Kill the child and its process group (at the namespaces level: everything it started).
+        At the uid level, ``close`` then makes sure no process of the child's uid survives."""
         if self.pid:
             for target in (self.pid, -self.pid):  # PID-namespace init, then its process group
                 try:
                     os.kill(target, signal.SIGKILL)
                 except OSError:
                     pass
-        if self.level == "uid":
-            isolation.kill_all_of_uid(self.uid)
 
     def close(self):
-        """End the child (whatever it is doing) and release the pipes."""
+        """End the child (whatever it is doing), and everything it started, and release the pipes."""
         self.kill()
         self._collect_death(time.monotonic() + 5)
+        if self.level == "uid" and not self.swept:  # the waiter did not say it killed the uid's processes
+            isolation.kill_all_of_uid(self.uid)
         for fd in (self.request_w, self.response_r, self.output_r, self.status_r):
             if fd is not None:
                 try:

@@ -1,6 +1,8 @@
 """Shared fixtures of the kit's own tests."""
 import importlib
+import shutil
 import sys
+import tempfile
 from collections import namedtuple
 from pathlib import Path
 
@@ -44,3 +46,12 @@ def run_grader(*args, timeout=600):
 
     return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def open_tmp():
+    """A temporary folder a sandbox uid can enter (pytest's tmp_path sits in a root-only folder)."""
+    path = Path(tempfile.mkdtemp(prefix="kit-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -618,6 +618,58 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
         f"kill of that uid's processes also kills the other's sandboxes")
 
 
+DAEMON = """
+import os, time
+if os.fork() == 0:          # a daemon: its own session, so neither the child's pid nor its group reaches it
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(120)
+        os._exit(0)
+    os._exit(0)
+time.sleep(0.2)             # the daemon is running before the import answers
+"""
+
+
+def processes_of_uid(uid):
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if real_uid(pid) == uid and state != "Z":
+                alive.append(int(pid))
+        except (OSError, LookupError, IndexError):
+            pass
+    return alive
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the uid level needs root")
+def test_closing_a_uid_level_child_kills_the_daemons_it_started(open_tmp):
+    """At the uid level a daemon escapes the child's process group; closing the child must still leave
+    no process of its uid (the waiter sweeps the uid when the child dies; the grader if it could not)."""
+    from autograder import sandbox
+    from autograder.zygote import Zygote
+
+    zygote = Zygote("uid", hidden=[str(ROOT)])
+    try:
+        scratch = open_tmp / "sub"
+        scratch.mkdir(mode=0o755)
+        (scratch / "attention.py").write_text(DAEMON)
+        uid = zygote.next_uid(slot=0)
+        os.chown(scratch, uid, uid)
+        child = zygote.spawn(str(scratch), "student", sandbox.Limits(call_seconds=10), uid)
+        child.call({"import": "attention"})
+        started = processes_of_uid(uid)
+        assert len(started) >= 2, f"the payload did not start its daemon (uid {uid} has {started})"
+        child.close()
+        assert child.swept, "the waiter did not report that it killed the uid's processes"
+        deadline = time.monotonic() + 2  # SIGKILL is sent; the kernel may take a moment to reap
+        while processes_of_uid(uid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not processes_of_uid(uid), f"processes of uid {uid} outlived their child: {processes_of_uid(uid)}"
+    finally:
+        zygote.stop()
+
+
 def test_uid_level_without_landlock_refuses_when_the_kit_is_readable_by_others(tmp_path):
     """Without namespaces or Landlock, only file permissions keep student code out of the kit, the
     other submissions and the reports: where they are open to other users, grading must not start."""

@@ -7,15 +7,12 @@ never hold more than the reply cap in memory.
 """
 import json
 import os
-import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -350,15 +347,6 @@ def status_bytes(field):
         if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     raise LookupError(field)
-
-
-@pytest.fixture
-def open_tmp():
-    """A temporary folder a sandbox uid can enter (pytest's tmp_path sits in a root-only folder)."""
-    path = Path(tempfile.mkdtemp(prefix="test-wire-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
