@@ -543,7 +543,13 @@ def test_a_submissions_processes_share_one_memory_limit(run):
         pytest.skip(f"no cgroup here ({containment}): limits are per process, as the report says")
     since, most = most_held_at_once(run.printed("memory_split"))
     assert since, f"no process of the payload held anything:\n{run.printed('memory_split')[:500]}"
-    assert most, f"no process of the payload kept its memory to the end:\n{run.printed('memory_split')[:500]}"
+    if not most:
+        # Every holder died before it could say KEPT. Under the OOM killer one survives; on a machine
+        # so loaded that the call's time limit ran out first, there is nothing to measure.
+        feedback = run.feedback("memory_split")
+        if "did not finish within" in feedback or "timed out" in feedback:
+            pytest.skip("the payload's call timed out before any process could report its hold (a loaded machine)")
+        pytest.fail(f"no process of the payload kept its memory to the end:\n{run.printed('memory_split')[:500]}")
     limit = 512
     over = {call: mib for call, mib in most.items() if mib >= limit}
     assert not over, f"the submission's processes held more than its {limit} MiB limit at once: {over} MiB"
