@@ -30,13 +30,7 @@ import urllib.parse
 from collections import Counter
 
 from autograder import pictures
-from autograder.plugin import EXTRA_PARTS, PARTS
-
-PART_TITLES = {
-    "masks": "Masks", "attention": "Attention values", "gradients": "Gradients, dtypes, stability",
-    "mha_init": "MHA construction", "heads": "Head split/merge", "mha_forward": "MHA forward",
-    "rules": "From-scratch rule", "extra": "Extra credit", "other": "Other",
-}
+from autograder.parts import EXTRA_PARTS, PART_TITLES, PARTS, part_number
 OUTPUT_SHOWN = 4000
 MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each adds ~40-70 ms of CPU to grading the submission
 PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, gradients) stay text
@@ -87,7 +81,7 @@ def results_json(record, submitters=(), student_view=False):
     for result in record["tests"]:
         part = result["part"]
         counters[part] = counters.get(part, 0) + 1
-        number = f"{_part_number(part)}.{counters[part]}"
+        number = f"{part_number(part)}.{counters[part]}"
         tests.append({
             "name": result["name"],
             "number": number,
@@ -127,10 +121,6 @@ def results_json(record, submitters=(), student_view=False):
 
 def _all_points_visible(tests):
     return all(t["visibility"] == "visible" for t in tests if t["max_score"] > 0)
-
-
-def _part_number(part):
-    return PARTS.index(part) + 1 if part in PARTS else len(PARTS) + 1
 
 
 def _test_output(result):
@@ -229,7 +219,7 @@ def part_scores(results):
         part = test["tags"][0] if test["tags"] else "other"
         got, total = scores.get(part, (0.0, 0.0))
         scores[part] = (got + test["score"], total + test["max_score"])
-    return dict(sorted(scores.items(), key=lambda item: _part_number(item[0])))
+    return dict(sorted(scores.items(), key=lambda item: part_number(item[0])))
 
 
 # --- writing files ------------------------------------------------------------------------
