@@ -21,7 +21,7 @@ from autograder.inert_text import clean
 from autograder.parts import PART_TITLES
 from autograder.results import part_scores
 
-MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each adds ~40-70 ms of CPU to grading the submission
+MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each one is drawn in the submission's grading time
 PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, gradients) stay text
 LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
 
@@ -91,7 +91,7 @@ def _png_img(png, alt):
 def _overview_html(text):
     """The overview's markdown (paragraphs, "- " items, **bold**) as HTML, everything else escaped.
 
-    Written out rather than a markdown library: each forked grader would pay ~40 ms to import one."""
+    Written out rather than a markdown library: each forked grader would pay to import one."""
     blocks, items = [], []
     for block in text.split("\n\n") + [""]:
         # md_text's backslash escapes become the characters again; _e makes them inert here.
@@ -158,9 +158,9 @@ def _failure_html(test, result, drawn):
 
 
 def _figure_html(test, result, figure, drawn):
-    # PNGs only where a picture says most (masks and attention weights; the issue asks for those),
-    # once per named bug (the same mistake in eight tests looks the same eight times) and once per
-    # kind of unnamed failure in a part: each PNG costs ~40-70 ms of CPU.
+    # PNGs only where a picture says most (masks and attention weights), once per named bug (the
+    # same mistake in eight tests looks the same eight times) and once per kind of unnamed failure
+    # in a part: drawing a PNG is the costliest step of writing a report.
     mistake = result.get("mistake")
     key = (figure["what"], "bug", mistake) if mistake else (figure["what"], "part", result["part"])
     if figure["what"] not in PICTURED:
