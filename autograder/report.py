@@ -1,10 +1,10 @@
 """Writing the reports, by the trusted grader after the submission's processes are gone.
 
-Per submission ``results.json`` (Gradescope's schema, ``results``), ``feedback.md`` (``feedback``)
-and ``feedback.html`` (``html_pages``); per batch ``gradebook.csv`` and ``summary.md``
-(``classbook``) and ``summary.html``. Every file is written atomically (temp file, then rename):
-a batch killed halfway leaves whole reports or none, which is what makes re-running a batch
-resume it.
+For each submission ``results.json`` (built by ``results``), ``feedback.md`` (``feedback``) and
+``feedback.html`` (``html_pages``); for the batch ``gradebook.csv`` and ``summary.md``
+(``classbook``) and ``summary.html`` (``html_pages``). Every file is written atomically (temp
+file, then rename): a batch killed halfway leaves whole reports or none, which is what makes
+re-running a batch resume it.
 """
 import json
 import os
@@ -17,6 +17,7 @@ from autograder.results import results_json
 
 
 def write_atomic(path, text):
+    """Write ``text`` to ``path`` whole or not at all: a temp file beside it, then a rename."""
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
