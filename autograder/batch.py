@@ -17,6 +17,7 @@ import time
 import traceback
 
 from autograder import report
+from autograder.inert_text import clean
 from autograder.runner import grade_one
 
 
@@ -76,10 +77,8 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
             if progress:
                 progress.advance(source.id, finished[source.id])
     outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
-    report.write_atomic(os.path.join(out_dir, "gradebook.csv"), report.gradebook_csv(outcome.entries))
     renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
-    report.write_atomic(os.path.join(out_dir, "summary.md"), report.summary_markdown(outcome.entries, renamed))
-    report.write_atomic(os.path.join(out_dir, "summary.html"), report.summary_html(outcome.entries, out_dir, renamed))
+    report.write_class_files(out_dir, outcome.entries, renamed)
     return outcome
 
 
@@ -181,7 +180,7 @@ class Progress:
         if self.bar:
             from rich.markup import escape
 
-            shown = escape(report.clean(submission_id))  # rich reads markup in a description
+            shown = escape(clean(submission_id))  # rich reads markup in a description
             self.bar.update(self.task, advance=1, description=f"{shown}: {results['score']:g}")
 
     def stop(self):

@@ -115,7 +115,7 @@ def shown(submission_id):
 
 
 def clean(text):
-    from autograder.report import clean
+    from autograder.inert_text import clean
 
     return clean(text)
 
@@ -124,7 +124,8 @@ def print_table(outcome, out_dir, level, seconds):
     from rich.console import Console
     from rich.table import Table
 
-    from autograder.report import PART_TITLES, part_scores
+    from autograder.parts import PART_TITLES
+    from autograder.results import part_scores
 
     table = Table(title=f"Graded {len(outcome.graded)}, resumed {len(outcome.skipped)} "
                         f"({level} isolation, {seconds:.1f} s)")

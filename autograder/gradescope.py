@@ -155,10 +155,11 @@ def grade_submission(root, metadata):
     layers = isolation.detect_layers(level)
     zygote = Zygote(level, layers=layers)
     try:
-        from autograder import report
         from autograder.batch import grade_forked
         from autograder.config import load_config
         from autograder.discover import Submitter
+        from autograder.feedback import feedback_markdown
+        from autograder.results import results_json
         from autograder.runner import Engine
 
         config = load_config()
@@ -172,12 +173,12 @@ def grade_submission(root, metadata):
     # The SID only: a Gradescope user id is not a student ID and must never stand in for one.
     submitters = tuple(Submitter(str(u.get("name") or ""), str(u.get("email") or ""), str(u.get("sid") or ""))
                        for u in metadata.get("users", []) if isinstance(u, dict))
-    results = report.results_json(record, submitters, student_view=True)
+    results = results_json(record, submitters, student_view=True)
     results["stdout_visibility"] = config.stdout_visibility
     print(f"graded: {results['score']:g} / {results['extra_data']['max_score']:g} "
           f"({record['isolation']} isolation)", flush=True)
     # feedback.md stays in the results folder for the instructor: it states the total.
-    return results, report.feedback_markdown(record, report.results_json(record, submitters), submitters)
+    return results, feedback_markdown(record, results_json(record, submitters), submitters)
 
 
 def submission_path(folder):

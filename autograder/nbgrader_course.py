@@ -146,7 +146,7 @@ def part_points():
     """{part: points} of the hidden suite, in the lab's order, read from its markers (nothing runs)."""
     import pytest
 
-    from autograder.plugin import PARTS
+    from autograder.parts import PARTS
     from autograder.runner import HIDDEN_TESTS, PYTEST_ARGS, _quiet
 
     class Collector:
@@ -183,7 +183,7 @@ def graded_cell(part):
     """The graded cell of one part of `make grade`, worth its points (extra credit: 0, see nbgrader_grading)."""
     import nbformat
 
-    from autograder.report import PART_TITLES
+    from autograder.parts import PART_TITLES
 
     points = 0 if part == EXTRA_PART else part_points()[part]
     worth = f"up to {part_points()[part]:g} points above the 100" if part == EXTRA_PART else f"{points:g} points"

@@ -12,11 +12,10 @@ import sys
 
 import pytest
 
+from autograder.parts import part_index
 from autograder.student import StudentError
 
 KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules", "extra")
-EXTRA_PARTS = ("extra",)  # extra credit: points above the 100
 
 
 class GradingContext:
@@ -83,11 +82,11 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     """Report the parts in the lab's order, whatever the file names (the sort is stable)."""
-    def part_index(item):
+    def item_part_index(item):
         marker = item.get_closest_marker("part")
-        return PARTS.index(marker.args[0]) if marker and marker.args[0] in PARTS else len(PARTS)
+        return part_index(marker.args[0] if marker else None)
 
-    items.sort(key=part_index)
+    items.sort(key=item_part_index)
 
 
 @pytest.fixture(scope="session")

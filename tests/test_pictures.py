@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 import pytest
 from PIL import Image, ImageStat
 
-from autograder import pictures, report
+from autograder import classbook, html_pages, parts, pictures
 from autograder.discover import Submitter
 from conftest import ROOT, run_grader
 
@@ -190,7 +190,7 @@ def test_the_first_failed_mask_or_weights_test_is_drawn_as_a_png(graded, submiss
     outputs = {t["number"]: t["output"] for t in results(graded, submission)["tests"]}
     first = next(n for n in figure_tests(graded, submission) if re.search(r"^(mask|weights), \d+x\d+ matrix", outputs[n], re.M))
     assert '<img src="data:image/png;base64,' in sections(page)[first]
-    assert 1 <= page.count("<img") <= report.MAX_PICTURES
+    assert 1 <= page.count("<img") <= html_pages.MAX_PICTURES
 
 
 def test_the_pngs_in_feedback_html_are_real_pictures(graded):
@@ -208,7 +208,7 @@ def test_feedback_html_has_the_content_of_feedback_md(graded):
     page = (graded / "mask_bug" / "feedback.html").read_text()
     report_json = results(graded, "mask_bug")
     assert f"Score: {report_json['score']:g} / 100" in page
-    for title in report.PART_TITLES.values():
+    for title in parts.PART_TITLES.values():
         if title != "Other":
             assert title in page, f"part {title!r} missing from the table"
     for test in report_json["tests"]:
@@ -261,7 +261,7 @@ def test_summary_html_lists_a_submission_without_feedback_html_without_a_link(gr
     shutil.copytree(graded, out)
     (out / "stubs" / "feedback.html").unlink()
     entries = [(p.name, (), results(out, p.name)) for p in sorted(out.iterdir()) if p.is_dir()]
-    page = report.summary_html(entries, str(out))
+    page = html_pages.summary_html(entries, str(out))
     assert "stubs/feedback.html" not in page and "<td>stubs</td>" in page
 
 
@@ -285,7 +285,7 @@ def test_gradebook_has_one_row_per_student_with_email_and_sid_and_no_guessed_can
               Submitter("Alan Turing", "alan@example.edu", "T1912"))
     entries = [("123", people, {"score": 71.0, "extra_data": {"max_score": 100.0},
                                 "tests": [{"tags": ["masks"], "score": 4.0, "max_score": 12.0}]})]
-    rows = list(csv.DictReader(io.StringIO(report.gradebook_csv(entries))))
+    rows = list(csv.DictReader(io.StringIO(classbook.gradebook_csv(entries))))
     assert [(r["Student"], r["SIS User ID"], r["email"]) for r in rows] == [
         ("Ada Lovelace", "A1815", "ada@example.edu"), ("Alan Turing", "T1912", "alan@example.edu")]
     assert all(r["ID"] == "" and r["submission_id"] == "123" for r in rows), "Canvas's user id is never guessed"

@@ -16,7 +16,7 @@ import pytest
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from autograder import cli, report
+from autograder import classbook, cli, inert_text, report
 from autograder.discover import Submitter, discover
 from variant_builder import ROOT, build_reference
 
@@ -79,13 +79,13 @@ def test_feedback_html_escapes_student_text_under_a_csp(tmp_path):
 
 def test_a_fence_is_longer_than_any_backtick_run_inside():
     text = "a ````` b\n```\n"
-    fence = report.fenced(text).split("\n", 1)[0]
+    fence = inert_text.fenced(text).split("\n", 1)[0]
     assert set(fence) == {"`"} and len(fence) == 6
 
 
 def gradebook_rows(submitters, submission_id="s1"):
     results = {"score": 50.0, "tests": [], "extra_data": {"max_score": 100.0}}
-    text = report.gradebook_csv([(submission_id, submitters, results)])
+    text = classbook.gradebook_csv([(submission_id, submitters, results)])
     return list(csv.DictReader(io.StringIO(text)))
 
 
@@ -139,7 +139,7 @@ def test_unsafe_submission_names_are_renamed_once_and_said(tmp_path):
     assert len(set(ids)) == len(ids) == 6
     renamed = {s.renamed_from: s.id for s in sources if s.renamed_from is not None}
     assert set(renamed) == {"..", ".", ".hidden", "summary.md", "gradebook.csv"}, renamed
-    line = report.summary_markdown([], list(renamed.items()))
+    line = classbook.summary_markdown([], list(renamed.items()))
     assert "No submissions" in line  # no scores: nothing else to say
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from variant_builder import (CORRECT, EXTRA_VARIANTS, FILES, PARTS, SOLUTION, build_correct, build_mutant, build_reference,
+from autograder.parts import PARTS
+from variant_builder import (CORRECT, EXTRA_VARIANTS, FILES, SOLUTION, build_correct, build_mutant, build_reference,
                              correct_names, load_mutants)
 
 CHECKER = Path(__file__).resolve().parent / "variant_checker.py"

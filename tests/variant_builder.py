@@ -16,7 +16,6 @@ MUTANTS_FILE = VARIANTS / "mutants.yaml"
 CORRECT = VARIANTS / "correct"
 
 FILES = ("attention.py", "mha.py")
-PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules", "extra")
 # Correct variants that also write the extra credit (the others are correct core code that skips it).
 EXTRA_VARIANTS = ("tiled_einsum_reversed", "step_preallocated_cache")
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")

@@ -1,0 +1,74 @@
+"""The class files in markdown and CSV: gradebook.csv (ready to import into Canvas or Moodle) and
+summary.md (the score distribution and the tests the class fails most).
+"""
+import csv
+import io
+import statistics
+
+from autograder.inert_text import md_text, spreadsheet_cell
+from autograder.parts import PARTS
+from autograder.results import part_scores
+
+# Canvas's gradebook import needs these first, in this order; it finds each student by SIS User
+# ID, then SIS Login ID, then name, and offers every later column as an assignment. Moodle maps
+# any column, so the same file serves both (README: "Importing the gradebook").
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+
+
+def gradebook_csv(entries):
+    """One row per student (per submission when no names are known), ready for an LMS import."""
+    parts = [p for p in PARTS if any(p in part_scores(r) for _, _, r in entries)]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([*CANVAS_COLUMNS, "total", *parts, "max", "submission_id", "email"])
+    for submission_id, submitters, results in entries:
+        scores = part_scores(results)
+        per_part = [f"{scores.get(p, (0.0, 0.0))[0]:g}" for p in parts]
+        total, max_score = f"{results['score']:g}", f"{results['extra_data']['max_score']:g}"
+        for who in submitters or [None]:
+            # ID is Canvas's own user id, which the grader never knows: left empty, never guessed.
+            name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
+            name, sid, email, shown_id = map(spreadsheet_cell, (name, sid, email, submission_id))
+            writer.writerow([name, "", sid, email, "", total, *per_part, max_score, shown_id, email])
+    return buffer.getvalue()
+
+
+def pass_rates(entries):
+    """[((number, name, part), (passed, total))] over the class, the most failed test first."""
+    rates = {}
+    for _, _, results in entries:
+        for test in results["tests"]:
+            key = (test["number"], test["name"], test["tags"][0] if test["tags"] else "")
+            passed, total = rates.get(key, (0, 0))
+            rates[key] = (passed + (test["status"] == "passed"), total + 1)
+    return sorted(rates.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
+
+
+def summary_markdown(entries, renamed=()):
+    """Score distribution and which tests the class fails most; ``renamed``: (name, report id) pairs."""
+    scores = [r["score"] for _, _, r in entries]
+    lines = ["# Class summary", ""]
+    if not scores:
+        return "\n".join(lines + ["No submissions were graded.", ""])
+    max_score = entries[0][2]["extra_data"]["max_score"]
+    lines += [f"{len(scores)} submissions; mean {statistics.mean(scores):.1f}, median {statistics.median(scores):g}, "
+              f"min {min(scores):g}, max {max(scores):g} (out of {max_score:g}).", "", "## Score distribution", "",
+              "| Score | Submissions |", "|---|---|"]
+    for low in range(0, 100, 10):
+        count = sum(1 for s in scores if low <= s / max_score * 100 < low + 10 or (low == 90 and s == max_score))
+        lines.append(f"| {low}-{low + 9 if low < 90 else 100}% | {'#' * count} {count} |")
+    lines += ["", "## Pass rate per test (most failed first)", "", "| Test | Part | Passed |", "|---|---|---|"]
+    for (number, name, part), (passed, total) in pass_rates(entries):
+        lines.append(f"| {number} {name} | {part} | {passed}/{total} ({100 * passed / total:.0f}%) |")
+    errors = [sid for sid, _, r in entries if r["extra_data"].get("grader_error")]
+    if errors:
+        lines += ["", f"**Grader errors in: {', '.join(md_text(e) for e in errors)}** (re-run to retry them)."]
+    if renamed:
+        lines += ["", renamed_line(renamed, md_text)]
+    return "\n".join(lines) + "\n"
+
+
+def renamed_line(renamed, escape):
+    """One sentence: which submissions got another report folder name, and why."""
+    pairs = ", ".join(f"{escape(repr(old))} -> {escape(new)}" for old, new in renamed)
+    return f"Renamed (the name is not safe as a report folder, or is taken by a class file): {pairs}."

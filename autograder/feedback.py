@@ -1,0 +1,52 @@
+"""feedback.md: one submission's report for a person (parts, failures with their messages, and
+what the code printed), and the sentences it shares with feedback.html.
+"""
+import re
+
+from autograder.inert_text import fenced
+from autograder.parts import PART_TITLES
+from autograder.results import part_scores
+
+OUTPUT_SHOWN = 4000
+
+
+def feedback_markdown(record, results, submitters=()):
+    """A person's version of the report: parts, failures with their messages, and what the code printed."""
+    lines = ["# Attention from Scratch: feedback", "", results["output"], "", "| Part | Score |", "|---|---|"]
+    for part, (got, total) in part_scores(results).items():
+        lines.append(f"| {PART_TITLES.get(part, part)} | {got:g} / {total:g} |")
+    failures = [t for t in results["tests"] if t["status"] == "failed"]
+    if failures:
+        lines += ["", "## What to fix", ""]
+        for test in failures:
+            lines += [f"### {test['number']} {test['name']} (0 / {test['max_score']:g})", "", test["output"], ""]
+    notes = [t for t in results["tests"] if t["status"] == "passed" and t["output"]]
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {t['name']}: {t['output']}" for t in notes]
+    if record.get("output"):
+        lines += ["", "## What your code printed", "", fenced("\n".join(printed_output(record["output"])))]
+    lines += ["", f"_Sandbox: {sandbox_description(record)}; graded in "
+                  f"{record.get('execution_time', 0):.1f} s._", ""]
+    return "\n".join(lines)
+
+
+def sandbox_description(record):
+    """The isolation level and the confinement layers and limits that were in force."""
+    text = f"{record.get('isolation', 'unknown')} isolation"
+    layers = list(record.get("containment") or [])
+    if record.get("isolation") in ("uid", "rlimits") and not any(l.startswith(("landlock", "seccomp")) for l in layers):
+        layers.append("no Landlock or seccomp layer available")
+    if not any(l.startswith("cgroup") for l in layers):
+        layers.append("limits per process, no cgroup")
+    return f"{text} ({', '.join(layers)})"
+
+
+def printed_output(output):
+    """The start of what the submission printed, and how much more there was (the sandbox keeps 64 KiB)."""
+    dropped = sum(int(n) for n in re.findall(r"\[\.\.\. (\d+) more bytes of output not kept\]", output))
+    kept = re.sub(r"\n?\[\.\.\. \d+ more bytes of output not kept\]", "", output)
+    dropped += max(len(kept.encode()) - OUTPUT_SHOWN, 0)
+    lines = [kept[:OUTPUT_SHOWN]]
+    if dropped:
+        lines.append(f"[... {dropped} more bytes of output not kept; printing does not affect grading]")
+    return lines

@@ -1,0 +1,122 @@
+"""Gradescope's results.json for one graded submission, built from the grader's record of it.
+
+Each failed matrix comparison carries a text heatmap under its message (Gradescope shows no
+images). Standard library only: the schema can be built and tested without torch or pytest.
+"""
+import dataclasses
+
+from autograder import pictures
+from autograder.inert_text import fenced, md_text
+from autograder.parts import EXTRA_PARTS, part_number
+
+
+def results_json(record, submitters=(), student_view=False):
+    """The Gradescope results dict for one graded submission record.
+
+    ``student_view``: the ``output`` is shown to students at once, whatever the tests' visibility
+    (Gradescope's spec). While any test that carries points is not ``visible``, Gradescope hides the
+    student's total, so the output must not state it either, nor how many hidden tests passed.
+    """
+    tests = []
+    counters = {}
+    for result in record["tests"]:
+        part = result["part"]
+        counters[part] = counters.get(part, 0) + 1
+        number = f"{part_number(part)}.{counters[part]}"
+        tests.append({
+            "name": result["name"],
+            "number": number,
+            "score": result["points"] if result["passed"] else 0.0,
+            "max_score": result["points"],
+            "status": "passed" if result["passed"] else "failed",
+            "output": _test_output(result),
+            "output_format": "md",
+            "visibility": result["visibility"],
+            "tags": [part],
+            **({"extra_data": {"mistake": result["mistake"]}} if result.get("mistake") else {}),
+        })
+    score = round(sum(t["score"] for t in tests), 4)
+    # Extra credit counts in the score but not in the maximum: a full core is 100, extra goes above.
+    max_score = round(sum(t["max_score"] for t in tests if t["tags"][0] not in EXTRA_PARTS), 4)
+    extra = [t for t in tests if t["tags"][0] in EXTRA_PARTS]
+    grader_errors = [r["name"] for r in record["tests"] if r.get("grader_error")]
+    return {
+        "score": score,
+        "execution_time": record.get("execution_time", 0.0),
+        "output": overview(record, score, max_score, grader_errors, submitters, extra,
+                           reveal_total=not student_view or _all_points_visible(tests)),
+        "output_format": "md",
+        "test_output_format": "md",
+        "tests": tests,
+        "extra_data": {
+            "max_score": max_score,
+            "extra_credit": round(sum(t["score"] for t in extra), 4),
+            "extra_credit_max": round(sum(t["max_score"] for t in extra), 4),
+            "isolation": record.get("isolation", "unknown"),
+            "containment": list(record.get("containment", [])),
+            "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
+            "submitters": [dataclasses.asdict(s) for s in submitters],
+        },
+    }
+
+
+def _all_points_visible(tests):
+    return all(t["visibility"] == "visible" for t in tests if t["max_score"] > 0)
+
+
+def _test_output(result):
+    text = result["message"]
+    if not text or result["passed"]:
+        return text
+    if result.get("figure"):
+        text += "\n\n" + pictures.text_heatmap(result["figure"])
+    return fenced(text)
+
+
+def overview(record, score, max_score, grader_errors, submitters=(), extra=(), reveal_total=True):
+    """The top of the report: the score so far, stated so that nobody mistakes it for a final grade.
+
+    Without ``reveal_total`` it states only what the visible tests earned, as Gradescope shows students.
+    """
+    lines = []
+    if submitters:
+        lines.append("Submission of " + ", ".join(md_text(s.name) for s in submitters if s.name) + ".")
+    hidden = [r for r in record["tests"] if r["visibility"] != "visible"]
+    if not reveal_total:
+        shown = [r for r in record["tests"] if r["visibility"] == "visible"]
+        got = sum(r["points"] for r in shown if r["passed"])
+        lines.append(f"**Visible tests: {got:g} / {sum(r['points'] for r in shown):g} points, "
+                     f"{sum(1 for r in shown if r['passed'])} of {len(shown)} passed.** {len(hidden)} hidden tests "
+                     "also count; they and your total appear after the due date. A passing visible test does not "
+                     "mean a passing hidden test.")
+        return _overview_tail(lines, record, grader_errors)
+    bonus = ""
+    if extra:
+        bonus = (f" (including {sum(t['score'] for t in extra):g} of {sum(t['max_score'] for t in extra):g} "
+                 "extra-credit points)")
+    lines.append(f"**Score: {score:g} / {max_score:g}{bonus}.** This includes {len(hidden)} hidden tests whose "
+                 "details appear after the due date; a passing public test does not mean a passing hidden test.")
+    failed = sum(1 for r in record["tests"] if not r["passed"])
+    lines.append(f"{len(record['tests']) - failed} of {len(record['tests'])} tests passed.")
+    return _overview_tail(lines, record, grader_errors)
+
+
+def _overview_tail(lines, record, grader_errors):
+    for problem in record.get("problems", []):  # may name the submission's files and zip entries
+        lines.append(f"- {md_text(problem)}")
+    for event in dict.fromkeys(record.get("events", [])):  # each distinct event once, in order
+        lines.append(f"- {md_text(event)}")
+    if grader_errors or record.get("grader_error"):
+        lines.append("**The grader itself failed on part of this submission; your instructor has been told. "
+                     "Those tests are not counted against you yet.**")
+    return "\n\n".join(lines)
+
+
+def part_scores(results):
+    """{part: (points earned, points possible)} of a results dict, in the lab's order of parts."""
+    scores = {}
+    for test in results["tests"]:
+        part = test["tags"][0] if test["tags"] else "other"
+        got, total = scores.get(part, (0.0, 0.0))
+        scores[part] = (got + test["score"], total + test["max_score"])
+    return dict(sorted(scores.items(), key=lambda item: part_number(item[0])))
