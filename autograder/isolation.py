@@ -235,6 +235,12 @@ def _processes_of_this_uid():
 
 # --- choosing the level: no torch here, so the CLI can try it first, while a fork is cheap ---
 
+def choose_level():
+    """The level to grade at: the one AUTOGRADER_ISOLATION asks for (checked to work here), else the
+    strongest that works. Every command and test picks its level here."""
+    return requested_level() or detect_level()
+
+
 def requested_level():
     """AUTOGRADER_ISOLATION forces a weaker level (to test the fallbacks); unset means the strongest that works."""
     level = os.environ.get("AUTOGRADER_ISOLATION")

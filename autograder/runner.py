@@ -35,7 +35,7 @@ class Engine:
 
         self.config = config or load_config()
         self.limits = sandbox.Limits(call_seconds=self.config.call_seconds, memory_mb=self.config.memory_mb)
-        self.level = level or sandbox.requested_level() or sandbox.detect_level()
+        self.level = level or isolation.choose_level()
         self.tests_dir = tests_dir
         self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)
         self.zygote = zygote or Zygote(self.level, layers=self.layers)
@@ -102,7 +102,7 @@ def standalone_student(path):
 
     if not os.path.exists(path):
         raise SystemExit(f"--submission: no such file or folder: {path}")
-    level = sandbox.requested_level() or sandbox.detect_level()
+    level = isolation.choose_level()
     zygote = Zygote(level, layers=isolation.detect_layers(level))
     sandbox.warm_up()
     scratch = tempfile.mkdtemp(prefix="ag-sub-")

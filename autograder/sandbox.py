@@ -424,7 +424,3 @@ def warm_up():
     with probes.OpRecord("warm-up"):
         torch.softmax(x.detach(), dim=-1)
 
-
-# --- choosing the isolation level: in isolation.py, which does not import torch --------------
-
-requested_level, detect_level = isolation.requested_level, isolation.detect_level

@@ -591,10 +591,10 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
     not run student code as the same uid: killing "every process of the sandbox uid" (the uid
     level's timeout kill, Gradescope's final sweep) would then kill the other run's children in the
     middle of a test, and RLIMIT_NPROC would count both runs' processes together."""
-    from autograder import sandbox
+    from autograder import isolation, sandbox
     from autograder.zygote import Zygote
 
-    level = sandbox.requested_level() or sandbox.detect_level()
+    level = isolation.choose_level()
     zygotes, children = [], []
     try:
         for run_number in range(2):  # two runs, each grading its first submission in slot 0

@@ -354,7 +354,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
     its reply and must grow by little more than the reply cap, not by the 250 MiB announced."""
     from variant_builder import FILES, ROOT, SOLUTION, without_markers
 
-    from autograder import sandbox
+    from autograder import isolation, sandbox
 
     folder = open_tmp / "sub"
     folder.mkdir()
@@ -363,7 +363,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
     for name in FILES:
         text = without_markers((SOLUTION / name).read_text())
         (folder / name).write_text(text + payload if name == "attention.py" else text)
-    level = sandbox.requested_level() or sandbox.detect_level()
+    level = isolation.choose_level()
     zygote = Zygote(level, hidden=[str(ROOT)])
     child = None
     try:
