@@ -116,7 +116,7 @@ def student(request):
     if context is not None:
         yield context.student
         return
-    from autograder.runner import standalone_student
+    from autograder.by_hand import standalone_student
 
     path = request.config.getoption("--submission")
     if not path:

@@ -96,30 +96,6 @@ def grade_one(engine, source_path, slot=0):
 
 
 @contextlib.contextmanager
-def standalone_student(path):
-    """A sandbox for grading by hand with ``pytest tests_hidden --submission PATH``."""
-    from autograder.student import Student
-
-    if not os.path.exists(path):
-        raise SystemExit(f"--submission: no such file or folder: {path}")
-    level = isolation.choose_level()
-    zygote = Zygote(level, layers=isolation.detect_layers(level))
-    sandbox.warm_up()
-    scratch = tempfile.mkdtemp(prefix="ag-sub-")
-    os.chmod(scratch, 0o711)
-    student = None
-    try:
-        staged = stage(os.path.abspath(path), os.path.join(scratch, "files"))
-        student = Student(zygote, staged, sandbox.Limits())
-        yield student, staged
-    finally:
-        if student is not None:
-            student.close()
-        zygote.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-@contextlib.contextmanager
 def _quiet():
     """pytest's own terminal output is not the report; keep it off the grader's console."""
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull), contextlib.redirect_stderr(io.StringIO()):

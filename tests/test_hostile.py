@@ -733,7 +733,7 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     import torch
 
     from autograder import rules
-    from autograder.runner import standalone_student
+    from autograder.by_hand import standalone_student
 
     monkeypatch.setattr(rules, "hidden_calls", lambda path: [])
     reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
