@@ -10,6 +10,7 @@ import shutil
 import tempfile
 
 from autograder import isolation, sandbox
+from autograder.config import load_config
 from autograder.stage import stage
 from autograder.student import Student
 from autograder.zygote import Zygote
@@ -17,9 +18,11 @@ from autograder.zygote import Zygote
 
 @contextlib.contextmanager
 def standalone_student(path):
-    """A sandbox for grading by hand with ``pytest tests_hidden --submission PATH``."""
+    """A sandbox for grading by hand with ``pytest tests_hidden --submission PATH``, with grading.yaml's
+    limits, as ``make grade`` has."""
     if not os.path.exists(path):
         raise SystemExit(f"--submission: no such file or folder: {path}")
+    limits = sandbox.Limits.of(load_config())
     level = isolation.choose_level()
     zygote = Zygote(level, layers=isolation.detect_layers(level))
     sandbox.warm_up()
@@ -28,7 +31,7 @@ def standalone_student(path):
     student = None
     try:
         staged = stage(os.path.abspath(path), os.path.join(scratch, "files"))
-        student = Student(zygote, staged, sandbox.Limits())
+        student = Student(zygote, staged, limits)
         yield student, staged
     finally:
         if student is not None:

@@ -1,10 +1,12 @@
-"""The instructor's settings in grading.yaml: visibility, limits and Gradescope options."""
+"""The instructor's settings in grading.yaml: visibility, limits and Gradescope options.
+
+The one place their defaults are written: ``sandbox.Limits`` takes its own from ``Config``.
+"""
 import os
 from dataclasses import dataclass
 
-import yaml
+from autograder.paths import KIT_ROOT
 
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
@@ -21,6 +23,8 @@ class Config:
 
 def load_config(path=None):
     """Read grading.yaml (missing keys keep their defaults); a bad value is a one-line ValueError."""
+    import yaml  # here, not above: the sandbox takes its defaults from Config and never reads the file
+
     path = path or os.path.join(KIT_ROOT, "grading.yaml")
     if not os.path.exists(path):
         return Config()

@@ -19,7 +19,8 @@ import time
 import traceback
 import zipfile
 
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from autograder.paths import KIT_ROOT
+
 FILES_DIR = os.path.join(KIT_ROOT, "autograder", "gradescope_files")
 # What the grader imports inside Gradescope; requirements/gradescope.lock pins them and all they need.
 RUNTIME_ROOTS = ("torch", "numpy", "pytest", "PyYAML")

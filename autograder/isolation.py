@@ -35,7 +35,6 @@ PR_SET_PDEATHSIG = 1
 _SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126}, "aarch64": {"pivot_root": 41, "capset": 91}}
 
 LEVELS = ("namespaces", "uid", "rlimits")
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SANDBOX_UID = 65534  # nobody: only for trying a level out
 
 # Every child gets a uid of its own when the grader is root, so that killing "every process of the

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
+from autograder.paths import KIT_ROOT
 from autograder.student import StudentError
 
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules", "extra")
 EXTRA_PARTS = ("extra",)  # extra credit: points above the 100
 

@@ -13,10 +13,10 @@ import tempfile
 import time
 
 from autograder import isolation, sandbox
-from autograder.zygote import Zygote
+from autograder.paths import KIT_ROOT
 from autograder.stage import stage
+from autograder.zygote import Zygote
 
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
 # pytest as the grader runs it: no third-party plugins (an instructor's machine may have any), and
 # not the built-in ones that cost time for nothing here: unraisableexception and threadexception
@@ -34,7 +34,7 @@ class Engine:
         from autograder.config import load_config
 
         self.config = config or load_config()
-        self.limits = sandbox.Limits(call_seconds=self.config.call_seconds, memory_mb=self.config.memory_mb)
+        self.limits = sandbox.Limits.of(self.config)
         self.level = level or isolation.choose_level()
         self.tests_dir = tests_dir
         self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)
@@ -70,8 +70,7 @@ def grade_one(engine, source_path, slot=0):
     try:
         staged = stage(source_path, os.path.join(scratch, "files"))
         os.chmod(staged.dir, 0o700)  # the grader's copy; each child gets its own (Student._fresh_scratch)
-        student = Student(engine.zygote, staged, engine.limits, slot=slot,
-                          budget_seconds=engine.config.submission_seconds)
+        student = Student(engine.zygote, staged, engine.limits, slot=slot)
         context = GradingContext(student, staged, engine.config)
         try:
             with _quiet():
