@@ -10,7 +10,7 @@ import shutil
 import tempfile
 
 from autograder import isolation, sandbox
-from autograder.config import load_config
+from autograder.config import Limits, load_config
 from autograder.stage import stage
 from autograder.student import Student
 from autograder.zygote import Zygote
@@ -22,7 +22,7 @@ def standalone_student(path):
     limits, as ``make grade`` has."""
     if not os.path.exists(path):
         raise SystemExit(f"--submission: no such file or folder: {path}")
-    limits = sandbox.Limits.of(load_config())
+    limits = Limits.of(load_config())
     level = isolation.choose_level()
     zygote = Zygote(level, layers=isolation.detect_layers(level))
     sandbox.warm_up()

@@ -1,9 +1,12 @@
 """The instructor's settings in grading.yaml: visibility, limits and Gradescope options.
 
-The one place their defaults are written: ``sandbox.Limits`` takes its own from ``Config``.
+The one place their defaults are written: ``Limits``, what the sandbox applies to student code,
+takes its own from ``Config``.
 """
 import os
 from dataclasses import dataclass
+
+import yaml
 
 from autograder.paths import KIT_ROOT
 
@@ -21,10 +24,24 @@ class Config:
     stdout_visibility: str = "hidden"
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What student code may take, as the sandbox applies it: grading.yaml's limits (``Limits.of(config)``;
+    the defaults are ``Config``'s), and the per-child ones the instructor does not set."""
+    call_seconds: float = Config.call_seconds  # one call
+    memory_mb: int = Config.memory_mb  # address space one child may add on top of torch
+    submission_seconds: float = Config.submission_seconds  # all calls of one submission together
+    max_processes: int = 32
+    cpu_seconds: int = 120
+
+    @classmethod
+    def of(cls, config):
+        return cls(call_seconds=config.call_seconds, memory_mb=config.memory_mb,
+                   submission_seconds=config.submission_seconds)
+
+
 def load_config(path=None):
     """Read grading.yaml (missing keys keep their defaults); a bad value is a one-line ValueError."""
-    import yaml  # here, not above: the sandbox takes its defaults from Config and never reads the file
-
     path = path or os.path.join(KIT_ROOT, "grading.yaml")
     if not os.path.exists(path):
         return Config()

@@ -13,6 +13,7 @@ import tempfile
 import time
 
 from autograder import isolation, sandbox
+from autograder.config import Limits
 from autograder.paths import KIT_ROOT
 from autograder.stage import stage
 from autograder.zygote import Zygote
@@ -34,7 +35,7 @@ class Engine:
         from autograder.config import load_config
 
         self.config = config or load_config()
-        self.limits = sandbox.Limits.of(self.config)
+        self.limits = Limits.of(self.config)
         self.level = level or isolation.choose_level()
         self.tests_dir = tests_dir
         self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)

@@ -13,7 +13,6 @@ child that walks ``gc`` or stack frames finds nothing of the class, the referenc
 (see ``wire``); its stdout and stderr go to a third pipe that the grader drains and caps.
 """
 import array
-import dataclasses
 import fcntl
 import gc
 import json
@@ -26,25 +25,8 @@ import termios
 import time
 
 from autograder import cgroups, isolation, replies, wire
-from autograder.config import Config
 
 OUTPUT_CAP = 64 * 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """What student code may take: grading.yaml's limits (``Limits.of(config)``; the defaults are
-    ``Config``'s), and the per-child ones the instructor does not set."""
-    call_seconds: float = Config.call_seconds  # one call
-    memory_mb: int = Config.memory_mb  # address space one child may add on top of torch
-    submission_seconds: float = Config.submission_seconds  # all calls of one submission together
-    max_processes: int = 32
-    cpu_seconds: int = 120
-
-    @classmethod
-    def of(cls, config):
-        return cls(call_seconds=config.call_seconds, memory_mb=config.memory_mb,
-                   submission_seconds=config.submission_seconds)
 
 
 class ChildDied(Exception):

@@ -4,8 +4,7 @@ import dataclasses
 import pytest
 
 from autograder import by_hand
-from autograder.config import Config, load_config
-from autograder.sandbox import Limits
+from autograder.config import Config, Limits, load_config
 from conftest import ROOT
 
 
