@@ -67,12 +67,13 @@ def _grade(sources, out_dir, args, started):
     import dataclasses
 
     from autograder import isolation
+    from autograder.paths import KIT_ROOT
 
     # Tried in a throwaway fork, which is cheaper before this process holds torch.
-    level = isolation.requested_level() or isolation.detect_level()
+    level = isolation.choose_level()
     layers = isolation.detect_layers(level)
     if level == "uid" and "landlock-fs" not in layers:
-        exposed = isolation.exposed_to_sandbox([isolation.KIT_ROOT, *map(os.path.abspath, args.paths), out_dir])
+        exposed = isolation.exposed_to_sandbox([KIT_ROOT, *map(os.path.abspath, args.paths), out_dir])
         if exposed:
             raise isolation.CannotIsolate(
                 f"without namespaces or Landlock, file permissions are all that keeps student code out, and "

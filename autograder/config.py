@@ -1,10 +1,15 @@
-"""The instructor's settings in grading.yaml: visibility, limits and Gradescope options."""
+"""The instructor's settings in grading.yaml: visibility, limits and Gradescope options.
+
+The one place their defaults are written: ``Limits``, what the sandbox applies to student code,
+takes its own from ``Config``.
+"""
 import os
 from dataclasses import dataclass
 
 import yaml
 
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from autograder.paths import KIT_ROOT
+
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
@@ -17,6 +22,22 @@ class Config:
     memory_mb: int = 512
     daily_submission_limit: int = 0
     stdout_visibility: str = "hidden"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What student code may take, as the sandbox applies it: grading.yaml's limits (``Limits.of(config)``;
+    the defaults are ``Config``'s), and the per-child ones the instructor does not set."""
+    call_seconds: float = Config.call_seconds  # one call
+    memory_mb: int = Config.memory_mb  # address space one child may add on top of torch
+    submission_seconds: float = Config.submission_seconds  # all calls of one submission together
+    max_processes: int = 32
+    cpu_seconds: int = 120
+
+    @classmethod
+    def of(cls, config):
+        return cls(call_seconds=config.call_seconds, memory_mb=config.memory_mb,
+                   submission_seconds=config.submission_seconds)
 
 
 def load_config(path=None):

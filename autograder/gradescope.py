@@ -1,8 +1,9 @@
-"""Gradescope: build the autograder zip, and grade one submission inside Gradescope's container.
+"""Gradescope: grade one submission inside Gradescope's container; and the command line of both sides.
 
-``python -m autograder.gradescope build`` writes ``dist/autograder.zip`` (``make gradescope``).
 ``python -m autograder.gradescope run --root /autograder`` is what ``run_autograder`` calls: the
 same engine, suite and sandbox as ``make grade``, for the one submission in ``ROOT/submission``.
+``python -m autograder.gradescope build`` writes ``dist/autograder.zip`` (``make gradescope``) and
+``lock`` rewrites its runtime lock: both on the instructor's machine, in ``gradescope_zip``.
 
 Gradescope's layout: the zip is unpacked into ROOT/source, the student's upload lands in
 ROOT/submission, ROOT/submission_metadata.json describes it, and ROOT/results/results.json is
@@ -17,105 +18,9 @@ import re
 import sys
 import time
 import traceback
-import zipfile
 
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FILES_DIR = os.path.join(KIT_ROOT, "autograder", "gradescope_files")
-# What the grader imports inside Gradescope; requirements/gradescope.lock pins them and all they need.
-RUNTIME_ROOTS = ("torch", "numpy", "pytest", "PyYAML")
-RUNTIME_LOCK = os.path.join(KIT_ROOT, "requirements", "gradescope.lock")
-PACKED = {  # folder -> what of it goes into the zip
-    "autograder": "*.py",
-    "tests_hidden": "*.py",
-    "solution": ("attention.py", "mha.py"),
-    "assignment": ("submit.py",),  # the from-scratch scanner that students run too
-}
+from autograder.paths import KIT_ROOT
 
-
-# --- building the zip ---------------------------------------------------------------------
-
-def build(out_path):
-    """Write the autograder zip; returns its size in bytes."""
-    os.makedirs(os.path.dirname(out_path), exist_ok=True)
-    tmp = out_path + ".tmp"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name in ("setup.sh", "run_autograder"):
-            _add(archive, os.path.join(FILES_DIR, name), name, executable=True)
-        _add(archive, RUNTIME_LOCK, "requirements-gradescope.txt")
-        _add(archive, os.path.join(KIT_ROOT, "grading.yaml"), "grading.yaml")
-        for folder, pattern in PACKED.items():
-            for name in _files(folder, pattern):
-                _add(archive, os.path.join(KIT_ROOT, folder, name), f"{folder}/{name}")
-    os.replace(tmp, out_path)
-    return os.path.getsize(out_path)
-
-
-def _files(folder, pattern):
-    if isinstance(pattern, tuple):
-        return pattern
-    return sorted(n for n in os.listdir(os.path.join(KIT_ROOT, folder)) if n.endswith(".py"))
-
-
-def _info(name, executable=False):
-    info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # fixed: the same sources give the same zip
-    info.external_attr = (0o755 if executable else 0o644) << 16
-    info.compress_type = zipfile.ZIP_DEFLATED
-    return info
-
-
-def _add(archive, path, name, executable=False):
-    with open(path, "rb") as f:
-        archive.writestr(_info(name, executable), f.read())
-
-
-def runtime_lock_text():
-    """requirements/gradescope.lock as ``make lock`` writes it: every package the grader needs at run time
-    (``RUNTIME_ROOTS`` and, recursively, what they require on this platform), pinned as in kit.lock."""
-    pins = _kit_pins()
-    names = sorted(_runtime_closure(RUNTIME_ROOTS), key=str.lower)
-    missing = [n for n in names if _canonical(n) not in pins]
-    if missing:
-        raise SystemExit(f"requirements/kit.lock has no pin for {', '.join(missing)}")
-    header = ("# The Gradescope image's runtime packages, pinned as in kit.lock; 'make lock' rewrites this file.\n"
-              "# setup.sh installs torch from PyTorch's CPU index first; its 2.13.0+cpu satisfies the torch pin.\n")
-    return header + "".join(pins[_canonical(n)] + "\n" for n in names)
-
-
-def _kit_pins():
-    pins = {}
-    with open(os.path.join(KIT_ROOT, "requirements", "kit.lock")) as f:
-        for line in f:
-            name, sep, version = line.strip().partition("==")
-            if sep and not name.startswith("#"):
-                pins[_canonical(name)] = f"{name}=={version}"
-    return pins
-
-
-def _canonical(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _runtime_closure(roots):
-    """Names of the installed distributions ``roots`` need, following requirements whose markers hold here."""
-    import importlib.metadata
-
-    from packaging.requirements import Requirement
-
-    seen, todo = {}, list(roots)
-    while todo:
-        name = todo.pop()
-        if _canonical(name) in seen:
-            continue
-        dist = importlib.metadata.distribution(name)
-        seen[_canonical(name)] = dist.metadata["Name"]
-        for text in dist.requires or ():
-            requirement = Requirement(text)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
-    return list(seen.values())
-
-
-# --- grading inside Gradescope --------------------------------------------------------------
 
 def run(root):
     """Grade ROOT/submission; always leaves ROOT/results/results.json. Returns the results dict."""
@@ -151,7 +56,7 @@ def grade_submission(root, metadata):
     from autograder.zygote import Zygote
 
     # Before this process imports torch: the zygote's torch import then runs beside ours, on the other core.
-    level = isolation.requested_level() or isolation.detect_level()
+    level = isolation.choose_level()
     layers = isolation.detect_layers(level)
     zygote = Zygote(level, layers=layers)
     try:
@@ -285,11 +190,14 @@ def main(argv=None):
     run_cmd.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     args = parser.parse_args(argv)
     if args.command == "build":
+        from autograder.gradescope_zip import build
+
         size = build(args.out)
         print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder, "
               "Ubuntu 22.04 base image (see README, 'Grading on Gradescope')")
         return 0
     if args.command == "lock":
+        from autograder.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
         from autograder.report import write_atomic
 
         write_atomic(RUNTIME_LOCK, runtime_lock_text())

@@ -13,9 +13,8 @@ import sys
 import pytest
 
 from autograder.parts import part_index
+from autograder.paths import KIT_ROOT
 from autograder.student import StudentError
-
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class GradingContext:
@@ -115,7 +114,7 @@ def student(request):
     if context is not None:
         yield context.student
         return
-    from autograder.runner import standalone_student
+    from autograder.by_hand import standalone_student
 
     path = request.config.getoption("--submission")
     if not path:

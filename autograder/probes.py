@@ -211,7 +211,7 @@ class ImportFailed(Exception):
 
 # --- one probe ------------------------------------------------------------------------------
 
-def run(submission, request):
+def run_probe(submission, request):
     module_name, _, attr = request["target"].partition(".")
     target = getattr(submission.module(module_name), attr)
     owner = None
@@ -227,7 +227,7 @@ def run(submission, request):
     if method:
         target = getattr(target, method)
     if "decode" in request:
-        reply.update(decode(owner, request["decode"]))
+        reply.update(decode_token_by_token(owner, request["decode"]))
         return reply
     if "args" not in request:  # construct only
         return reply
@@ -247,7 +247,7 @@ def run(submission, request):
     return reply
 
 
-def decode(module, x):
+def decode_token_by_token(module, x):
     """Feed ``x`` (B, T, d_model) to ``module.step`` one token at a time, watching what reaches w_k and w_v."""
     projected = {"w_k": [], "w_v": []}
     hooks = [getattr(module, name).register_forward_pre_hook(
@@ -410,7 +410,7 @@ def serve(request_fd, response_fd, submission_dir, mode):
                     submission.module(request["import"])
                     reply = {"ok": True, "value": {}}
                 else:
-                    reply = {"ok": True, "value": run(submission, request)}
+                    reply = {"ok": True, "value": run_probe(submission, request)}
             except ImportFailed as failed:
                 reply = {"ok": False, "error": failed.info}
             except BaseException as err:

@@ -7,7 +7,7 @@ an int too large for arithmetic, a string where a tensor belongs. The hidden tes
 ``student.Reply`` then read fields without guarding against types they cannot have, so no
 forged reply can raise inside the parent and become a grader error.
 
-The shapes, as ``probes.run`` builds them::
+The shapes, as ``probes.run_probe`` builds them::
 
     {"seq": n, "ok": true, "forbidden": [str], "record": str | null, "value": {
         "result": plain, "inputs_after": [tensor | null], "peak_bytes": int | null,

@@ -11,7 +11,9 @@ import functools
 import importlib.util
 import os
 
-SUBMIT_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assignment", "submit.py")
+from autograder.paths import KIT_ROOT
+
+SUBMIT_SCRIPT = os.path.join(KIT_ROOT, "assignment", "submit.py")
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,10 +13,11 @@ import tempfile
 import time
 
 from autograder import isolation, sandbox
-from autograder.zygote import Zygote
+from autograder.config import Limits
+from autograder.paths import KIT_ROOT
 from autograder.stage import stage
+from autograder.zygote import Zygote
 
-KIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
 # pytest as the grader runs it: no third-party plugins (an instructor's machine may have any), and
 # not the built-in ones that cost time for nothing here: unraisableexception and threadexception
@@ -34,8 +35,8 @@ class Engine:
         from autograder.config import load_config
 
         self.config = config or load_config()
-        self.limits = sandbox.Limits(call_seconds=self.config.call_seconds, memory_mb=self.config.memory_mb)
-        self.level = level or sandbox.requested_level() or sandbox.detect_level()
+        self.limits = Limits.of(self.config)
+        self.level = level or isolation.choose_level()
         self.tests_dir = tests_dir
         self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)
         self.zygote = zygote or Zygote(self.level, layers=self.layers)
@@ -70,8 +71,7 @@ def grade_one(engine, source_path, slot=0):
     try:
         staged = stage(source_path, os.path.join(scratch, "files"))
         os.chmod(staged.dir, 0o700)  # the grader's copy; each child gets its own (Student._fresh_scratch)
-        student = Student(engine.zygote, staged, engine.limits, slot=slot,
-                          budget_seconds=engine.config.submission_seconds)
+        student = Student(engine.zygote, staged, engine.limits, slot=slot)
         context = GradingContext(student, staged, engine.config)
         try:
             with _quiet():
@@ -92,30 +92,6 @@ def grade_one(engine, source_path, slot=0):
             "execution_time": round(time.monotonic() - started, 3),
         }
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def standalone_student(path):
-    """A sandbox for grading by hand with ``pytest tests_hidden --submission PATH``."""
-    from autograder.student import Student
-
-    if not os.path.exists(path):
-        raise SystemExit(f"--submission: no such file or folder: {path}")
-    level = sandbox.requested_level() or sandbox.detect_level()
-    zygote = Zygote(level, layers=isolation.detect_layers(level))
-    sandbox.warm_up()
-    scratch = tempfile.mkdtemp(prefix="ag-sub-")
-    os.chmod(scratch, 0o711)
-    student = None
-    try:
-        staged = stage(os.path.abspath(path), os.path.join(scratch, "files"))
-        student = Student(zygote, staged, sandbox.Limits())
-        yield student, staged
-    finally:
-        if student is not None:
-            student.close()
-        zygote.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -29,14 +29,6 @@ from autograder import cgroups, isolation, replies, wire
 OUTPUT_CAP = 64 * 1024
 
 
-class Limits:
-    def __init__(self, call_seconds=10.0, memory_mb=1024, max_processes=32, cpu_seconds=120):
-        self.call_seconds = call_seconds
-        self.memory_mb = memory_mb
-        self.max_processes = max_processes
-        self.cpu_seconds = cpu_seconds
-
-
 class ChildDied(Exception):
     """The child exited, crashed, hung past its time limit, or broke the protocol."""
 
@@ -424,7 +416,3 @@ def warm_up():
     with probes.OpRecord("warm-up"):
         torch.softmax(x.detach(), dim=-1)
 
-
-# --- choosing the isolation level: in isolation.py, which does not import torch --------------
-
-requested_level, detect_level = isolation.requested_level, isolation.detect_level

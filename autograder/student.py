@@ -20,6 +20,7 @@ submission that hangs costs a few call limits, not one per test.
 """
 import ast
 import builtins
+import dataclasses
 import os
 import secrets
 import time
@@ -82,9 +83,9 @@ class Reply:
 
 
 class Student:
-    def __init__(self, zygote, staged, limits, slot=0, budget_seconds=120.0):
+    def __init__(self, zygote, staged, limits, slot=0):
         self.zygote, self.staged, self.limits, self.slot = zygote, staged, limits, slot
-        self.deadline = time.monotonic() + budget_seconds
+        self.deadline = time.monotonic() + limits.submission_seconds
         self.children = {}
         self.scratch_count = 0
         self.timed_out = {}  # target -> reason
@@ -254,7 +255,7 @@ class Student:
         container's OOM killer. Measured once, at the first child, when the zygote is warm."""
         if self.memory_fitted:
             return
-        from autograder import cgroups, sandbox
+        from autograder import cgroups
 
         self.memory_fitted = True
         headroom = cgroups.memory_headroom()
@@ -262,8 +263,7 @@ class Student:
             return
         fitted = max((headroom - GRADER_MARGIN) >> 20, MIN_CHILD_MB)
         if fitted < self.limits.memory_mb:
-            self.limits = sandbox.Limits(call_seconds=self.limits.call_seconds, memory_mb=fitted,
-                                         max_processes=self.limits.max_processes, cpu_seconds=self.limits.cpu_seconds)
+            self.limits = dataclasses.replace(self.limits, memory_mb=fitted)
             self.memory_note = (f"memory per child {fitted} MiB (grading.yaml allows more, the container's "
                                 "limit leaves this much beside the grader)")
 

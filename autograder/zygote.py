@@ -12,6 +12,7 @@ import sys
 import tempfile
 
 from autograder import isolation
+from autograder.paths import KIT_ROOT
 
 # What a zygote (and so every child) sees of the environment: nothing of the instructor's or
 # Gradescope's, only what the runtime needs. OPENBLAS_* describe this machine's processor, where
@@ -35,13 +36,13 @@ class Zygote:
     allow-listed environment. It imports torch while the grader does.
     """
 
-    def __init__(self, level, hidden=(isolation.KIT_ROOT,), layers=()):
+    def __init__(self, level, hidden=(KIT_ROOT,), layers=()):
         self.level, self.hidden, self.layers = level, list(hidden), list(layers)
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         settings = json.dumps({"fd": theirs.fileno(), "level": level, "hidden": self.hidden, "layers": self.layers})
         self.log = tempfile.TemporaryFile()  # the zygote's own errors, for a grader error message
         self.process = subprocess.Popen(
-            [sys.executable, "-E", "-s", "-B", "-c", _BOOT, isolation.KIT_ROOT, settings], pass_fds=(theirs.fileno(),),
+            [sys.executable, "-E", "-s", "-B", "-c", _BOOT, KIT_ROOT, settings], pass_fds=(theirs.fileno(),),
             env=child_environment(), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
         theirs.close()
         self.pid = self.process.pid

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.sandbox import Limits
+from autograder.config import Limits
 from autograder.student import RECORD_MISSING, RuleViolation, Student, exception_mro, source_classes
 from variant_builder import SOLUTION, without_markers
 

@@ -106,7 +106,7 @@ def test_runtime_requirements_pin_every_package(autograder_zip):
 
 
 def test_runtime_lock_is_in_sync_with_kit_lock_and_the_installed_packages():
-    from autograder.gradescope import RUNTIME_LOCK, runtime_lock_text
+    from autograder.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
 
     assert Path(RUNTIME_LOCK).read_text() == runtime_lock_text(), (
         "requirements/gradescope.lock drifted from kit.lock or from what torch, numpy, pytest and PyYAML "

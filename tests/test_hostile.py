@@ -597,10 +597,10 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
     not run student code as the same uid: killing "every process of the sandbox uid" (the uid
     level's timeout kill, Gradescope's final sweep) would then kill the other run's children in the
     middle of a test, and RLIMIT_NPROC would count both runs' processes together."""
-    from autograder import sandbox
+    from autograder import config, isolation
     from autograder.zygote import Zygote
 
-    level = sandbox.requested_level() or sandbox.detect_level()
+    level = isolation.choose_level()
     zygotes, children = [], []
     try:
         for run_number in range(2):  # two runs, each grading its first submission in slot 0
@@ -610,7 +610,7 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
             scratch.mkdir(mode=0o755)
             uid = zygote.next_uid(slot=0)
             os.chown(scratch, uid, uid)
-            child = zygote.spawn(str(scratch), "student", sandbox.Limits(call_seconds=10), uid)
+            child = zygote.spawn(str(scratch), "student", config.Limits(call_seconds=10), uid)
             children.append(child)
             child.call({"import": "attention"})  # answered once the child has dropped its privileges
         uids = [real_uid(child.pid) for child in children]
@@ -652,7 +652,7 @@ def processes_of_uid(uid):
 def test_closing_a_uid_level_child_kills_the_daemons_it_started(open_tmp):
     """At the uid level a daemon escapes the child's process group; closing the child must still leave
     no process of its uid (the waiter sweeps the uid when the child dies; the grader if it could not)."""
-    from autograder import sandbox
+    from autograder import config
     from autograder.zygote import Zygote
 
     zygote = Zygote("uid", hidden=[str(ROOT)])
@@ -662,7 +662,7 @@ def test_closing_a_uid_level_child_kills_the_daemons_it_started(open_tmp):
         (scratch / "attention.py").write_text(DAEMON)
         uid = zygote.next_uid(slot=0)
         os.chown(scratch, uid, uid)
-        child = zygote.spawn(str(scratch), "student", sandbox.Limits(call_seconds=10), uid)
+        child = zygote.spawn(str(scratch), "student", config.Limits(call_seconds=10), uid)
         child.call({"import": "attention"})
         started = processes_of_uid(uid)
         assert len(started) >= 2, f"the payload did not start its daemon (uid {uid} has {started})"
@@ -739,7 +739,7 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     import torch
 
     from autograder import rules
-    from autograder.runner import standalone_student
+    from autograder.by_hand import standalone_student
 
     monkeypatch.setattr(rules, "hidden_calls", lambda path: [])
     reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}

@@ -18,7 +18,8 @@ import pytest
 import torch
 
 from autograder import replies, wire
-from autograder.sandbox import Child, ChildDied, Limits, OutOfTurn
+from autograder.config import Limits
+from autograder.sandbox import Child, ChildDied, OutOfTurn
 from autograder.zygote import Zygote
 
 CAP = Child.MAX_REPLY_BYTES
@@ -354,7 +355,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
     its reply and must grow by little more than the reply cap, not by the 250 MiB announced."""
     from variant_builder import FILES, ROOT, SOLUTION, without_markers
 
-    from autograder import sandbox
+    from autograder import isolation
 
     folder = open_tmp / "sub"
     folder.mkdir()
@@ -363,7 +364,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
     for name in FILES:
         text = without_markers((SOLUTION / name).read_text())
         (folder / name).write_text(text + payload if name == "attention.py" else text)
-    level = sandbox.requested_level() or sandbox.detect_level()
+    level = isolation.choose_level()
     zygote = Zygote(level, hidden=[str(ROOT)])
     child = None
     try:
@@ -371,7 +372,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
         if os.getuid() == 0:
             for path in (folder, *folder.iterdir()):
                 os.chown(path, uid, uid)
-        child = zygote.spawn(str(folder), "student", sandbox.Limits(call_seconds=30), uid)
+        child = zygote.spawn(str(folder), "student", Limits(call_seconds=30), uid)
         assert child.call({"import": "attention"})["ok"]
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # resets this process's peak RSS (VmHWM) to its current RSS

@@ -1,0 +1,102 @@
+"""Build Gradescope's autograder zip, and the lock its image installs from: on the instructor's machine.
+
+``python -m autograder.gradescope build`` and ``lock`` (``make gradescope``, ``make lock``) call
+this module; what runs inside Gradescope's container is ``gradescope``.
+"""
+import os
+import re
+import zipfile
+
+from autograder.paths import KIT_ROOT
+
+FILES_DIR = os.path.join(KIT_ROOT, "autograder", "gradescope_files")
+# What the grader imports inside Gradescope; requirements/gradescope.lock pins them and all they need.
+RUNTIME_ROOTS = ("torch", "numpy", "pytest", "PyYAML")
+RUNTIME_LOCK = os.path.join(KIT_ROOT, "requirements", "gradescope.lock")
+PACKED = {  # folder -> what of it goes into the zip
+    "autograder": "*.py",
+    "tests_hidden": "*.py",
+    "solution": ("attention.py", "mha.py"),
+    "assignment": ("submit.py",),  # the from-scratch scanner that students run too
+}
+
+
+def build(out_path):
+    """Write the autograder zip; returns its size in bytes."""
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    tmp = out_path + ".tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in ("setup.sh", "run_autograder"):
+            _add(archive, os.path.join(FILES_DIR, name), name, executable=True)
+        _add(archive, RUNTIME_LOCK, "requirements-gradescope.txt")
+        _add(archive, os.path.join(KIT_ROOT, "grading.yaml"), "grading.yaml")
+        for folder, pattern in PACKED.items():
+            for name in _files(folder, pattern):
+                _add(archive, os.path.join(KIT_ROOT, folder, name), f"{folder}/{name}")
+    os.replace(tmp, out_path)
+    return os.path.getsize(out_path)
+
+
+def _files(folder, pattern):
+    if isinstance(pattern, tuple):
+        return pattern
+    return sorted(n for n in os.listdir(os.path.join(KIT_ROOT, folder)) if n.endswith(".py"))
+
+
+def _info(name, executable=False):
+    info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # fixed: the same sources give the same zip
+    info.external_attr = (0o755 if executable else 0o644) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+def _add(archive, path, name, executable=False):
+    with open(path, "rb") as f:
+        archive.writestr(_info(name, executable), f.read())
+
+
+def runtime_lock_text():
+    """requirements/gradescope.lock as ``make lock`` writes it: every package the grader needs at run time
+    (``RUNTIME_ROOTS`` and, recursively, what they require on this platform), pinned as in kit.lock."""
+    pins = _kit_pins()
+    names = sorted(_runtime_closure(RUNTIME_ROOTS), key=str.lower)
+    missing = [n for n in names if _canonical(n) not in pins]
+    if missing:
+        raise SystemExit(f"requirements/kit.lock has no pin for {', '.join(missing)}")
+    header = ("# The Gradescope image's runtime packages, pinned as in kit.lock; 'make lock' rewrites this file.\n"
+              "# setup.sh installs torch from PyTorch's CPU index first; its 2.13.0+cpu satisfies the torch pin.\n")
+    return header + "".join(pins[_canonical(n)] + "\n" for n in names)
+
+
+def _kit_pins():
+    pins = {}
+    with open(os.path.join(KIT_ROOT, "requirements", "kit.lock")) as f:
+        for line in f:
+            name, sep, version = line.strip().partition("==")
+            if sep and not name.startswith("#"):
+                pins[_canonical(name)] = f"{name}=={version}"
+    return pins
+
+
+def _canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _runtime_closure(roots):
+    """Names of the installed distributions ``roots`` need, following requirements whose markers hold here."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    seen, todo = {}, list(roots)
+    while todo:
+        name = todo.pop()
+        if _canonical(name) in seen:
+            continue
+        dist = importlib.metadata.distribution(name)
+        seen[_canonical(name)] = dist.metadata["Name"]
+        for text in dist.requires or ():
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return list(seen.values())
