@@ -6,6 +6,9 @@ run before they submit, loaded here by path so the two can never disagree. Its f
 two kinds: "builtin" (one of torch's attention built-ins, named in the code: the rule's points
 are lost, and the tests whose run used it fail) and "hidden" (code that can hide what it calls,
 such as exec or computed names on torch: every test that runs the file fails too).
+
+The same script also names the built-ins (``builtin_name``), for the op record of the child
+(``autograder/probes.py``) too, so a call reads the same whichever opinion found it.
 """
 import functools
 import importlib.util
@@ -15,11 +18,24 @@ SUBMIT_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 
 @functools.lru_cache(maxsize=1)
-def _scanner():
+def _submit_script():
     spec = importlib.util.spec_from_file_location("_kit_submit", SUBMIT_SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.find_forbidden_calls
+    return module
+
+
+def _scanner():
+    return _submit_script().find_forbidden_calls
+
+
+def builtin_name(path):
+    """The name the scanner gives the attention built-in at dotted ``path`` (e.g.
+    "torch.nn.functional.scaled_dot_product_attention"); ValueError if the scanner allows it."""
+    name = _submit_script()._builtin(path)
+    if name is None:
+        raise ValueError(f"{path} is not one of the forbidden built-ins of {SUBMIT_SCRIPT}")
+    return name
 
 
 def forbidden_calls(path):

@@ -316,3 +316,27 @@ def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
         elif found:
             accused[label] = [v.message for v in found]
     assert len(folders) > 50 and not accused, f"honest code flagged by the scanner: {accused}"
+
+
+def recorded_names():
+    """Every name under which the child's op record reports a forbidden built-in."""
+    from autograder import probes
+
+    return sorted(set(probes.FORBIDDEN) | {shown for _, shown in probes.FORBIDDEN_OPS} | {probes.MHA_CLASS})
+
+
+@pytest.mark.parametrize("name", recorded_names())
+def test_the_op_record_names_a_builtin_as_the_scanner_does(name):
+    """One list of forbidden names: the child's op record reports a call under the name this
+    scanner gives the same call in the source, so the two opinions read alike in a report."""
+    found = submit.find_forbidden_calls(f"import torch\n\nresult = {name}(1)\n", "attention.py")
+    assert [(v.kind, v.name) for v in found] == [("builtin", name)], (
+        f"the scanner reports {name}(1) as {[(v.kind, v.name) for v in found]}, the op record as {name}")
+
+
+def test_the_grader_asks_the_scanner_for_builtin_names():
+    from autograder import rules
+
+    assert rules.builtin_name("torch.nn.MultiheadAttention") == "torch.nn.MultiheadAttention"
+    with pytest.raises(ValueError, match="not one of the forbidden"):
+        rules.builtin_name("torch.softmax")
