@@ -320,7 +320,7 @@ def gradients(result, args, spec, owner):
 def weighted_sum(pairs):
     """sum((output * grad_output).sum()): its gradient is the vector-Jacobian product that
     ``torch.autograd.grad(outputs, leaves, grad_outputs)`` computes, exactly (every grad_output is
-    multiplied by 1.0), but without that call's first-use import of sympy: 0.3 s in every child."""
+    multiplied by 1.0), but without that call's first-use import of sympy, which every child would pay."""
     total = 0
     for output, grad_output in pairs:
         if output.shape != grad_output.shape:  # what torch.autograd.grad would say

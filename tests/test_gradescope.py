@@ -272,7 +272,7 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     results, _ = run_autograder(root, AUTOGRADER_ISOLATION=isolation)
     written = (root / "results" / "results.json").read_bytes()
     # os.fork and os._exit can hide what the code runs, so attention.py's tests count nothing (the
-    # from-scratch rule, issue 13); what matters here is that the grader's own report stands.
+    # from-scratch rule); what matters here is that the grader's own report stands.
     assert results["extra_data"]["isolation"] == isolation and "12345" not in written.decode()
     mha = [t for t in results["tests"] if t["tags"][0] in ("mha_init", "heads", "mha_forward")]
     attention = [t for t in results["tests"] if t["tags"][0] in ("masks", "attention", "gradients")]

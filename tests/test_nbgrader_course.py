@@ -28,7 +28,7 @@ BIN = Path(sys.executable).parent
 LAB = nbgrader_course.ASSIGNMENT
 NOTEBOOK = nbgrader_course.NOTEBOOK
 STUDENTS = ("correct", "buggy", "untouched", "tamper")
-# Appended to the stub attention.py: the tamper of the issue, aimed at the old in-kernel checks.
+# Appended to the stub attention.py: a tamper aimed at checks run in the notebook's kernel.
 TAMPER_MODULE = '''
 
 import sys

@@ -1,4 +1,4 @@
-"""Nothing a student writes reaches a report raw (issue 13).
+"""Nothing a student writes reaches a report raw.
 
 Printed output, error messages, zip entry names and Gradescope names are hostile text. Rendered
 as CommonMark (markdown-it-py, raw HTML allowed as the spec says) feedback.md must show them as

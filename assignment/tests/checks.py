@@ -293,7 +293,7 @@ def _blocked(allowed, real_keys, n_heads, t_q):
     """One (B * n_heads, T_q, T_k) mask, True = blocked, for nn.MultiheadAttention.
 
     Folding the padding in here (rather than passing key_padding_mask) gives the same numbers
-    and spares torch a first-use import that costs 0.3 s of every `make test`.
+    and spares torch a slow first-use import in every `make test`.
     """
     if real_keys is None:
         return None if allowed is None else ~allowed
