@@ -13,6 +13,8 @@ import pytest
 
 from variant_builder import EXTRA_VARIANTS, ROOT, build_correct, build_mutant, build_reference, correct_names, load_mutants
 
+pytestmark = pytest.mark.slow  # grades every correct variant and every mutant (`make check-fast` skips it)
+
 MUTANTS = load_mutants()
 CORRECT_NAMES = correct_names()
 

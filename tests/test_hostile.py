@@ -31,6 +31,8 @@ import pytest
 from readable_runtime import readable_python
 from variant_builder import FILES, ROOT, SOLUTION, build_mutant, load_mutants, without_markers
 
+pytestmark = pytest.mark.slow  # grades every attack in a batch, at two isolation levels (`make check-fast` skips it)
+
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 FULL_MARKS = 110  # 100 core + 10 extra credit: the reference earns both
 CALL_TIMEOUT = 2  # seconds per call of student code (the grader's default, 10, would make this module slow)

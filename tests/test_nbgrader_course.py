@@ -23,6 +23,8 @@ from autograder import nbgrader_course
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/kit.lock has it)")
 
+pytestmark = pytest.mark.slow  # builds an nbgrader course and autogrades students with nbgrader (`make check-fast` skips it)
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 LAB = nbgrader_course.ASSIGNMENT
