@@ -21,8 +21,7 @@ import types
 
 import torch
 
-from autograder import wire
-from autograder.rules import builtin_name
+from autograder import rules, wire
 
 STUDENT_MODULES = ("attention", "mha")
 MAX_TEXT = 2000
@@ -34,10 +33,7 @@ _forbidden_used = []
 
 # Named by submit.py's scanner (autograder/rules.py), so the op record and the source rule
 # report a call under one name.
-SDPA = builtin_name("torch.nn.functional.scaled_dot_product_attention")
-MHA_FORWARD = builtin_name("torch.nn.functional.multi_head_attention_forward")
-MHA_CLASS = builtin_name("torch.nn.MultiheadAttention")
-ENCODER_LAYER = builtin_name("torch.nn.TransformerEncoderLayer")
+SDPA, MHA_FORWARD, MHA_CLASS, ENCODER_LAYER = (rules.builtin_name(path) for path in rules.WATCHED)
 
 FORBIDDEN = {
     SDPA: (torch.nn.functional, "scaled_dot_product_attention"),

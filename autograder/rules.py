@@ -29,6 +29,17 @@ def _scanner():
     return _submit_script().find_forbidden_calls
 
 
+# The attention built-ins the child's op record watches (autograder/probes.py), by dotted path:
+# the child records calls of these, and the parent accepts a record naming only these.
+WATCHED = ("torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
+           "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer")
+
+
+def watched_builtins():
+    """The names, as the scanner gives them, under which an op record may report a call."""
+    return frozenset(builtin_name(path) for path in WATCHED)
+
+
 def builtin_name(path):
     """The name the scanner gives the attention built-in at dotted ``path`` (e.g.
     "torch.nn.functional.scaled_dot_product_attention"); ValueError if the scanner allows it."""

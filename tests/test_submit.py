@@ -346,3 +346,12 @@ def test_the_grader_asks_the_scanner_for_builtin_names():
     assert rules.builtin_name("torch.nn.MultiheadAttention") == "torch.nn.MultiheadAttention"
     with pytest.raises(ValueError, match="not one of the forbidden"):
         rules.builtin_name("torch.softmax")
+
+
+def test_the_grader_accepts_a_record_naming_exactly_what_the_child_records():
+    """A record may name only what the child watches; anything else is forged. Both sides take the
+    list from autograder/rules.py, so a built-in added to the watch is never mistaken for a forgery."""
+    from autograder import student
+
+    assert set(recorded_names()) == set(student.KNOWN_FORBIDDEN), (
+        f"the child records {recorded_names()}, the grader accepts {sorted(student.KNOWN_FORBIDDEN)}")
