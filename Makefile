@@ -11,11 +11,12 @@ SUBMISSION  ?= assignment
 JOBS        ?=
 NBGRADER_COURSE ?= dist/nbgrader-course
 
-.PHONY: help venv grade check test stubs submit gradescope nbgrader-course bench lock clean
+.PHONY: help venv grade check check-fast test stubs submit gradescope nbgrader-course bench lock clean
 
 help:
 	@echo "make grade       grade the sample submissions (SUBMISSIONS=PATH OUT=DIR to grade others)"
-	@echo "make check       run the kit's own tests"
+	@echo "make check       run the kit's own tests (all of them: what CI runs)"
+	@echo "make check-fast  the same without the tests marked slow, for the edit-test loop"
 	@echo "make test        run the public tests on assignment/ (SUBMISSION=DIR for another folder)"
 	@echo "make stubs       regenerate the student stubs, playground.ipynb and otter checks (nbgrader)"
 	@echo "make submit      build submission.zip from assignment/ (SUBMISSION=DIR for another folder)"
@@ -36,6 +37,11 @@ grade: $(STAMP)
 
 check: $(STAMP)
 	$(PY) -m pytest tests
+
+# Skips the tests marked `slow` (nbgrader, otter, notebooks, the hostile and fairness batches,
+# the clean container, the bench); `make check` stays the complete suite.
+check-fast: $(STAMP)
+	$(PY) -m pytest tests -m "not slow" --strict-markers
 
 test: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider -c assignment/tests/pytest.ini assignment/tests --submission=$(SUBMISSION)

@@ -169,8 +169,8 @@ def _worst_matrix(expected, got):
     same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
     error = torch.where(same, torch.zeros_like(got), (got - expected).abs().nan_to_num(nan=float("inf")))
     worst = int(error.reshape(lead.numel(), -1).amax(dim=1).argmax())  # the first one on ties
-    # By hand, not torch.unravel_index: its argument check imports sympy on first use, 0.45 s in
-    # every forked grader that draws a failing submission's heatmap.
+    # By hand, not torch.unravel_index: its argument check imports sympy on first use, a cost
+    # every forked grader that draws a failing submission's heatmap would pay again.
     index = []
     for size in reversed(lead):
         worst, i = divmod(worst, size)

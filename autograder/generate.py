@@ -11,7 +11,9 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py).
+lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and the
+public checks' tolerance table (a region of assignment/tests/checks.py), copied from the
+grader's (autograder/compare.py) so a value the public tests accept is one the grader accepts.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
@@ -38,6 +40,14 @@ FIGURE_PAIRS = [("solution/attention.py", "assignment/causal_attention.png")]
 # The public case table, and the folder of otter checks generated from it (one file per part).
 CASES = "assignment/tests/cases.py"
 CHECKS = "assignment/checks"
+
+# The public checks' tolerances: the lines between these two markers of TOLERANCE_TARGET are
+# rendered from the grader's table, so the two cannot disagree. The students' file imports
+# nothing from the grader; it holds a copy.
+TOLERANCE_SOURCE = "autograder/compare.py"
+TOLERANCE_TARGET = "assignment/tests/checks.py"
+TOLERANCE_BEGIN = "# The grader's own tolerances (atol + rtol * |expected|), copied from its table: do not edit."
+TOLERANCE_END = "# (end of the grader's tolerances)"
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -164,14 +174,40 @@ def render_check(part: str) -> str:
     return text
 
 
+# ----------------------------------------------------------------------------- tolerances
+
+def tolerance_table() -> str:
+    """The public ``TOLERANCE`` dict, as source text, from the grader's ``compare.TOLERANCES``."""
+    from autograder.compare import TOLERANCES
+
+    rows = "".join(f"    {dtype}: dict(atol={atol!r}, rtol={rtol!r}),\n" for dtype, (atol, rtol) in TOLERANCES.items())
+    return "TOLERANCE = {\n" + rows + "}\n"
+
+
+def render_tolerances(path: Path) -> str:
+    """``path`` (the public checks) with the region between the tolerance markers rendered anew."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    stripped = [line.rstrip("\n") for line in lines]
+    if stripped.count(TOLERANCE_BEGIN) != 1 or stripped.count(TOLERANCE_END) != 1:
+        raise ValueError(f"{path} must hold each tolerance marker line exactly once:\n"
+                         f"{TOLERANCE_BEGIN}\n{TOLERANCE_END}")
+    begin, end = stripped.index(TOLERANCE_BEGIN), stripped.index(TOLERANCE_END)
+    if end < begin:
+        raise ValueError(f"{path}: the tolerance end marker comes before the begin marker")
+    return "".join(lines[:begin + 1]) + tolerance_table() + "".join(lines[end:])
+
+
 def all_pairs() -> list:
-    return PAIRS + check_pairs() + FIGURE_PAIRS
+    return PAIRS + check_pairs() + FIGURE_PAIRS + [(TOLERANCE_SOURCE, TOLERANCE_TARGET)]
 
 
 def render(source: str, target: str):
     """What `target` must hold, made from `source` (both relative to ROOT): text, or bytes for an image."""
     if source == CASES:
         return render_check(Path(target).stem)
+    if source == TOLERANCE_SOURCE:
+        return render_tolerances(ROOT / target)
     if target.endswith(".png"):
         from autograder import lab_figure
 
@@ -240,10 +276,10 @@ def main(argv=None) -> int:
         rel = path.relative_to(ROOT)
         print(f"out of sync: {rel}" if args.check else f"{'wrote' if path.exists() else 'removed'} {rel}")
     if args.check and drifted:
-        print(f"run `make stubs` to regenerate them from solution/ and {CASES}", file=sys.stderr)
+        print(f"run `make stubs` to regenerate them from solution/, {CASES} and {TOLERANCE_SOURCE}", file=sys.stderr)
         return 1
     if not drifted:
-        print(f"all generated files are in sync with solution/ and {CASES}")
+        print(f"all generated files are in sync with solution/, {CASES} and {TOLERANCE_SOURCE}")
     return 0
 
 

@@ -21,7 +21,7 @@ import types
 
 import torch
 
-from autograder import wire
+from autograder import rules, wire
 
 STUDENT_MODULES = ("attention", "mha")
 MAX_TEXT = 2000
@@ -31,9 +31,13 @@ _forbidden_used = []
 
 # --- the from-scratch rule, checked while the student's code runs ------------------------
 
+# Named by submit.py's scanner (autograder/rules.py), so the op record and the source rule
+# report a call under one name.
+SDPA, MHA_FORWARD, MHA_CLASS, ENCODER_LAYER = (rules.builtin_name(path) for path in rules.WATCHED)
+
 FORBIDDEN = {
-    "torch.nn.functional.scaled_dot_product_attention": (torch.nn.functional, "scaled_dot_product_attention"),
-    "torch.nn.functional.multi_head_attention_forward": (torch.nn.functional, "multi_head_attention_forward"),
+    SDPA: (torch.nn.functional, "scaled_dot_product_attention"),
+    MHA_FORWARD: (torch.nn.functional, "multi_head_attention_forward"),
 }
 
 
@@ -42,10 +46,9 @@ def install_tripwires():
     for name, (owner, attr) in FORBIDDEN.items():
         setattr(owner, attr, _tripwire(name, getattr(owner, attr)))
     mha_class = torch.nn.MultiheadAttention
-    mha_class.__init__ = _tripwire("torch.nn.MultiheadAttention", mha_class.__init__)
+    mha_class.__init__ = _tripwire(MHA_CLASS, mha_class.__init__)
     try:
-        torch._C._nn.scaled_dot_product_attention = _tripwire(
-            "torch.nn.functional.scaled_dot_product_attention", torch._C._nn.scaled_dot_product_attention)
+        torch._C._nn.scaled_dot_product_attention = _tripwire(SDPA, torch._C._nn.scaled_dot_product_attention)
     except (AttributeError, TypeError):
         pass
 
@@ -59,11 +62,11 @@ def _tripwire(name, original):
 
 # The kernels behind torch's attention built-ins, however they are reached (torch.ops.aten,
 # private torch functions, exec'd strings): the profiler records every op the dispatcher runs.
-FORBIDDEN_OPS = (("scaled_dot_product", "torch.nn.functional.scaled_dot_product_attention"),
-                 ("native_multi_head_attention", "torch.nn.functional.multi_head_attention_forward"),
-                 ("transformer_encoder_layer", "torch.nn.TransformerEncoderLayer"),
-                 ("flash_attention", "torch.nn.functional.scaled_dot_product_attention"),
-                 ("efficient_attention", "torch.nn.functional.scaled_dot_product_attention"))
+FORBIDDEN_OPS = (("scaled_dot_product", SDPA),
+                 ("native_multi_head_attention", MHA_FORWARD),
+                 ("transformer_encoder_layer", ENCODER_LAYER),
+                 ("flash_attention", SDPA),
+                 ("efficient_attention", SDPA))
 _PROFILER_CONFIG = torch.autograd.ProfilerConfig(torch.autograd.ProfilerState.CPU, False, False, False, False, False,
                                                  torch._C._profiler._ExperimentalConfig())
 
@@ -313,7 +316,7 @@ def gradients(result, args, spec, owner):
 def weighted_sum(pairs):
     """sum((output * grad_output).sum()): its gradient is the vector-Jacobian product that
     ``torch.autograd.grad(outputs, leaves, grad_outputs)`` computes, exactly (every grad_output is
-    multiplied by 1.0), but without that call's first-use import of sympy: 0.3 s in every child."""
+    multiplied by 1.0), but without that call's first-use import of sympy, which every child would pay."""
     total = 0
     for output, grad_output in pairs:
         if output.shape != grad_output.shape:  # what torch.autograd.grad would say

@@ -6,6 +6,9 @@ run before they submit, loaded here by path so the two can never disagree. Its f
 two kinds: "builtin" (one of torch's attention built-ins, named in the code: the rule's points
 are lost, and the tests whose run used it fail) and "hidden" (code that can hide what it calls,
 such as exec or computed names on torch: every test that runs the file fails too).
+
+The same script also names the built-ins (``builtin_name``), for the op record of the child
+(``autograder/probes.py``) too, so a call reads the same whichever opinion found it.
 """
 import functools
 import importlib.util
@@ -17,11 +20,35 @@ SUBMIT_SCRIPT = os.path.join(KIT_ROOT, "assignment", "submit.py")
 
 
 @functools.lru_cache(maxsize=1)
-def _scanner():
+def _submit_script():
     spec = importlib.util.spec_from_file_location("_kit_submit", SUBMIT_SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.find_forbidden_calls
+    return module
+
+
+def _scanner():
+    return _submit_script().find_forbidden_calls
+
+
+# The attention built-ins the child's op record watches (autograder/probes.py), by dotted path:
+# the child records calls of these, and the parent accepts a record naming only these.
+WATCHED = ("torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
+           "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer")
+
+
+def watched_builtins():
+    """The names, as the scanner gives them, under which an op record may report a call."""
+    return frozenset(builtin_name(path) for path in WATCHED)
+
+
+def builtin_name(path):
+    """The name the scanner gives the attention built-in at dotted ``path`` (e.g.
+    "torch.nn.functional.scaled_dot_product_attention"); ValueError if the scanner allows it."""
+    name = _submit_script()._builtin(path)
+    if name is None:
+        raise ValueError(f"{path} is not one of the forbidden built-ins of {SUBMIT_SCRIPT}")
+    return name
 
 
 def forbidden_calls(path):
@@ -34,7 +61,7 @@ def forbidden_calls(path):
 @functools.lru_cache(maxsize=8)
 def _scan(source, name):
     """Cached on the text: a grading asks about each file twice (the rule tests, and which tests a
-    "hidden" finding fails), and the scan costs 10-20 ms a file."""
+    "hidden" finding fails), and one scan is enough."""
     return tuple(_scanner()(source, name))
 
 

@@ -1,7 +1,7 @@
 """Start the zygote, the fresh interpreter that forks every sandboxed child, and ask it for children.
 
 This module imports no torch, so a command can start the zygote before its own process imports
-torch: the two imports, each about a second and a half, then run at once on two cores instead of
+torch: the two imports, the slowest part of starting, then run at once on two cores instead of
 one after the other. The zygote's own side (``zygote_main``) and the child's are in ``sandbox``.
 """
 import json

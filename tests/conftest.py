@@ -34,6 +34,13 @@ def import_lab(folder):
                 sys.modules[name] = module
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "slow: a heavy test (third-party tools, whole batches, notebooks, containers); "
+        "`make check` runs every test, `make check-fast` (-m 'not slow') skips these")
+
+
 @pytest.fixture(scope="session")
 def reference():
     """The reference solution: ``reference.attention`` and ``reference.mha`` from solution/."""

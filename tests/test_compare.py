@@ -1,12 +1,14 @@
 """Feedback from the comparisons: precision loss named as such, and the heatmap of the worst matrix."""
+import importlib.util
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from autograder import pictures
 from autograder.catalogue import FLOAT32_IN_FLOAT64
-from autograder.compare import expect_close, matrix_figure
+from autograder.compare import TOLERANCES, expect_close, matrix_figure
 from autograder.student import StudentError
 
 
@@ -102,3 +104,15 @@ def test_finding_the_worst_matrix_never_imports_sympy():
     printed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                              cwd=Path(__file__).resolve().parents[1]).stdout.strip()
     assert printed == "False", "drawing the worst matrix imported sympy into the grader"
+
+
+def test_the_public_checks_use_the_graders_tolerances():
+    """One table: a value the public tests accept is one the grader accepts (assignment/tests/checks.py
+    holds a copy generated from compare.TOLERANCES, since students do not have the grader)."""
+    path = Path(__file__).resolve().parent.parent / "assignment" / "tests" / "checks.py"
+    spec = importlib.util.spec_from_file_location("_public_checks", path)
+    public = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(public)
+    graders = {dtype: dict(atol=atol, rtol=rtol) for dtype, (atol, rtol) in TOLERANCES.items()}
+    assert public.TOLERANCE == graders, (
+        f"the public tolerances {public.TOLERANCE} differ from the grader's {graders}: run `make stubs`")

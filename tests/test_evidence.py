@@ -1,4 +1,4 @@
-"""Every field of a child's reply is a claim (issue 13): the trusted side checks them.
+"""Every field of a child's reply is a claim: the trusted side checks them.
 
 A stand-in child answers the way a submission that rewrote the probes could: these tests show
 what the grader's handle (autograder/student.py) makes of forged op records, forged exception

@@ -251,8 +251,9 @@ def test_no_solution_line_under_assignment():
     assert not leaks, "solution code leaked into assignment/:\n" + "\n".join(leaks)
 
 
-def test_nothing_under_assignment_imports_nbgrader():
-    offenders = []
+def importers(package):
+    """``file:line`` of every import of ``package`` (or a module in it) by a Python file under assignment/."""
+    found = []
     for path in assignment_files():
         if path.suffix != ".py":
             continue
@@ -260,9 +261,35 @@ def test_nothing_under_assignment_imports_nbgrader():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
-            if any(name.split(".")[0] == "nbgrader" for name in names):
-                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if any(name.split(".")[0] == package for name in names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_nothing_under_assignment_imports_nbgrader():
+    offenders = importers("nbgrader")
     assert not offenders, "nbgrader is instructor-only, but is imported by:\n" + "\n".join(offenders)
+
+
+def test_nothing_under_assignment_imports_the_grader():
+    """Students have torch and pytest, not the kit: what the public files share with the grader is copied in."""
+    offenders = importers("autograder")
+    assert not offenders, "the grader is not shipped to students, but is imported by:\n" + "\n".join(offenders)
+
+
+def test_tolerance_region_needs_both_markers(tmp_path):
+    path = tmp_path / "checks.py"
+    path.write_text(f"import torch\n{generate.TOLERANCE_BEGIN}\nTOLERANCE = {{}}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="marker"):
+        generate.render_tolerances(path)
+
+
+def test_tolerance_region_is_rendered_between_the_markers(tmp_path):
+    path = tmp_path / "checks.py"
+    path.write_text(f"before\n{generate.TOLERANCE_BEGIN}\nstale\n{generate.TOLERANCE_END}\nafter\n", encoding="utf-8")
+    rendered = generate.render_tolerances(path)
+    assert rendered == (f"before\n{generate.TOLERANCE_BEGIN}\n{generate.tolerance_table()}{generate.TOLERANCE_END}\nafter\n"), (
+        f"only the lines between the markers should change:\n{rendered}")
 
 
 # ---------------------------------------------------------------- the stubs run

@@ -92,6 +92,7 @@ def test_summary_ranks_tests_by_pass_rate(graded):
     assert percents == sorted(percents), "most failed tests come first"
 
 
+@pytest.mark.slow  # grades the samples a second time
 def test_grading_again_with_one_job_gives_identical_reports(graded, tmp_path):
     out, _ = graded
     again = tmp_path / "again"
@@ -103,6 +104,7 @@ def test_grading_again_with_one_job_gives_identical_reports(graded, tmp_path):
         assert first == second, f"{folder.name}: reports differ between runs"
 
 
+@pytest.mark.slow  # grades the samples a second time
 def test_a_rerun_keeps_finished_reports_and_grades_the_rest(graded, tmp_path):
     out = tmp_path / "resume"
     shutil.copytree(graded[0], out)

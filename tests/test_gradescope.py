@@ -150,19 +150,23 @@ def reference_run(tmp_path_factory, autograder_zip):
     return root, *run_autograder(root)
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_reference_scores_full_marks(reference_run):
     _, results, _ = reference_run
     assert results["score"] == 110, failing(results)  # 100 core + 10 extra credit
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_results_follow_the_gradescope_schema(reference_run):
     jsonschema.validate(reference_run[1], SCHEMA)
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_report_names_the_student_from_the_metadata(reference_run):
     assert "Ada Lovelace" in reference_run[1]["output"]
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_overview_hides_the_total_while_hidden_tests_carry_points(reference_run):
     """Gradescope hides a student's total while any points-bearing test is not visible; the output,
     which students always see, must not give it away either."""
@@ -173,11 +177,13 @@ def test_overview_hides_the_total_while_hidden_tests_carry_points(reference_run)
     assert "Visible tests:" in results["output"] and "hidden tests" in results["output"], results["output"]
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_instructor_feedback_states_the_total(reference_run):
     feedback = (reference_run[0] / "results" / "feedback.md").read_text()
     assert "Score: 110 / 100" in feedback
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_overview_states_the_total_when_every_test_is_visible(tmp_path, autograder_zip):
     root = gradescope_root(tmp_path, autograder_zip)
     config = root / "source" / "grading.yaml"
@@ -187,18 +193,21 @@ def test_overview_states_the_total_when_every_test_is_visible(tmp_path, autograd
     assert f"Score: {MASK_BUG_SCORE:g} / 100" in results["output"], results["output"]
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_peak_memory_is_far_below_gradescopes_limit(reference_run):
     _, _, run = reference_run
     print(f"peak PSS {run.peak_pss_mb:.0f} MB, summed RSS {run.peak_rss_mb:.0f} MB, CPU {run.cpu_seconds:.1f} s")
     assert run.peak_pss_mb < GRADESCOPE_MEMORY_MB * 0.75, f"peak {run.peak_pss_mb:.0f} MB (PSS) leaves too little margin"
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_source_and_results_are_closed_to_the_sandbox_user(reference_run):
     root = reference_run[0]
     assert (root / "source").stat().st_mode & 0o077 == 0
     assert (root / "results").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_stubs_score_zero_without_grader_error(tmp_path, autograder_zip):
     root = gradescope_root(tmp_path, autograder_zip)
     upload(root, sample("stubs"))
@@ -215,6 +224,7 @@ def _zip_bytes(files, folder=""):
     return buffer.getvalue()
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 @pytest.mark.parametrize("shape", ["two files", "zip of the files", "zip of a folder"])
 def test_every_upload_shape_gets_the_same_score(tmp_path, autograder_zip, shape):
     root = gradescope_root(tmp_path, autograder_zip)
@@ -262,6 +272,7 @@ _attack()
 
 # The uid level (Gradescope's) is tested in a clean image by test_gradescope_container.py: this
 # machine's interpreter lives in a private home, which the uid level refuses to use.
+@pytest.mark.slow  # grades in a Gradescope layout
 @pytest.mark.parametrize("isolation", ["namespaces"])
 def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path, autograder_zip, isolation):
     root = gradescope_root(tmp_path, autograder_zip)
@@ -272,7 +283,7 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     results, _ = run_autograder(root, AUTOGRADER_ISOLATION=isolation)
     written = (root / "results" / "results.json").read_bytes()
     # os.fork and os._exit can hide what the code runs, so attention.py's tests count nothing (the
-    # from-scratch rule, issue 13); what matters here is that the grader's own report stands.
+    # from-scratch rule); what matters here is that the grader's own report stands.
     assert results["extra_data"]["isolation"] == isolation and "12345" not in written.decode()
     mha = [t for t in results["tests"] if t["tags"][0] in ("mha_init", "heads", "mha_forward")]
     attention = [t for t in results["tests"] if t["tags"][0] in ("masks", "attention", "gradients")]
@@ -284,6 +295,7 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     assert (root / "results" / "results.json").read_bytes() == written, "results.json changed after grading"
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_a_grader_failure_is_reported_as_the_graders(tmp_path, autograder_zip):
     root = gradescope_root(tmp_path, autograder_zip)
     upload(root, sample("reference"))
@@ -310,6 +322,7 @@ def earlier(hours_before, score, **extra_data):
             "results": {"score": score, "tests": tests, "extra_data": extra_data}}
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_daily_limit_keeps_the_last_graded_score_and_its_tests(tmp_path, autograder_zip):
     root = limited_root(tmp_path, autograder_zip, [earlier(5, 40.0), earlier(2, 64.0)], limit=2)
     results, _ = run_autograder(root)
@@ -318,6 +331,7 @@ def test_daily_limit_keeps_the_last_graded_score_and_its_tests(tmp_path, autogra
     assert results["extra_data"]["not_graded"] is True
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_daily_limit_counts_only_graded_submissions(tmp_path, autograder_zip):
     """Refused uploads and grader errors do not use up the limit: trying again never locks a student out."""
     previous = [earlier(3, 64.0), earlier(2, 64.0, not_graded=True), earlier(1, 0.0, grader_error=True)]
@@ -326,6 +340,7 @@ def test_daily_limit_counts_only_graded_submissions(tmp_path, autograder_zip):
     assert results["score"] == 110 and not results["extra_data"].get("not_graded"), results["output"]
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_daily_limit_never_carries_a_grader_error(tmp_path, autograder_zip):
     previous = [earlier(3, 64.0), earlier(1, 0.0, grader_error=True)]
     root = limited_root(tmp_path, autograder_zip, previous, limit=1)
@@ -333,12 +348,14 @@ def test_daily_limit_never_carries_a_grader_error(tmp_path, autograder_zip):
     assert results["score"] == 64.0 and results["extra_data"]["not_graded"] is True, results["output"]
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_daily_limit_ignores_submissions_older_than_a_day(tmp_path, autograder_zip):
     root = limited_root(tmp_path, autograder_zip, [earlier(30, 64.0)], limit=1)
     results, _ = run_autograder(root)
     assert results["score"] == 110, results["output"]
 
 
+@pytest.mark.slow  # grades in a Gradescope layout
 def test_submitters_carry_the_sid_never_a_user_id(tmp_path, autograder_zip):
     metadata = dict(METADATA, users=[{"email": "b@example.edu", "id": 777, "name": "Bo"}])
     root = gradescope_root(tmp_path, autograder_zip, metadata)

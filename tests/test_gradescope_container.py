@@ -25,8 +25,9 @@ from gradescope_image import GRADESCOPE_MEMORY, Image
 from test_gradescope import METADATA, _zip_bytes
 from test_hostile import EXPECTED, accepted, attack_problems, build_batch
 
-pytestmark = pytest.mark.skipif(bool(gradescope_image.unavailable()),
-                                reason=f"container test: {gradescope_image.unavailable()}")
+pytestmark = [pytest.mark.slow,  # builds a clean image and grades in it (`make check-fast` skips it)
+              pytest.mark.skipif(bool(gradescope_image.unavailable()),
+                                 reason=f"container test: {gradescope_image.unavailable()}")]
 
 SAMPLES = ROOT / "examples" / "submissions"
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "gradescope_results.schema.json").read_text())

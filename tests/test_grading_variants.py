@@ -13,8 +13,7 @@ import pytest
 
 from variant_builder import EXTRA_VARIANTS, ROOT, build_correct, build_mutant, build_reference, correct_names, load_mutants
 
-pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(),
-                                reason="the grader CLI (autograder/__main__.py) does not exist yet")
+pytestmark = pytest.mark.slow  # grades every correct variant and every mutant (`make check-fast` skips it)
 
 MUTANTS = load_mutants()
 CORRECT_NAMES = correct_names()
@@ -124,5 +123,5 @@ def test_every_catalogue_entry_is_proved_by_a_mutant():
 
     entries = {entry.name for kind in CATALOGUE.values() for entry, _ in kind}
     proved = {m["mistake"] for m in NAMED}
-    assert entries - proved <= {"split_and_merge_without_transpose"}, (
+    assert not entries - proved, (
         f"catalogue entries with no mutant in tests/variants/mutants.yaml: {sorted(entries - proved)}")

@@ -1,6 +1,6 @@
 """Hostile submissions are contained.
 
-Every attack of issue 3 (tests/hostile/, one folder per case) is graded in one batch together
+Every attack (tests/hostile/, one folder per case) is graded in one batch together
 with the reference as a control, by one run of ``python -m autograder grade``. Each attack must
 end with a clear message in its own report and a score for everything else, the grader must
 exit 0, and nothing may escape: no file outside the sandbox's scratch folder, no connection, no
@@ -31,8 +31,7 @@ import pytest
 from readable_runtime import readable_python
 from variant_builder import FILES, ROOT, SOLUTION, build_mutant, load_mutants, without_markers
 
-pytestmark = pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(),
-                                reason="the grader CLI (autograder/__main__.py) does not exist yet")
+pytestmark = pytest.mark.slow  # grades every attack in a batch, at two isolation levels (`make check-fast` skips it)
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 FULL_MARKS = 110  # 100 core + 10 extra credit: the reference earns both
@@ -52,7 +51,7 @@ GRADED_PARTS = ATTENTION_PARTS + MHA_PARTS
 # every test that runs its file, after running: containment is still tested, the points are gone.
 HIDDEN = "not graded"
 # Honest users of a built-in (mutants of tests/variants/mutants.yaml), graded beside the rule
-# dodges of issue 13: a dodge must score no more than the honest use of the same built-in.
+# dodges: a dodge must score no more than the honest use of the same built-in.
 RULE_CONTROLS = {"attention.py": "uses_torch_sdpa", "mha.py": "uses_nn_multihead_attention"}
 RULE_DODGES = {"rule_aten_ops": "attention.py", "rule_private_getattr": "attention.py",
                "rule_exec_base64": "attention.py", "rule_unwrap_tripwire": "attention.py",
@@ -92,7 +91,7 @@ EXPECTED = {
     "write_outside": Expect(),
     "network": Expect(),
     "fork_bomb": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
-    # Issue 13: ways around the from-scratch rule. Each costs every test that ran the file.
+    # Ways around the from-scratch rule. Each costs every test that ran the file.
     "rule_aten_ops": Expect(ATTENTION_PARTS, (HIDDEN, "torch.ops")),
     "rule_private_getattr": Expect(ATTENTION_PARTS, (HIDDEN, "getattr(torch, <computed name>)")),
     "rule_exec_base64": Expect(ATTENTION_PARTS, (HIDDEN, "exec is not allowed")),
@@ -100,11 +99,11 @@ EXPECTED = {
     "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
     "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
     "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
-    # Issue 13: extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
+    # Extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
     "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
-    # Issue 13: printed output and an error message written to break out of the report's code fences.
+    # Printed output and an error message written to break out of the report's code fences.
     "report_injection": Expect(("Causal mask",), ("ValueError",)),
-    # Issue 12: what the child must not hold or do, at every level.
+    # What the child must not hold or do, at every level.
     "grader_memory": Expect(),
     "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "os.fork is not allowed")),
     "disk_fill": Expect(),
@@ -380,8 +379,6 @@ def test_attack_costs_only_what_it_breaks_and_says_why(run, case):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.skipif(not (ROOT / "assignment" / "submit.py").exists(),
-                    reason="the rules tests read assignment/submit.py, which does not exist yet")
 def test_reference_control_scores_100(run):
     """The control: the reference, graded beside all the attacks, loses nothing."""
     results = run.results("reference")
@@ -706,7 +703,7 @@ def test_uid_level_refuses_a_runtime_the_sandbox_cannot_read(tmp_path):
 
 @pytest.mark.parametrize("case", RULE_DODGES)
 def test_dodging_the_from_scratch_rule_gains_nothing(run, case):
-    """Issue 13: each dodge scored 108-110 where honest use of the same built-in scored about 65."""
+    """A dodge could otherwise keep every point that honest use of the same built-in loses."""
     results, control = run.results(case), run.results(RULE_CONTROLS[RULE_DODGES[case]])
     rules = [t for t in results["tests"] if t["tags"][0] == "rules" and t["status"] == "passed"
              and RULE_DODGES[case] in t["name"]]

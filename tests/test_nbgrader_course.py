@@ -23,12 +23,14 @@ from autograder import nbgrader_course
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/kit.lock has it)")
 
+pytestmark = pytest.mark.slow  # builds an nbgrader course and autogrades students with nbgrader (`make check-fast` skips it)
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 LAB = nbgrader_course.ASSIGNMENT
 NOTEBOOK = nbgrader_course.NOTEBOOK
 STUDENTS = ("correct", "buggy", "untouched", "tamper")
-# Appended to the stub attention.py: the tamper of the issue, aimed at the old in-kernel checks.
+# Appended to the stub attention.py: a tamper aimed at checks run in the notebook's kernel.
 TAMPER_MODULE = '''
 
 import sys

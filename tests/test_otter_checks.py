@@ -18,6 +18,8 @@ from autograder import generate
 
 pytest.importorskip("otter", reason="otter-grader is not installed (requirements/kit.lock has it)")
 
+pytestmark = pytest.mark.slow  # runs otter-grader's checks (`make check-fast` skips it)
+
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = ROOT / "assignment"
 CHECKS = ROOT / generate.CHECKS

@@ -8,6 +8,8 @@ from PIL import Image, ImageStat
 
 from conftest import ROOT, run_grader
 
+pytestmark = pytest.mark.slow  # renders the report pages in chromium (`make check-fast` skips it)
+
 SAMPLES = ROOT / "examples" / "submissions"
 WINDOW = (1200, 1600)
 VIRIDIS_YELLOW = (253, 231, 37)  # the top of the heatmaps' colour scale: every mask picture has it

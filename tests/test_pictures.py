@@ -98,6 +98,7 @@ def test_text_heatmap_of_16_by_16_stays_narrow_enough_to_read_in_gradescope():
     assert max(len(line) for line in lines[:-1]) <= 80, "\n".join(lines)
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_failed_matrix_tests_carry_the_text_heatmap_inside_their_code_block(graded):
     outputs = {t["number"]: t["output"] for t in results(graded, "mask_bug")["tests"]}
     numbers = figure_tests(graded, "mask_bug")
@@ -172,11 +173,13 @@ def assert_self_contained(page):
     assert "url(" not in style and "@import" not in style, "the CSS loads something"
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 @pytest.mark.parametrize("submission", ["mask_bug", "head_reshape_bug", "reference", "stubs", "crashes"])
 def test_feedback_html_is_self_contained(graded, submission):
     assert_self_contained((graded / submission / "feedback.html").read_text())
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 @pytest.mark.parametrize("submission", ["mask_bug", "head_reshape_bug"])
 def test_every_failed_test_with_a_figure_shows_it_as_a_png_or_as_text(graded, submission):
     by_number = sections((graded / submission / "feedback.html").read_text())
@@ -184,6 +187,7 @@ def test_every_failed_test_with_a_figure_shows_it_as_a_png_or_as_text(graded, su
         assert "<img" in by_number[number] or "As text" in by_number[number], f"test {number} lost its figure"
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 @pytest.mark.parametrize("submission", ["mask_bug", "head_reshape_bug"])
 def test_the_first_failed_mask_or_weights_test_is_drawn_as_a_png(graded, submission):
     page = (graded / submission / "feedback.html").read_text()
@@ -193,17 +197,20 @@ def test_the_first_failed_mask_or_weights_test_is_drawn_as_a_png(graded, submiss
     assert 1 <= page.count("<img") <= html_pages.MAX_PICTURES
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_the_pngs_in_feedback_html_are_real_pictures(graded):
     page = (graded / "mask_bug" / "feedback.html").read_text()
     for data in re.findall(r'src="data:image/png;base64,([^"]+)"', page):
         assert looks_drawn(base64.b64decode(data))[2] > 100
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_feedback_html_names_the_likely_bug(graded):
     page = (graded / "mask_bug" / "feedback.html").read_text()
     assert 'class="bug"' in page and "mask_polarity_flipped" in page
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_feedback_html_has_the_content_of_feedback_md(graded):
     page = (graded / "mask_bug" / "feedback.html").read_text()
     report_json = results(graded, "mask_bug")
@@ -216,6 +223,7 @@ def test_feedback_html_has_the_content_of_feedback_md(graded):
             assert f'{test["number"]} {test["name"]}' in html.unescape(page)
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_printed_output_and_submission_names_are_escaped(graded):
     page = (graded / HOSTILE_ID / "feedback.html").read_text()
     assert "What your code printed" in page
@@ -236,6 +244,7 @@ def named_bugs(out):
     return counts
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_summary_html_lists_the_most_common_named_bugs_with_their_counts(graded):
     page = (graded / "summary.html").read_text()
     bugs = page.split('<h2 id="bugs">', 1)[1].split("<h2", 1)[0]
@@ -246,6 +255,7 @@ def test_summary_html_lists_the_most_common_named_bugs_with_their_counts(graded)
         assert re.search(rf"<code>{mistake}</code></td><td[^>]*>{count} of {submissions}<", bugs), mistake
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_summary_html_links_to_each_feedback_html_relatively(graded):
     page = (graded / "summary.html").read_text()
     links = {href for href in re.findall(r'href="([^"]+)"', page) if not href.startswith("#")}
@@ -256,6 +266,7 @@ def test_summary_html_links_to_each_feedback_html_relatively(graded):
         assert (graded / urllib.parse.unquote(html.unescape(href))).is_file(), f"broken link {href}"
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_summary_html_lists_a_submission_without_feedback_html_without_a_link(graded, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(graded, out)
@@ -265,6 +276,7 @@ def test_summary_html_lists_a_submission_without_feedback_html_without_a_link(gr
     assert "stubs/feedback.html" not in page and "<td>stubs</td>" in page
 
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_summary_html_is_self_contained_and_escapes_submission_names(graded):
     page = (graded / "summary.html").read_text()
     assert_self_contained(page)
@@ -274,6 +286,7 @@ def test_summary_html_is_self_contained_and_escapes_submission_names(graded):
 
 # --- the gradebook imports into Canvas and Moodle as written --------------------------------------
 
+@pytest.mark.slow  # grades a batch and draws its pages
 def test_gradebook_starts_with_the_columns_canvas_requires_in_its_order(graded):
     header = next(csv.reader((graded / "gradebook.csv").open()))
     assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

@@ -17,6 +17,8 @@ nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (re
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (requirements/kit.lock has it)")
 pytest.importorskip("ipykernel", reason="ipykernel is not installed: no kernel to run the notebook")
 
+pytestmark = pytest.mark.slow  # executes the playground notebook (`make check-fast` skips it)
+
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ("bidirectional_vs_causal", "padding", "heads")  # heatmaps that show(fig, name) saves
 LINE_PLOTS = ("memory", "kv_cache")  # extra credit: two curves each, in matplotlib's first two colours

@@ -15,6 +15,8 @@ from autograder.generate import public_cases
 from test_public_suite import FOOTER, PUBLIC, ROOT, Run, run_public
 from variant_builder import build_mutant, build_reference, load_mutants
 
+pytestmark = pytest.mark.slow  # runs the public tests once per buggy submission (`make check-fast` skips it)
+
 MUTANTS = {m["name"]: m for m in load_mutants()}
 # Not in the grader's table: the hidden suite needs no hint for it, the public one does.
 MERGE_VIEW = {"name": "merge_heads_view_without_contiguous", "file": "mha.py",

@@ -84,6 +84,7 @@ def test_public_suite_is_fast(reference):
     assert reference.test_seconds < 5, f"the public tests took {reference.test_seconds:.1f} s on the reference"
 
 
+@pytest.mark.slow  # runs the public tests on the stubs
 def test_every_public_test_fails_on_the_stubs(stubs, reference):
     assert stubs.returncode == 1, stubs.output
     assert set(stubs.failures) | set(stubs.skipped) == set(reference.failures), \
@@ -92,6 +93,7 @@ def test_every_public_test_fails_on_the_stubs(stubs, reference):
     assert not passed, f"these public tests pass on the untouched stubs: {passed}"
 
 
+@pytest.mark.slow  # runs the public tests on the stubs
 def test_unwritten_extra_credit_is_skipped_as_optional_on_its_own_line(stubs, reference):
     extra = sorted(name for name in reference.failures if name.startswith("test_extra["))
     assert extra, "there are no public extra-credit checks"
@@ -103,16 +105,19 @@ def test_unwritten_extra_credit_is_skipped_as_optional_on_its_own_line(stubs, re
         f"extra credit (optional, not in the points): {len(extra)} passed"
 
 
+@pytest.mark.slow  # runs the public tests on the stubs
 def test_stub_failures_name_not_implemented_in_one_line(stubs):
     for name, text in stubs.failures.items():
         assert text is not None and NOT_IMPLEMENTED.match(text.strip()), \
             f"{name} should fail with one line naming the NotImplementedError, got: {text!r}"
 
 
+@pytest.mark.slow  # runs the public tests on the stubs
 def test_stub_run_prints_no_traceback(stubs):
     assert "Traceback" not in stubs.output, stubs.output
 
 
+@pytest.mark.slow  # runs the public tests on the stubs
 def test_stub_run_scores_zero_of_the_same_total(stubs, reference):
     earned, total = stubs.score
     assert (earned, total) == (0, reference.score[1])
@@ -157,6 +162,7 @@ def student_copy(tmp_path):
     return folder
 
 
+@pytest.mark.slow  # copies the lab and runs its public tests as a student would
 def test_student_loop_tests_the_files_next_to_tests(student_copy, tmp_path):
     junit = tmp_path / "loop.xml"
     run = Run([sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", f"--junitxml={junit}"],
@@ -166,6 +172,7 @@ def test_student_loop_tests_the_files_next_to_tests(student_copy, tmp_path):
     assert earned == total > 0
 
 
+@pytest.mark.slow  # copies the lab and runs its public tests as a student would
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_student_make_test_runs_the_public_tests(student_copy):
     # A student's shell, not a nested make: MAKELEVEL/MAKEFLAGS would add "Entering directory" lines.

@@ -16,6 +16,8 @@ import pytest
 
 from variant_builder import FILES, ROOT, _write
 
+pytestmark = pytest.mark.slow  # grades the real-code fixtures and runs their oracle (`make check-fast` skips it)
+
 FIXTURES = Path(__file__).resolve().parent / "real_code"
 ORACLE = Path(__file__).resolve().parent / "real_code_oracle.py"
 CORE_PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules")

@@ -1,4 +1,4 @@
-"""Nothing a student writes reaches a report raw (issue 13).
+"""Nothing a student writes reaches a report raw.
 
 Printed output, error messages, zip entry names and Gradescope names are hostile text. Rendered
 as CommonMark (markdown-it-py, raw HTML allowed as the spec says) feedback.md must show them as
@@ -143,6 +143,7 @@ def test_unsafe_submission_names_are_renamed_once_and_said(tmp_path):
     assert "No submissions" in line  # no scores: nothing else to say
 
 
+@pytest.mark.slow  # grades a batch
 @pytest.mark.skipif(not (ROOT / "autograder" / "__main__.py").exists(), reason="no grader CLI")
 def test_a_batch_with_unsafe_names_keeps_out_and_class_files_whole(tmp_path):
     """submission_.. once wrote into OUT's parent, and a submission named summary.md crashed the batch."""

@@ -46,6 +46,7 @@ def run_submit(*args, cwd):
 
 # ----------------------------------------------------------------------------- the zip
 
+@pytest.mark.slow  # submit.py imports the files in a fresh python (a torch import each)
 def test_good_folder_gives_a_zip_of_exactly_the_two_files(tmp_path):
     folder = make_folder(tmp_path)
     (folder / "notes.txt").write_text("not for the zip")
@@ -60,6 +61,7 @@ def test_good_folder_gives_a_zip_of_exactly_the_two_files(tmp_path):
             assert archive.read(name) == (folder / name).read_bytes()
 
 
+@pytest.mark.slow  # submit.py imports the files in a fresh python (a torch import each)
 def test_default_folder_is_the_one_holding_submit_py(tmp_path):
     folder = make_folder(tmp_path)
     shutil.copy(SUBMIT, folder / "submit.py")
@@ -85,6 +87,7 @@ BAD_FOLDERS = {
 }
 
 
+@pytest.mark.slow  # submit.py imports the files in a fresh python (a torch import each)
 @pytest.mark.parametrize("case", BAD_FOLDERS)
 def test_bad_folder_gets_one_line_exit_1_and_no_zip(tmp_path, case):
     edits, expected = BAD_FOLDERS[case]
@@ -129,6 +132,7 @@ def without_solution_of(text, function):
     return head + function + tail[:begin] + "raise NotImplementedError" + tail[end:]
 
 
+@pytest.mark.slow  # submit.py imports the files in a fresh python (a torch import each)
 def test_unwritten_extra_credit_is_named_as_optional_and_nothing_else_is_flagged(tmp_path):
     folder = make_folder(tmp_path)
     for name, function in [("attention.py", "def tiled_attention("), ("mha.py", "def step(")]:
@@ -143,6 +147,7 @@ def test_unwritten_extra_credit_is_named_as_optional_and_nothing_else_is_flagged
         "tiled_attention (attention.py), MultiHeadAttention.step (mha.py)."], proc.stdout
 
 
+@pytest.mark.slow  # submit.py imports the files in a fresh python (a torch import each)
 def test_unfinished_core_functions_are_named_before_upload(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -155,6 +160,7 @@ def test_unfinished_core_functions_are_named_before_upload(tmp_path):
     assert "tiled_attention" not in note and "step" not in note, "extra credit is listed on its own line"
 
 
+@pytest.mark.slow  # submit.py imports the files in a fresh python (a torch import each)
 def test_the_reference_gets_no_note(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -316,3 +322,36 @@ def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
         elif found:
             accused[label] = [v.message for v in found]
     assert len(folders) > 50 and not accused, f"honest code flagged by the scanner: {accused}"
+
+
+def recorded_names():
+    """Every name under which the child's op record reports a forbidden built-in."""
+    from autograder import probes
+
+    return sorted(set(probes.FORBIDDEN) | {shown for _, shown in probes.FORBIDDEN_OPS} | {probes.MHA_CLASS})
+
+
+@pytest.mark.parametrize("name", recorded_names())
+def test_the_op_record_names_a_builtin_as_the_scanner_does(name):
+    """One list of forbidden names: the child's op record reports a call under the name this
+    scanner gives the same call in the source, so the two opinions read alike in a report."""
+    found = submit.find_forbidden_calls(f"import torch\n\nresult = {name}(1)\n", "attention.py")
+    assert [(v.kind, v.name) for v in found] == [("builtin", name)], (
+        f"the scanner reports {name}(1) as {[(v.kind, v.name) for v in found]}, the op record as {name}")
+
+
+def test_the_grader_asks_the_scanner_for_builtin_names():
+    from autograder import rules
+
+    assert rules.builtin_name("torch.nn.MultiheadAttention") == "torch.nn.MultiheadAttention"
+    with pytest.raises(ValueError, match="not one of the forbidden"):
+        rules.builtin_name("torch.softmax")
+
+
+def test_the_grader_accepts_a_record_naming_exactly_what_the_child_records():
+    """A record may name only what the child watches; anything else is forged. Both sides take the
+    list from autograder/rules.py, so a built-in added to the watch is never mistaken for a forgery."""
+    from autograder import student
+
+    assert set(recorded_names()) == set(student.KNOWN_FORBIDDEN), (
+        f"the child records {recorded_names()}, the grader accepts {sorted(student.KNOWN_FORBIDDEN)}")

@@ -137,6 +137,7 @@ def test_mutant_find_occurs_once_in_reference(mutant):
 
 # --- behaviour -----------------------------------------------------------------------------
 
+@pytest.mark.slow  # runs the contract probes on every variant
 def test_reference_passes_its_own_probes(records):
     reference = records["reference"]
     raised = {p: r["value"] for p, r in reference.items() if isinstance(r["value"], str) and "raised" in r["value"]}
@@ -146,6 +147,7 @@ def test_reference_passes_its_own_probes(records):
         f"forbidden names in source {reference['forbidden_in_source']['value']}")
 
 
+@pytest.mark.slow  # runs the contract probes on every variant
 @by_name(MUTANTS)
 def test_mutant_changes_behaviour(records, mutant):
     variant = records.get(f"mutant-{mutant['name']}")
@@ -154,6 +156,7 @@ def test_mutant_changes_behaviour(records, mutant):
     assert failing, f"mutant {mutant['name']} behaves exactly like the reference on every probe"
 
 
+@pytest.mark.slow  # runs the contract probes on every variant
 @by_name(MUTANTS)
 def test_mutant_fails_in_every_listed_part(records, mutant):
     variant = records.get(f"mutant-{mutant['name']}")
@@ -175,6 +178,7 @@ def test_correct_variant_holds_only_contract_files(name):
     assert files and set(files) <= allowed, f"{name} holds {files}; only {sorted(allowed)} may be there"
 
 
+@pytest.mark.slow  # runs the contract probes on every variant
 @pytest.mark.parametrize("name", CORRECT_NAMES)
 def test_correct_variant_agrees_with_reference(records, name):
     reference, variant = records["reference"], records[f"correct-{name}"]

@@ -8,7 +8,7 @@ from autograder.probes import weighted_sum
 
 def reference_grads(outputs, leaves, grad_outputs):
     """The vector-Jacobian product, as torch.autograd.grad(outputs, leaves, grad_outputs) gives it,
-    computed the way the sandbox does (no first-use import of sympy, 0.3 s per grader)."""
+    computed the way the sandbox does (no slow first-use import of sympy in every grader)."""
     return torch.autograd.grad(weighted_sum(list(zip(outputs, grad_outputs))), leaves, allow_unused=True)
 
 

@@ -17,10 +17,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# The grader's own tolerances (atol + rtol * |expected|), copied from its table: do not edit.
 TOLERANCE = {
-    torch.float32: dict(atol=1e-5, rtol=1e-4),
-    torch.float64: dict(atol=1e-10, rtol=1e-8),
+    torch.float16: dict(atol=0.01, rtol=0.01),
+    torch.float32: dict(atol=2e-05, rtol=0.0001),
+    torch.float64: dict(atol=1e-10, rtol=1e-08),
 }
+# (end of the grader's tolerances)
 
 FORMULA = (
     "follow the formula: scores = Q K^T / sqrt(d_k); blocked scores -> -inf; "
@@ -290,7 +293,7 @@ def _blocked(allowed, real_keys, n_heads, t_q):
     """One (B * n_heads, T_q, T_k) mask, True = blocked, for nn.MultiheadAttention.
 
     Folding the padding in here (rather than passing key_padding_mask) gives the same numbers
-    and spares torch a first-use import that costs 0.3 s of every `make test`.
+    and spares torch a slow first-use import in every `make test`.
     """
     if real_keys is None:
         return None if allowed is None else ~allowed
