@@ -21,7 +21,7 @@ from autograder.zygote import Zygote
 HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
 # pytest as the grader runs it: no third-party plugins (an instructor's machine may have any), and
 # not the built-in ones that cost time for nothing here: unraisableexception and threadexception
-# each run gc.collect() five times when a session ends (0.1 s with torch loaded), logging wraps
+# each run gc.collect() five times when a session ends (costly with torch loaded), logging wraps
 # every test in log capture, and faulthandler's tracebacks would go to a console nobody reads.
 PYTEST_ARGS = ["-q", "--tb=no", "--disable-plugin-autoload", "-p", "no:cacheprovider", "-p", "no:logging",
                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:faulthandler"]
