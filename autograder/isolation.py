@@ -196,10 +196,16 @@ def _in_user_namespace():
         return False
 
 
+# The submission's cgroup (where there is one) holds it to ``memory_bytes`` in all, counting kernel
+# memory and its tmpfs too. One process's address space stops this much short of that, so that a
+# process that asks for too much gets a MemoryError it can report, not the OOM killer's SIGKILL.
+ADDRESS_SPACE_MARGIN = 32 << 20
+
+
 def apply_limits(memory_bytes, cpu_seconds, max_processes, file_bytes=16 << 20, open_files=256):
     """Resource limits for the child. The address-space limit counts on top of what torch already maps."""
     limits = {
-        resource.RLIMIT_AS: _address_space() + memory_bytes,
+        resource.RLIMIT_AS: _address_space() + memory_bytes - ADDRESS_SPACE_MARGIN,
         resource.RLIMIT_CPU: cpu_seconds,
         resource.RLIMIT_FSIZE: file_bytes,
         resource.RLIMIT_NOFILE: open_files,
