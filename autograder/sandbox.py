@@ -87,9 +87,9 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
         os.close(request_r), os.close(response_w), os.close(output_w)
         os.write(status_w, json.dumps({"pid": pid}).encode() + b"\n")
         _, status = os.waitpid(pid, 0)
-        # At the uid level, what the child started outside its process group dies here, by this
-        # process that exists anyway, not by a fork of the (much larger) grader for every child.
-        swept = level == "uid" and isolation.become_and_kill_all(uid)
+        # At the uid level, what the child started outside its process group dies here, in this
+        # process that exists anyway, before the grader hears that the child is gone.
+        swept = level == "uid" and isolation.kill_all_of_uid(uid)
         os.write(status_w, json.dumps({"status": status, "swept": swept}).encode() + b"\n")
     except BaseException as err:  # a failure here is the grader's, not the student's
         try:

@@ -621,12 +621,21 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
         f"kill of that uid's processes also kills the other's sandboxes")
 
 
+DAEMONS = {
+    # its own session: neither the child's pid nor its process group reaches it
+    "setsid": "time.sleep(120)",
+    # kills whatever becomes its uid, so a sweeper that turns into that uid to call kill(-1) dies first
+    "sweeper_killer": "while True:\n            try:\n                os.kill(-1, signal.SIGKILL)\n"
+                      "            except OSError:\n                pass",
+}
 DAEMON = """
-import os, time
-if os.fork() == 0:          # a daemon: its own session, so neither the child's pid nor its group reaches it
+import os, signal, time
+if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        time.sleep(120)
+        with open("daemon.pid", "w") as f:  # in its own folder: the test learns whom to look for
+            f.write(str(os.getpid()))
+        {body}
         os._exit(0)
     os._exit(0)
 time.sleep(0.2)             # the daemon is running before the import answers
@@ -646,23 +655,31 @@ def processes_of_uid(uid):
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="the uid level needs root")
-def test_closing_a_uid_level_child_kills_the_daemons_it_started(open_tmp):
+@pytest.mark.parametrize("daemon", sorted(DAEMONS))
+@pytest.mark.parametrize("attempt", range(3))  # the sweeper-killer wins a race: one lucky run proves little
+def test_closing_a_uid_level_child_kills_the_daemons_it_started(open_tmp, daemon, attempt):
     """At the uid level a daemon escapes the child's process group; closing the child must still leave
     no process of its uid (the waiter sweeps the uid when the child dies; the grader if it could not)."""
-    from autograder import config
+    from autograder import config, sandbox
     from autograder.zygote import Zygote
 
     zygote = Zygote("uid", hidden=[str(ROOT)])
     try:
         scratch = open_tmp / "sub"
         scratch.mkdir(mode=0o755)
-        (scratch / "attention.py").write_text(DAEMON)
+        (scratch / "attention.py").write_text(DAEMON.format(body=DAEMONS[daemon]))
         uid = zygote.next_uid(slot=0)
         os.chown(scratch, uid, uid)
         child = zygote.spawn(str(scratch), "student", config.Limits(call_seconds=10), uid)
-        child.call({"import": "attention"})
-        started = processes_of_uid(uid)
-        assert len(started) >= 2, f"the payload did not start its daemon (uid {uid} has {started})"
+        try:
+            child.call({"import": "attention"})
+        except sandbox.ChildDied:
+            assert daemon == "sweeper_killer", f"the {daemon} payload's child died on import"  # it kills its own child too
+        marker = scratch / "daemon.pid"
+        deadline = time.monotonic() + 5
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert marker.exists(), "the payload did not start its daemon"
         child.close()
         assert child.swept, "the waiter did not report that it killed the uid's processes"
         deadline = time.monotonic() + 2  # SIGKILL is sent; the kernel may take a moment to reap
