@@ -6,11 +6,9 @@ tensors and Python scalars. Every comparison happens in the parent, and every fi
 (results, attributes, errors, the forbidden ops seen, memory figures) is a claim the parent
 recomputes or cross-checks before a score depends on it.
 
-A request is ``{"target": "attention.causal_mask", "args": [...], "kwargs": {...}}`` plus,
-optionally, ``init`` (construct a class first), ``state`` (parameters to load by name),
-``method``, ``grad`` (``grad_outputs`` and which inputs/parameters to differentiate) and
-``attrs`` (report the constructed object's attributes).
+What a request may ask and what a reply holds is defined in ``autograder.protocol``.
 """
+import dataclasses
 import importlib
 import importlib.util
 import math
@@ -22,9 +20,8 @@ import types
 import torch
 
 from autograder import rules, wire
-
-STUDENT_MODULES = ("attention", "mha")
-MAX_TEXT = 2000
+from autograder.protocol import (MAX_TEXT, STUDENT_MODULES, Answer, ErrorInfo, Import, Probe, ProtocolError,
+                                 Where, read_request, tag)
 
 _forbidden_used = []
 
@@ -208,45 +205,43 @@ class Submission:
 
 class ImportFailed(Exception):
     def __init__(self, info):
-        super().__init__(info["message"])
+        super().__init__(info.message)
         self.info = info
 
 
 # --- one probe ------------------------------------------------------------------------------
 
-def run_probe(submission, request):
-    module_name, _, attr = request["target"].partition(".")
-    target = getattr(submission.module(module_name), attr)
+def run_probe(submission, probe):
+    """Run one ``protocol.Probe`` on the student's code; the reply's value (see ``replies``)."""
+    target = getattr(submission.module(probe.module), probe.function)
     owner = None
-    if "init" in request:
-        init = request["init"]
-        target = owner = target(*init.get("args", []), **init.get("kwargs", {}))
+    if probe.init is not None:
+        target = owner = target(*probe.init.args, **probe.init.kwargs)
     reply = {}
-    if request.get("attrs"):
+    if probe.attrs:
         reply["attrs"] = object_attrs(target)
-    if "state" in request:
-        load_state(target, request["state"])
-    method = request.get("method")
-    if method:
-        target = getattr(target, method)
-    if "decode" in request:
-        reply.update(decode_token_by_token(owner, request["decode"]))
+    if probe.state is not None:
+        load_state(target, probe.state)
+    if probe.method:
+        target = getattr(target, probe.method)
+    if probe.decode is not None:
+        reply.update(decode_token_by_token(owner, probe.decode))
         return reply
-    if "args" not in request:  # construct only
+    if probe.args is None:  # construct only
         return reply
-    args = [_grad_leaf(a, request, i) for i, a in enumerate(request["args"])]
-    kwargs = request.get("kwargs", {})
-    if request.get("measure_memory"):
+    wanted = probe.grad.inputs if probe.grad is not None else ()
+    args = [_grad_leaf(a, i in wanted) for i, a in enumerate(probe.args)]
+    if probe.measure_memory:
         start = _reset_peak_memory()
-        result = target(*args, **kwargs)
+        result = target(*args, **probe.kwargs)
         reply["peak_bytes"] = _peak_memory() - start if start is not None else None
     else:
-        result = target(*args, **kwargs)
-    reply["result"] = to_plain(result)
+        result = target(*args, **probe.kwargs)
+    reply["result"] = tag(result)
     # The inputs as they are after the call: the parent compares them with what it sent.
     reply["inputs_after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]
-    if "grad" in request:
-        reply["grads"] = gradients(result, args, request["grad"], owner)
+    if probe.grad is not None:
+        reply["grads"] = gradients(result, args, probe.grad, owner)
     return reply
 
 
@@ -260,11 +255,11 @@ def decode_token_by_token(module, x):
         for t in range(x.size(1)):
             y, cache = module.step(x[:, t:t + 1], cache)
             outputs.append(y)
-            caches.append(to_plain(cache))  # the parent compares them with its own projections
+            caches.append(tag(cache))  # the parent compares them with its own projections
     finally:
         for hook in hooks:
             hook.remove()
-    return {"result": to_plain(outputs), "projected": projected, "caches": caches}
+    return {"result": tag(outputs), "projected": projected, "caches": caches}
 
 
 def _reset_peak_memory():
@@ -289,19 +284,19 @@ def _status_bytes(field):
     return None
 
 
-def _grad_leaf(value, request, index):
-    wanted = index in request.get("grad", {}).get("inputs", [])
+def _grad_leaf(value, wanted):
     if wanted and isinstance(value, torch.Tensor) and value.is_floating_point():
         return value.clone().requires_grad_(True)
     return value
 
 
 def gradients(result, args, spec, owner):
+    """The gradients a ``protocol.Gradients`` asks for."""
     outputs = result if isinstance(result, (tuple, list)) else (result,)
-    pairs = [(o, g) for o, g in zip(outputs, spec["grad_outputs"])
+    pairs = [(o, g) for o, g in zip(outputs, spec.grad_outputs)
              if g is not None and isinstance(o, torch.Tensor) and o.requires_grad]
-    inputs = [args[i] for i in spec.get("inputs", [])]
-    params = dict(owner.named_parameters()) if spec.get("params") and isinstance(owner, torch.nn.Module) else {}
+    inputs = [args[i] for i in spec.inputs]
+    params = dict(owner.named_parameters()) if spec.params and isinstance(owner, torch.nn.Module) else {}
     leaves = list(inputs) + list(params.values())
     if not pairs or not leaves:
         return {"inputs": [None] * len(inputs), "params": {name: None for name in params}, "connected": False}
@@ -351,22 +346,7 @@ def object_attrs(obj):
     return attrs
 
 
-# --- turning results and errors into plain values --------------------------------------------
-
-def to_plain(value, depth=0):
-    if depth > 4:
-        return {"__object__": "too deeply nested"}
-    if isinstance(value, torch.Tensor):
-        tensor = torch.Tensor.as_subclass(value.detach(), torch.Tensor)
-        return {"__tensor_of__": type(value).__name__, "value": tensor} if type(value) is not torch.Tensor else tensor
-    if isinstance(value, (tuple, list)):
-        return {"__sequence__": type(value).__name__, "items": [to_plain(v, depth + 1) for v in value[:16]]}
-    if value is None or type(value) in (bool, int, str):
-        return value if type(value) is not str else value[:MAX_TEXT]
-    if type(value) is float:
-        return value if math.isfinite(value) else repr(value)
-    return {"__object__": type(value).__name__[:80]}
-
+# --- errors as the parent reads them ------------------------------------------------------
 
 def describe_exception(err, phase):
     """Exception type, message and the student's line it came from (never the full traceback)."""
@@ -375,15 +355,9 @@ def describe_exception(err, phase):
     where = None
     if frames:
         f = frames[-1]
-        where = {"file": os.path.basename(f.filename), "line": f.lineno, "function": f.name,
-                 "code": (f.line or "")[:200]}
-    return {
-        "type": type(err).__name__[:80],
-        "mro": [c.__name__ for c in type(err).__mro__][:12],
-        "message": _safe_str(err)[:MAX_TEXT],
-        "where": where,
-        "phase": phase,
-    }
+        where = Where(os.path.basename(f.filename), f.lineno, f.name, (f.line or "")[:200])
+    return ErrorInfo(type=type(err).__name__[:80], mro=[c.__name__ for c in type(err).__mro__][:12],
+                     message=_safe_str(err)[:MAX_TEXT], phase=phase, where=where)
 
 
 def _safe_str(err):
@@ -403,28 +377,37 @@ def serve(request_fd, response_fd, submission_dir, mode):
     submission = Submission(submission_dir, mode)
     while True:
         try:
-            request = wire.recv_blocking(request_fd)
+            body = wire.recv_blocking(request_fd)
         except EOFError:
             return
-        del _forbidden_used[:]
-        with OpRecord(request.get("record"), watch=not request.get("measure_memory")) as record:
-            try:
-                if "import" in request:
-                    submission.module(request["import"])
-                    reply = {"ok": True, "value": {}}
-                else:
-                    reply = {"ok": True, "value": run_probe(submission, request)}
-            except ImportFailed as failed:
-                reply = {"ok": False, "error": failed.info}
-            except BaseException as err:
-                reply = {"ok": False, "error": describe_exception(err, phase=f"calling {request.get('target')}")}
-        reply["forbidden"] = sorted(set(_forbidden_used) | record.forbidden)
-        reply["record"] = record.seen
-        reply["seq"] = request.get("seq")  # the parent takes a reply only for the request it answers
         try:
-            wire.send(response_fd, reply)
-        except (ValueError, TypeError, OverflowError) as err:  # unencodable result
-            wire.send(response_fd, {"seq": reply["seq"], "ok": False, "forbidden": reply["forbidden"],
-                                    "record": record.seen, "error": {
-                "type": "UnsendableResult", "mro": [], "message": str(err)[:MAX_TEXT],
-                "where": None, "phase": "sending the result"}})
+            request, seq, nonce = read_request(body)
+        except ProtocolError as err:  # only a grader bug sends one; the test fails with this message
+            seq = body.get("seq") if type(body) is dict else None
+            wire.send(response_fd, Answer(seq, False, [], None, error=ErrorInfo(
+                "ProtocolError", [], str(err)[:MAX_TEXT], "reading the grader's request")).body())
+            continue
+        reply = answer(submission, request, seq, nonce)
+        try:
+            wire.send(response_fd, reply.body())
+        except (ValueError, TypeError, OverflowError) as err:  # unencodable result (raised before any write)
+            wire.send(response_fd, dataclasses.replace(reply, ok=False, value=None, error=ErrorInfo(
+                "UnsendableResult", [], str(err)[:MAX_TEXT], "sending the result")).body())
+
+
+def answer(submission, request, seq, nonce):
+    """Run one request under the op record and say what happened, as an ``Answer``."""
+    del _forbidden_used[:]
+    measuring = isinstance(request, Probe) and request.measure_memory
+    with OpRecord(nonce, watch=not measuring) as record:
+        try:
+            if isinstance(request, Import):
+                submission.module(request.module)
+                ok, value, error = True, {}, None
+            else:
+                ok, value, error = True, run_probe(submission, request), None
+        except ImportFailed as failed:
+            ok, value, error = False, None, failed.info
+        except BaseException as err:
+            ok, value, error = False, None, describe_exception(err, phase=f"calling {request.target}")
+    return Answer(seq, ok, sorted(set(_forbidden_used) | record.forbidden), record.seen, value, error)

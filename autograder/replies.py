@@ -1,9 +1,9 @@
 """What a child's reply may hold: the schema the parent checks before it uses any of it.
 
 A reply is written by the sandboxed child, so student code may have written it instead: every
-field is a claim. ``check`` accepts exactly what ``probes.serve`` sends (a decoded ``wire``
-message) and raises ``BadReply`` for anything else: a missing or unknown field, a wrong type,
-an int too large for arithmetic, a string where a tensor belongs. The hidden tests and
+field is a claim. ``check`` accepts exactly what ``probes.serve`` sends (the body of a
+``protocol.Answer``, decoded by ``wire``) and raises ``BadReply`` for anything else: a missing
+or unknown field, a wrong type, an int too large for arithmetic, a string where a tensor belongs. The hidden tests and
 ``student.Reply`` then read fields without guarding against types they cannot have, so no
 forged reply can raise inside the parent and become a grader error.
 
@@ -18,15 +18,17 @@ The shapes, as ``probes.run_probe`` builds them::
     {"seq": n, "ok": false, "forbidden": [str], "record": str | null, "error": {"type": str, "mro": [str], "message": str,
         "phase": str, "where": null | {"file": str, "line": int, "function": str, "code": str}}}
 
-where ``plain`` is what ``probes.to_plain`` makes: a tensor, null, a bool, an int, a float, a
+where ``plain`` is what ``protocol.tag`` makes: a tensor, null, a bool, an int, a float, a
 str, ``{"__sequence__": "tuple" | "list", "items": [plain]}``, ``{"__tensor_of__": str,
 "value": tensor}`` or ``{"__object__": str}``.
 """
 import torch
 
+from autograder.protocol import OBJECT, SEQUENCE, TENSOR_OF
+
 MAX_INT = 1 << 62      # ints beyond this would overflow float arithmetic in the tests
 MAX_ITEMS = 4096       # entries of any one list or dict (honest replies: at most a few dozen)
-MAX_PLAIN_DEPTH = 8    # nested sequences in a result (probes.to_plain stops at 5)
+MAX_PLAIN_DEPTH = 8    # nested sequences in a result (protocol.tag stops at 5)
 
 
 class BadReply(ValueError):
@@ -128,22 +130,22 @@ _maybe_tensors = _list_of(_optional(_tensor))
 
 
 def _plain(value, where, depth=0):
-    """A result as ``probes.to_plain`` tags it."""
+    """A result as ``protocol.tag`` tags it."""
     if value is None or type(value) in (bool, int, float, str, torch.Tensor):
         if type(value) is int:
             _int(value, where)
         return
     if depth >= MAX_PLAIN_DEPTH:
         raise BadReply(f"{where} is nested too deeply")
-    if type(value) is dict and "__sequence__" in value:
-        fields(value, where, required={"__sequence__": _str, "items": _list_of(
+    if type(value) is dict and SEQUENCE in value:
+        fields(value, where, required={SEQUENCE: _str, "items": _list_of(
             lambda item, at: _plain(item, at, depth + 1))})
-        if value["__sequence__"] not in ("tuple", "list"):
+        if value[SEQUENCE] not in ("tuple", "list"):
             _fail(where, "a tuple or a list")
-    elif type(value) is dict and "__tensor_of__" in value:
-        fields(value, where, required={"__tensor_of__": _str, "value": _tensor})
-    elif type(value) is dict and "__object__" in value:
-        fields(value, where, required={"__object__": _str})
+    elif type(value) is dict and TENSOR_OF in value:
+        fields(value, where, required={TENSOR_OF: _str, "value": _tensor})
+    elif type(value) is dict and OBJECT in value:
+        fields(value, where, required={OBJECT: _str})
     else:
         _fail(where, "a tensor, a number, a string, a sequence or a tagged object")
 

@@ -28,6 +28,7 @@ import time
 import torch
 
 from autograder import rules
+from autograder.protocol import Answer, Import, Probe, request_body, untag
 from autograder.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
@@ -67,14 +68,14 @@ class Reply:
     """
 
     def __init__(self, value, forbidden, sent_args=()):
-        self.result = unwrap(value.get("result"))
+        self.result = untag(value.get("result"))
         self.grads = value.get("grads")
         self.attrs = value.get("attrs")
         self.forbidden = forbidden
         self.peak_bytes = value.get("peak_bytes")  # measure_memory: growth of the child's peak RSS (a claim)
         self.memory_measured_by = None  # measure_memory: "cgroup" (by the grader) or "child" (the claim)
         self.projected = value.get("projected") or {}  # decode: input shapes seen by w_k and w_v, per step
-        self.caches = [unwrap(c) for c in value.get("caches") or []]  # decode: the cache returned by each step
+        self.caches = [untag(c) for c in value.get("caches") or []]  # decode: the cache returned by each step
         after = value.get("inputs_after") or []
         # Compared here, not in the child, where torch.equal may have been monkeypatched.
         self.inputs_modified = [isinstance(sent, torch.Tensor) and not _unchanged(sent, back)
@@ -103,8 +104,9 @@ class Student:
     def call(self, target, *args, mode="student", allow_forbidden=False, **request):
         """Run ``target`` (``"module.attr"``) on ``args`` in the sandbox and return a ``Reply``.
 
-        Extra keywords go into the probe request: ``init``, ``state``, ``method``, ``grad``,
-        ``attrs``, ``kwargs``. Raises ``StudentError`` when the student's code fails.
+        Extra keywords are the fields of a ``protocol.Probe``: ``init``, ``state``, ``method``, ``grad``,
+        ``attrs``, ``kwargs``, ``decode``, ``measure_memory``. Raises ``StudentError`` when the
+        student's code fails.
         """
         reply = self.try_call(target, *args, mode=mode, allow_forbidden=allow_forbidden, **request)
         if isinstance(reply, Failure):
@@ -114,26 +116,24 @@ class Student:
     def try_call(self, target, *args, mode="student", allow_forbidden=False, **request):
         """Like ``call`` but returns a ``Failure`` instead of raising (to inspect expected errors).
         A call that used a forbidden op (or ran code that hides what it calls) is a ``Failure`` too."""
-        module = target.split(".")[0]
+        probe = Probe.build(target, args, **request)
+        module = probe.module
         blocked = self._blocked(target, mode, module)
         if blocked:
             return Failure(blocked, error=None)
-        request = dict(request, target=target)
-        if args or "kwargs" in request:
-            request["args"] = list(args)
         try:
-            return self._probe(mode, module, request, args, allow_forbidden)
+            return self._probe(mode, module, probe, args, allow_forbidden)
         except OutOfTurn as died:  # the child broke the protocol after an earlier test's reply
             self.events.append(f"the submission's process {died.reason}; {target.split('.', 1)[1]} "
                                "was run again in a fresh process")
             self._retire(self.children.pop(mode)["child"])
         try:
-            return self._probe(mode, module, request, args, allow_forbidden)
+            return self._probe(mode, module, probe, args, allow_forbidden)
         except OutOfTurn as died:  # twice in a row: this test's own doing
             return Failure(self._died(mode, target, died), error=None)
 
-    def _probe(self, mode, module, request, args, allow_forbidden=False):
-        target = request["target"]
+    def _probe(self, mode, module, probe, args, allow_forbidden=False):
+        target = probe.target
         try:
             child = self._child(mode)
             if (mode, module) not in self.children[mode]["imported"]:
@@ -141,11 +141,11 @@ class Student:
                 if isinstance(imported, Failure):
                     return imported
                 self.children[mode]["imported"].add((mode, module))
-                if not imported["ok"]:
-                    self.import_failures[(mode, module)] = describe_error(imported["error"])
-                    return Failure(self.import_failures[(mode, module)], imported["error"], classes=self._classes())
-            start = self.cgroup.reset_peak() if request.get("measure_memory") and self.cgroup else None
-            message = self._recorded_call(child, request, mode)
+                if not imported.ok:
+                    self.import_failures[(mode, module)] = describe_error(imported.error)
+                    return Failure(self.import_failures[(mode, module)], imported.error, classes=self._classes())
+            start = self.cgroup.reset_peak() if probe.measure_memory and self.cgroup else None
+            answer = self._recorded_call(child, probe, mode)
             peak = self.cgroup.peak_memory() if start is not None else None
         except OutOfTurn:
             raise
@@ -154,12 +154,12 @@ class Student:
         hidden = self._hides(module, mode)
         if hidden:
             return Failure(hidden_message(hidden, target), error=None, rule=True)
-        if message["forbidden"] and not allow_forbidden:
-            return Failure(forbidden_message(message["forbidden"], target), None, message["forbidden"], rule=True)
-        if not message.get("ok"):
-            return Failure(describe_error(message["error"]), message["error"], message["forbidden"], self._classes())
-        reply = Reply(message["value"], message["forbidden"], args)
-        if request.get("measure_memory"):
+        if answer.forbidden and not allow_forbidden:
+            return Failure(forbidden_message(answer.forbidden, target), None, answer.forbidden, rule=True)
+        if not answer.ok:
+            return Failure(describe_error(answer.error), answer.error, answer.forbidden, self._classes())
+        reply = Reply(answer.value, answer.forbidden, args)
+        if probe.measure_memory:
             # The submission's cgroup sees every process it has, forked helpers too; the child's own
             # figure (its peak RSS) is a claim, used only where no cgroup could be made.
             reply.peak_bytes = peak - start if start is not None and peak is not None else reply.peak_bytes
@@ -167,22 +167,20 @@ class Student:
         return reply
 
     def _recorded_call(self, child, request, mode):
-        """child.call, checking the reply's op record: it must carry the marker sent with the request.
-        Ops recorded while the modules were imported count in every call of that child."""
+        """child.call, as an ``Answer`` whose op record the parent checked: it must carry the marker
+        sent with the request and name only watched built-ins. Ops recorded while the modules were
+        imported count in every call of that child."""
         nonce = secrets.token_hex(8)
-        message = child.call(dict(request, record=nonce))
-        claimed = message.get("forbidden")
-        forbidden = set(claimed) & KNOWN_FORBIDDEN if isinstance(claimed, list) and all(
-            isinstance(n, str) for n in claimed) else set()
-        if message.get("record") != nonce or not isinstance(claimed, list) or not set(claimed) <= KNOWN_FORBIDDEN:
+        answer = Answer.from_body(child.call(request_body(request, record=nonce)))  # checked by replies
+        claimed = set(answer.forbidden)
+        forbidden = claimed & KNOWN_FORBIDDEN
+        if answer.record != nonce or not claimed <= KNOWN_FORBIDDEN:
             forbidden.add(RECORD_MISSING)
-        if "import" in request:
-            self.import_forbidden.setdefault((mode, request["import"]), set()).update(forbidden)
-        module = request.get("import") or request["target"].split(".")[0]
-        for name in _runs(module, mode):
+        if isinstance(request, Import):
+            self.import_forbidden.setdefault((mode, request.module), set()).update(forbidden)
+        for name in _runs(request.module, mode):
             forbidden |= self.import_forbidden.get((mode, name), set())
-        message["forbidden"] = sorted(forbidden)
-        return message
+        return dataclasses.replace(answer, forbidden=sorted(forbidden))
 
     def _classes(self):
         """{class name: base names} for the classes the submission's own files define, read by the parent."""
@@ -202,7 +200,7 @@ class Student:
     def _import(self, child, mode, module):
         """Import once per child; a crash or hang while importing counts against the module, not the test."""
         try:
-            return self._recorded_call(child, {"import": module}, mode)
+            return self._recorded_call(child, Import(module), mode)
         except OutOfTurn:
             raise
         except ChildDied as died:
@@ -337,7 +335,7 @@ def _unchanged(sent, back):
 
 class Failure:
     def __init__(self, message, error, forbidden=(), classes=None, rule=False):
-        self.message, self.error, self.forbidden = message, error, list(forbidden)
+        self.message, self.error, self.forbidden = message, error, list(forbidden)  # error: protocol.ErrorInfo
         self.classes = classes or {}  # the submission's own classes: {name: base names}, from its source
         self.rule = rule  # the from-scratch rule, not the code's result, is why it failed
 
@@ -345,9 +343,9 @@ class Failure:
         """Did the student's code raise ``class_name`` or a subclass of it? The child only names the
         exception's type; its ancestry comes from Python's own classes or the submission's source,
         never from the child's word."""
-        if not self.error or not isinstance(self.error.get("type"), str):
+        if self.error is None:
             return False
-        return class_name in exception_mro(self.error["type"], self.classes)
+        return class_name in exception_mro(self.error.type, self.classes)
 
 
 def source_classes(path):
@@ -372,39 +370,15 @@ def exception_mro(name, classes, depth=0):
     return [name]
 
 
-def unwrap(value):
-    """Undo the probe's tagging of sequences and non-tensor objects."""
-    if isinstance(value, dict) and "__sequence__" in value:
-        items = [unwrap(v) for v in value["items"]]
-        return tuple(items) if value["__sequence__"] == "tuple" else items
-    if isinstance(value, dict) and "__tensor_of__" in value:
-        return NotATensor(f"a {value['__tensor_of__']} (a Tensor subclass)")
-    if isinstance(value, dict) and "__object__" in value:
-        return NotATensor(f"an object of type {value['__object__']}")
-    return value
-
-
-class NotATensor:
-    """Stands in for a returned value that is not a plain tensor, so comparisons can name it."""
-
-    def __init__(self, description):
-        self.description = description
-
-    def __repr__(self):
-        return self.description
-
-
 def describe_error(error):
-    """One paragraph: what the student's code raised, and where."""
-    kind, message = error.get("type", "Exception"), error.get("message", "")
-    phase = error.get("phase", "")
-    if kind == "NotImplementedError":
-        text = f"not implemented yet (NotImplementedError) while {phase}"
+    """One paragraph: what the student's code raised (a ``protocol.ErrorInfo``), and where."""
+    if error.type == "NotImplementedError":
+        text = f"not implemented yet (NotImplementedError) while {error.phase}"
     else:
-        text = f"{kind}: {message}".rstrip(": ") + f" (while {phase})"
-    where = error.get("where")
+        text = f"{error.type}: {error.message}".rstrip(": ") + f" (while {error.phase})"
+    where = error.where
     if where:
-        text += f"\n  at {where['file']} line {where['line']}, in {where['function']}: {where['code']}"
+        text += f"\n  at {where.file} line {where.line}, in {where.function}: {where.code}"
     return text
 
 

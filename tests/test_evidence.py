@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from autograder import replies
 from autograder.config import Limits
 from autograder.student import RECORD_MISSING, RuleViolation, Student, exception_mro, source_classes
 from variant_builder import SOLUTION, without_markers
@@ -24,6 +25,7 @@ class ForgingChild:
         self.requests = []
 
     def call(self, request):
+        """As ``sandbox.Child.call`` returns it: numbered, and checked by ``replies``."""
         self.requests.append(request)
         if "import" in request:
             reply = {"ok": True, "value": {}, "forbidden": self.import_forbidden if request["import"] == "mha" else []}
@@ -31,7 +33,7 @@ class ForgingChild:
             reply = self.answer(request)
         if self.echo:
             reply.setdefault("record", request.get("record"))
-        return reply
+        return replies.check(dict(reply, seq=len(self.requests)))
 
     def close(self):
         pass

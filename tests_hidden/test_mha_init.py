@@ -83,7 +83,7 @@ def test_indivisible_sizes_raise_dimension_mismatch(student):
     if not outcome.raised("DimensionMismatchError") or not outcome.raised("ValueError"):
         fail("MultiHeadAttention(16, 5)", f"raised {outcome.message}",
              "raise the DimensionMismatchError given in mha.py (a ValueError subclass)")
-    message = outcome.error.get("message", "")
+    message = outcome.error.message
     if "16" not in message or "5" not in message:
         fail("MultiHeadAttention(16, 5)", f"the message {message!r} should name both numbers",
              'e.g. f"d_model={d_model} is not divisible by n_heads={n_heads}"')

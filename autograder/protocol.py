@@ -1,0 +1,271 @@
+"""The child protocol in one place: what the parent asks, what the child answers, and how a
+result that is not a plain tensor is tagged on its way back.
+
+Both directions travel as ``wire`` bodies (JSON values and tensors); ``sandbox.Child`` adds the
+sequence number. A request is written by the trusted parent (``request_body``) and read in the
+child (``read_request``), which refuses any body that ``request_body`` would not write. A reply
+is written in the child, so perhaps by student code: the parent takes it only after
+``replies.check`` has checked its schema, and reads it with ``Answer.from_body``. Its fields
+stay claims.
+
+The two requests::
+
+    {"import": "attention" | "mha", "seq": n, "record": str}
+    {"target": "module.attr", "args": [...], "kwargs": {...}, "init": {"args": [...], "kwargs": {...}},
+     "state": {name: tensor}, "method": str, "grad": {"grad_outputs": [tensor | null], "inputs": [int],
+     "params": bool}, "attrs": true, "decode": tensor, "measure_memory": true, "seq": n, "record": str}
+
+where every field of the second but ``target`` is optional (no ``args``: construct only).
+"""
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+STUDENT_MODULES = ("attention", "mha")
+
+# The tags of a result that is not a tensor, a number, a string or None (see ``tag``).
+SEQUENCE, TENSOR_OF, OBJECT = "__sequence__", "__tensor_of__", "__object__"
+MAX_TEXT = 2000           # characters of any string the child sends back
+MAX_TAGGED_ITEMS = 16     # items of a returned sequence that are sent back
+MAX_TAGGED_DEPTH = 4      # nested sequences below that become an OBJECT tag
+
+
+class ProtocolError(ValueError):
+    """A request that ``request_body`` would not have written."""
+
+
+# --- requests ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Construct:
+    """Build the target first: ``target(*args, **kwargs)``."""
+    args: list = field(default_factory=list)
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """Backpropagate ``sum(output * grad_output)``; report the gradients of the positional inputs
+    listed in ``inputs`` and, with ``params``, of the constructed module's parameters."""
+    grad_outputs: list                       # one per output; None where an output is not used
+    inputs: list = field(default_factory=list)
+    params: bool = False
+
+
+@dataclass(frozen=True)
+class Import:
+    """Import one of the student's modules (its failure is reported once, not in every test)."""
+    module: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Call the student's ``target`` ("module.attr") and send back what it returned."""
+    target: str
+    args: list | None = None                 # None: construct (and report attrs) only
+    kwargs: dict = field(default_factory=dict)
+    init: Construct | None = None
+    state: dict | None = None                # parameter name -> tensor, loaded after construction
+    method: str | None = None                # call this method of the constructed object
+    grad: Gradients | None = None
+    attrs: bool = False                      # report the constructed object's sizes and parameters
+    decode: torch.Tensor | None = None       # (B, T, d_model): feed ``step`` one token at a time
+    measure_memory: bool = False             # report the peak memory of the call (not op-recorded)
+
+    @property
+    def module(self):
+        return self.target.split(".", 1)[0]
+
+    @property
+    def function(self):
+        return self.target.split(".", 1)[1]
+
+    @classmethod
+    def build(cls, target, args=(), **request):
+        """The hidden tests' spelling: ``init`` and ``grad`` may be plain dicts, and a call with
+        neither positional arguments nor ``kwargs`` constructs only."""
+        if isinstance(request.get("init"), dict):
+            request["init"] = Construct(**request["init"])
+        if isinstance(request.get("grad"), dict):
+            request["grad"] = Gradients(**request["grad"])
+        return cls(target, list(args) if args or "kwargs" in request else None, **request)
+
+
+def request_body(request, record):
+    """The wire body of ``request`` (an ``Import`` or a ``Probe``); ``record`` is the op record's marker."""
+    if isinstance(request, Import):
+        return {"import": request.module, "record": record}
+    body = {"target": request.target, "record": record}
+    for name, default in _PROBE_DEFAULTS.items():
+        value = getattr(request, name)
+        if isinstance(value, torch.Tensor) or value != default:
+            body[name] = _shallow_dict(value) if dataclasses.is_dataclass(value) else value
+    return body
+
+
+def _shallow_dict(part):
+    return {f.name: getattr(part, f.name) for f in dataclasses.fields(part)}  # asdict would deep-copy tensors
+
+
+_PROBE_DEFAULTS = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+                   for f in dataclasses.fields(Probe) if f.name != "target"}
+
+
+def read_request(body):
+    """``(request, seq, record)`` from a request body, in the child; ``ProtocolError`` if it is not
+    one ``request_body`` writes (and ``sandbox.Child`` numbers)."""
+    if type(body) is not dict:
+        raise ProtocolError("a request is an object")
+    seq, record = body.get("seq"), body.get("record")
+    if type(seq) is not int or not (record is None or type(record) is str):
+        raise ProtocolError("a request carries an int seq and a string record")
+    fields = {k: v for k, v in body.items() if k not in ("seq", "record")}
+    if "import" in fields:
+        if set(fields) != {"import"} or fields["import"] not in STUDENT_MODULES:
+            raise ProtocolError(f"an import names one of {', '.join(STUDENT_MODULES)} and nothing else")
+        return Import(fields["import"]), seq, record
+    return _read_probe(fields), seq, record
+
+
+def _read_probe(fields):
+    unknown = sorted(set(fields) - {"target"} - set(_PROBE_DEFAULTS))
+    if unknown:
+        raise ProtocolError(f"unknown request field {unknown[0][:40]!r}")
+    target = fields.get("target")
+    if type(target) is not str or target.count(".") != 1 or target.split(".")[0] not in STUDENT_MODULES:
+        raise ProtocolError(f"the target is 'module.attr' with a module among {', '.join(STUDENT_MODULES)}")
+    _expect(fields, "args", list)
+    _expect(fields, "kwargs", dict)
+    _expect(fields, "state", dict)
+    _expect(fields, "method", str)
+    _expect(fields, "attrs", bool)
+    _expect(fields, "measure_memory", bool)
+    _expect(fields, "decode", torch.Tensor)
+    if "init" in fields:
+        fields["init"] = _read_part(Construct, fields["init"], {"args": list, "kwargs": dict})
+    if "grad" in fields:
+        fields["grad"] = _read_part(Gradients, fields["grad"], {"grad_outputs": list, "inputs": list, "params": bool})
+        if not all(type(i) is int for i in fields["grad"].inputs):
+            raise ProtocolError("grad.inputs lists positions")
+    if "kwargs" in fields and not all(type(k) is str for k in fields["kwargs"]):
+        raise ProtocolError("kwargs are named")
+    return Probe(**fields)
+
+
+def _expect(fields, name, kind):
+    if name in fields and type(fields[name]) is not kind:
+        raise ProtocolError(f"the request's {name} is not a {kind.__name__}")
+
+
+def _read_part(cls, value, kinds):
+    if type(value) is not dict or not set(value) <= set(kinds):
+        raise ProtocolError(f"malformed {cls.__name__}")
+    for name, kind in kinds.items():
+        _expect(value, name, kind)
+    try:
+        return cls(**value)
+    except TypeError as err:  # a required field is missing
+        raise ProtocolError(f"malformed {cls.__name__}: {err}") from None
+
+
+# --- replies -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Where:
+    """The student's line an exception came from."""
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """What the student's code raised: a claim of the child's (the parent derives the ancestry
+    it trusts from ``type`` itself, see ``student.exception_mro``)."""
+    type: str
+    mro: list = field()  # field(): a bare annotation would take type.mro, the metaclass's method, as its default
+    message: str
+    phase: str                               # "importing attention.py", "calling mha.MultiHeadAttention", ...
+    where: Where | None = None
+
+    def body(self):
+        return dataclasses.asdict(self)  # strings and ints only
+
+    @classmethod
+    def from_body(cls, body):
+        where = body["where"]
+        return cls(body["type"], body["mro"], body["message"], body["phase"], where and Where(**where))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A reply: ``value`` (its schema is in ``replies``) when ``ok``, else ``error``. ``forbidden``
+    names the watched built-ins the op record saw; ``record`` echoes the request's marker."""
+    seq: int
+    ok: bool
+    forbidden: list
+    record: str | None
+    value: dict | None = None
+    error: ErrorInfo | None = None
+
+    def body(self):
+        body = {"seq": self.seq, "ok": self.ok, "forbidden": self.forbidden, "record": self.record}
+        if self.ok:
+            body["value"] = self.value
+        else:
+            body["error"] = self.error.body()
+        return body
+
+    @classmethod
+    def from_body(cls, body):
+        """Only for a body ``replies.check`` accepted: then nothing here can raise."""
+        error = body.get("error")
+        return cls(body["seq"], body["ok"], body["forbidden"], body.get("record"), body.get("value"),
+                   error and ErrorInfo.from_body(error))
+
+
+# --- tagging results -----------------------------------------------------------------------
+
+def tag(value, depth=0):
+    """A returned value as the wire can carry it (in the child): plain tensors, numbers, strings and
+    None stay; a sequence, a tensor subclass and any other object get a tag ``untag`` reads."""
+    if depth > MAX_TAGGED_DEPTH:
+        return {OBJECT: "too deeply nested"}
+    if isinstance(value, torch.Tensor):
+        tensor = torch.Tensor.as_subclass(value.detach(), torch.Tensor)
+        return tensor if type(value) is torch.Tensor else {TENSOR_OF: type(value).__name__, "value": tensor}
+    if isinstance(value, (tuple, list)):
+        return {SEQUENCE: type(value).__name__, "items": [tag(v, depth + 1) for v in value[:MAX_TAGGED_ITEMS]]}
+    if value is None or type(value) in (bool, int):
+        return value
+    if type(value) is str:
+        return value[:MAX_TEXT]
+    if type(value) is float:
+        return value if math.isfinite(value) else repr(value)
+    return {OBJECT: type(value).__name__[:80]}
+
+
+def untag(value):
+    """Undo ``tag`` (in the parent, on a checked reply): tuples and lists come back, and what was
+    not a plain tensor becomes a ``NotATensor`` that comparisons can name."""
+    if isinstance(value, dict) and SEQUENCE in value:
+        items = [untag(v) for v in value["items"]]
+        return tuple(items) if value[SEQUENCE] == "tuple" else items
+    if isinstance(value, dict) and TENSOR_OF in value:
+        return NotATensor(f"a {value[TENSOR_OF]} (a Tensor subclass)")
+    if isinstance(value, dict) and OBJECT in value:
+        return NotATensor(f"an object of type {value[OBJECT]}")
+    return value
+
+
+class NotATensor:
+    """Stands in for a returned value that is not a plain tensor, so comparisons can name it."""
+
+    def __init__(self, description):
+        self.description = description
+
+    def __repr__(self):
+        return self.description
