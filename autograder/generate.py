@@ -11,9 +11,10 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and the
-public checks' tolerance table (a region of assignment/tests/checks.py), copied from the
-grader's (autograder/compare.py) so a value the public tests accept is one the grader accepts.
+lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and two
+regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
+grader's (autograder/compare.py) so a value the public tests accept is one the grader accepts,
+and the seeded ``randn`` (autograder/seeded.py) the hidden cases draw their inputs with.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
@@ -48,6 +49,11 @@ TOLERANCE_SOURCE = "autograder/compare.py"
 TOLERANCE_TARGET = "assignment/tests/checks.py"
 TOLERANCE_BEGIN = "# The grader's own tolerances (atol + rtol * |expected|), copied from its table: do not edit."
 TOLERANCE_END = "# (end of the grader's tolerances)"
+
+# The public checks' seeded inputs, the same way: the function the hidden cases use, copied.
+SEEDED_SOURCE = "autograder/seeded.py"
+SEEDED_BEGIN = "# The grader's seeded inputs, copied from autograder/seeded.py: do not edit."
+SEEDED_END = "# (end of the grader's seeded inputs)"
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -186,20 +192,39 @@ def tolerance_table() -> str:
 
 def render_tolerances(path: Path) -> str:
     """``path`` (the public checks) with the region between the tolerance markers rendered anew."""
+    return render_region(path, "tolerance", TOLERANCE_BEGIN, TOLERANCE_END, tolerance_table())
+
+
+def seeded_source() -> str:
+    """The source text of ``autograder.seeded.randn``, for the public checks."""
+    import inspect
+
+    from autograder import seeded
+
+    return inspect.getsource(seeded.randn)
+
+
+def render_seeded(path: Path) -> str:
+    """``path`` (the public checks) with the region between the seeded-input markers rendered anew."""
+    return render_region(path, "seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source())
+
+
+def render_region(path: Path, what: str, begin_marker: str, end_marker: str, body: str) -> str:
+    """``path``'s text with the lines between two marker lines (each there once) replaced by ``body``."""
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     stripped = [line.rstrip("\n") for line in lines]
-    if stripped.count(TOLERANCE_BEGIN) != 1 or stripped.count(TOLERANCE_END) != 1:
-        raise ValueError(f"{path} must hold each tolerance marker line exactly once:\n"
-                         f"{TOLERANCE_BEGIN}\n{TOLERANCE_END}")
-    begin, end = stripped.index(TOLERANCE_BEGIN), stripped.index(TOLERANCE_END)
+    if stripped.count(begin_marker) != 1 or stripped.count(end_marker) != 1:
+        raise ValueError(f"{path} must hold each {what} marker line exactly once:\n{begin_marker}\n{end_marker}")
+    begin, end = stripped.index(begin_marker), stripped.index(end_marker)
     if end < begin:
-        raise ValueError(f"{path}: the tolerance end marker comes before the begin marker")
-    return "".join(lines[:begin + 1]) + tolerance_table() + "".join(lines[end:])
+        raise ValueError(f"{path}: the {what} end marker comes before the begin marker")
+    return "".join(lines[:begin + 1]) + body + "".join(lines[end:])
 
 
 def all_pairs() -> list:
-    return PAIRS + check_pairs() + FIGURE_PAIRS + [(TOLERANCE_SOURCE, TOLERANCE_TARGET)]
+    return PAIRS + check_pairs() + FIGURE_PAIRS + [(TOLERANCE_SOURCE, TOLERANCE_TARGET),
+                                                   (SEEDED_SOURCE, TOLERANCE_TARGET)]
 
 
 def render(source: str, target: str):
@@ -208,6 +233,8 @@ def render(source: str, target: str):
         return render_check(Path(target).stem)
     if source == TOLERANCE_SOURCE:
         return render_tolerances(ROOT / target)
+    if source == SEEDED_SOURCE:
+        return render_seeded(ROOT / target)
     if target.endswith(".png"):
         from autograder import lab_figure
 
@@ -276,10 +303,11 @@ def main(argv=None) -> int:
         rel = path.relative_to(ROOT)
         print(f"out of sync: {rel}" if args.check else f"{'wrote' if path.exists() else 'removed'} {rel}")
     if args.check and drifted:
-        print(f"run `make stubs` to regenerate them from solution/, {CASES} and {TOLERANCE_SOURCE}", file=sys.stderr)
+        print(f"run `make stubs` to regenerate them from solution/, {CASES}, {TOLERANCE_SOURCE} and {SEEDED_SOURCE}",
+              file=sys.stderr)
         return 1
     if not drifted:
-        print(f"all generated files are in sync with solution/, {CASES} and {TOLERANCE_SOURCE}")
+        print(f"all generated files are in sync with solution/, {CASES}, {TOLERANCE_SOURCE} and {SEEDED_SOURCE}")
     return 0
 
 

@@ -63,7 +63,7 @@ def test_tiled_attention_gradients(student, reference):
 @pytest.mark.points(2)
 def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     """Extra: tiled_attention's peak memory stays far below the (T, T) score matrix (T = 4096)"""
-    q, k, v = (randn(MEMORY_T, MEMORY_D, seed=76 + i) for i in range(3))
+    q, k, v = (randn(MEMORY_T, MEMORY_D, seed=76 + i, dtype=torch.float32) for i in range(3))
     label = f"tiled_attention(query/key/value ({MEMORY_T}, {MEMORY_D}) float32, causal=True)"
     reply = student.call(TILED, q, k, v, kwargs={"causal": True}, measure_memory=True)
     expected = reference[0].tiled_attention(q, k, v, causal=True)  # the reference's own tiling: cheap here too

@@ -25,7 +25,7 @@ def _split(x):
 @pytest.mark.public
 def test_split_heads_shape(student):
     """split_heads: (B, T, d_model) -> (B, n_heads, T, d_k)"""
-    x = randn(2, 5, 12, seed=40)
+    x = randn(2, 5, 12, seed=40, dtype=torch.float32)
     got = student.call(MHA, x, init=SIZES, method="split_heads", mode="oracle").result
     expect_tensor(got, _split(x), "MultiHeadAttention(12, 3).split_heads(x (2, 5, 12))", "result")
 
@@ -43,7 +43,7 @@ def test_split_heads_layout(student):
 @pytest.mark.points(2)
 def test_merge_heads_shape(student):
     """merge_heads: (B, n_heads, T, d_k) -> (B, T, d_model)"""
-    x = randn(2, 5, 12, seed=41)
+    x = randn(2, 5, 12, seed=41, dtype=torch.float32)
     got = student.call(MHA, _split(x), init=SIZES, method="merge_heads", mode="oracle").result
     expect_tensor(got, x, "MultiHeadAttention(12, 3).merge_heads(x (2, 3, 5, 4))", "result")
 

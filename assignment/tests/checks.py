@@ -33,10 +33,13 @@ FORMULA = (
 
 # ----------------------------------------------------------------------------- inputs
 
-def randn(*shape, dtype=torch.float64, seed=0):
-    """Random normal tensor from a fixed seed, so every run sees the same inputs."""
+# The grader's seeded inputs, copied from autograder/seeded.py: do not edit.
+def randn(*shape, seed=0, dtype=torch.float64, scale=1.0):
+    """Normal samples from a private generator seeded with ``seed``, drawn in float64, scaled, then
+    cast: the same values on every run, and a float32 input is its float64 twin rounded."""
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=generator, dtype=dtype)
+    return (torch.randn(*shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+# (end of the grader's seeded inputs)
 
 
 def lower_triangle(t_q, t_k=None):
