@@ -11,10 +11,11 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and two
+lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and three
 regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
 grader's (autograder/compare.py) so a value the public tests accept is one the grader accepts,
-and the seeded ``randn`` (autograder/seeded.py) the hidden cases draw their inputs with.
+the seeded ``randn`` (autograder/seeded.py) the hidden cases draw their inputs with, and the
+table of torch errors' hints (autograder/error_hints.py) the reports use too.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
@@ -54,6 +55,11 @@ TOLERANCE_END = "# (end of the grader's tolerances)"
 SEEDED_SOURCE = "autograder/seeded.py"
 SEEDED_BEGIN = "# The grader's seeded inputs, copied from autograder/seeded.py: do not edit."
 SEEDED_END = "# (end of the grader's seeded inputs)"
+
+# And the hints for torch's errors, which the reports give too: the module's code, copied.
+HINTS_SOURCE = "autograder/error_hints.py"
+HINTS_BEGIN = "# The grader's hints for torch errors, copied from autograder/error_hints.py: do not edit."
+HINTS_END = "# (end of the grader's hints)"
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -209,6 +215,22 @@ def render_seeded(path: Path) -> str:
     return render_region(path, "seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source())
 
 
+def hints_source() -> str:
+    """The code of ``autograder/error_hints.py`` (its docstring, which speaks of the grader, left out)."""
+    import ast
+
+    from autograder import error_hints
+
+    text = Path(error_hints.__file__).read_text(encoding="utf-8")
+    docstring = ast.parse(text).body[0]
+    return "".join(text.splitlines(keepends=True)[docstring.end_lineno:])
+
+
+def render_hints(path: Path) -> str:
+    """``path`` (the public checks) with the region between the hint markers rendered anew."""
+    return render_region(path, "hint", HINTS_BEGIN, HINTS_END, hints_source())
+
+
 def render_region(path: Path, what: str, begin_marker: str, end_marker: str, body: str) -> str:
     """``path``'s text with the lines between two marker lines (each there once) replaced by ``body``."""
     text = path.read_text(encoding="utf-8")
@@ -224,7 +246,8 @@ def render_region(path: Path, what: str, begin_marker: str, end_marker: str, bod
 
 def all_pairs() -> list:
     return PAIRS + check_pairs() + FIGURE_PAIRS + [(TOLERANCE_SOURCE, TOLERANCE_TARGET),
-                                                   (SEEDED_SOURCE, TOLERANCE_TARGET)]
+                                                   (SEEDED_SOURCE, TOLERANCE_TARGET),
+                                                   (HINTS_SOURCE, TOLERANCE_TARGET)]
 
 
 def render(source: str, target: str):
@@ -235,6 +258,8 @@ def render(source: str, target: str):
         return render_tolerances(ROOT / target)
     if source == SEEDED_SOURCE:
         return render_seeded(ROOT / target)
+    if source == HINTS_SOURCE:
+        return render_hints(ROOT / target)
     if target.endswith(".png"):
         from autograder import lab_figure
 
@@ -303,11 +328,12 @@ def main(argv=None) -> int:
         rel = path.relative_to(ROOT)
         print(f"out of sync: {rel}" if args.check else f"{'wrote' if path.exists() else 'removed'} {rel}")
     if args.check and drifted:
-        print(f"run `make stubs` to regenerate them from solution/, {CASES}, {TOLERANCE_SOURCE} and {SEEDED_SOURCE}",
-              file=sys.stderr)
+        print(f"run `make stubs` to regenerate them from solution/, {CASES} and autograder/ "
+              f"({TOLERANCE_SOURCE}, {SEEDED_SOURCE}, {HINTS_SOURCE})", file=sys.stderr)
         return 1
     if not drifted:
-        print(f"all generated files are in sync with solution/, {CASES}, {TOLERANCE_SOURCE} and {SEEDED_SOURCE}")
+        print(f"all generated files are in sync with solution/, {CASES} and autograder/ "
+              f"({TOLERANCE_SOURCE}, {SEEDED_SOURCE}, {HINTS_SOURCE})")
     return 0
 
 

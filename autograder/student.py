@@ -28,6 +28,7 @@ import time
 import torch
 
 from autograder import rules
+from autograder.error_hints import error_hint
 from autograder.protocol import Answer, Import, Probe, request_body, untag
 from autograder.sandbox import ChildDied, OutOfTurn
 
@@ -371,7 +372,8 @@ def exception_mro(name, classes, depth=0):
 
 
 def describe_error(error):
-    """One paragraph: what the student's code raised (a ``protocol.ErrorInfo``), and where."""
+    """One paragraph: what the student's code raised (a ``protocol.ErrorInfo``), where, and the hint
+    for it if the error is a known one."""
     if error.type == "NotImplementedError":
         text = f"not implemented yet (NotImplementedError) while {error.phase}"
     else:
@@ -379,6 +381,9 @@ def describe_error(error):
     where = error.where
     if where:
         text += f"\n  at {where.file} line {where.line}, in {where.function}: {where.code}"
+    hint = error_hint(error.message) if error.type != "NotImplementedError" else None
+    if hint:  # the public checks give the same hint for the same error (one table)
+        text += f"\n  hint: {hint}"
     return text
 
 

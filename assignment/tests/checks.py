@@ -107,16 +107,24 @@ def explain(exc, folder):
     chain = " <- ".join(f"{w} ({f}, line {n})" for w, f, n in reversed(frames))
     source = linecache.getline(str(folder / file), line).strip()
     text = " ".join(str(exc).split())  # torch's messages can span lines
-    hint = next((h for pattern, h in ERROR_HINTS if pattern in text), None)
+    hint = error_hint(text)
     return f"{type(exc).__name__}: {text}\n    raised in {chain}\n    > {source}" + (f"\n    hint: {hint}" if hint else "")
 
 
+# The grader's hints for torch errors, copied from autograder/error_hints.py: do not edit.
 # torch errors students meet, by a piece of their message, and what usually causes them.
 ERROR_HINTS = [
     ("view size is not compatible with input tensor's size and stride",
      "view needs contiguous memory, and a transposed tensor is not: call .contiguous() before .view(...), "
      "or use .reshape(...)"),
 ]
+
+
+def error_hint(message):
+    """The hint for an exception's message, or None; torch's messages can span lines."""
+    text = " ".join(message.split())
+    return next((hint for pattern, hint in ERROR_HINTS if pattern in text), None)
+# (end of the grader's hints)
 
 
 def _dtype_hint(expected):
