@@ -1,0 +1,59 @@
+"""feedback.md (autograder/feedback.py), from records written by hand: what a student reads."""
+from autograder.feedback import OUTPUT_SHOWN, feedback_markdown, printed_output, sandbox_description
+from autograder.parts import PART_TITLES
+from autograder.results import results_json
+from test_results import MIXED, record, result
+
+
+def feedback(rec):
+    return feedback_markdown(rec, results_json(rec))
+
+
+def test_every_part_has_a_row_with_its_title_and_score():
+    text = feedback(MIXED)
+    assert f"| {PART_TITLES['masks']} | 3 / 5 |" in text, text
+    assert f"| {PART_TITLES['heads']} | 4 / 5 |" in text, text
+
+
+def test_each_failed_test_is_listed_under_what_to_fix_with_its_message():
+    text = feedback(MIXED)
+    fixes = text.split("## What to fix", 1)[1]
+    assert "(0 / 2)" in fixes and "wrong mask" in fixes and "wrong shape" in fixes, fixes
+
+
+def test_a_submission_that_passes_everything_has_nothing_to_fix():
+    assert "## What to fix" not in feedback(record(result("masks", 3.0), result("heads", 2.0)))
+
+
+def test_a_passed_test_with_a_message_becomes_a_note():
+    text = feedback(record(result("masks", 3.0, message="passed on torch's attention; fix attention.py first")))
+    assert "## Notes" in text and "- a masks test: passed on torch's attention" in text, text
+
+
+def test_what_the_code_printed_is_shown_in_a_fence_it_cannot_close():
+    text = feedback(record(result("masks", 1.0), output="hello\n```\n# Injected heading"))
+    printed = text.split("## What your code printed", 1)[1]
+    assert "````\nhello\n```\n# Injected heading\n````" in printed, printed
+
+
+def test_long_output_is_cut_and_the_rest_counted_with_what_the_sandbox_dropped():
+    lines = printed_output("x" * (OUTPUT_SHOWN + 100) + "\n[... 500 more bytes of output not kept]")
+    assert lines == ["x" * OUTPUT_SHOWN, "[... 600 more bytes of output not kept; printing does not affect grading]"]
+
+
+def test_short_output_is_shown_whole():
+    assert printed_output("done\n") == ["done\n"]
+
+
+def test_the_footer_names_the_isolation_layers_and_time():
+    assert "_Sandbox: namespaces isolation (cgroup-memory); graded in 1.2 s._" in feedback(MIXED)
+
+
+def test_a_weaker_level_without_layers_or_cgroup_says_so():
+    description = sandbox_description({"isolation": "uid", "containment": []})
+    assert description == "uid isolation (no Landlock or seccomp layer available, limits per process, no cgroup)"
+
+
+def test_a_uid_level_with_landlock_names_it():
+    description = sandbox_description({"isolation": "uid", "containment": ["landlock-fs", "cgroup-memory"]})
+    assert description == "uid isolation (landlock-fs, cgroup-memory)"
