@@ -23,6 +23,8 @@ def main(argv=None):
     grade.add_argument("--force", action="store_true", help="regrade submissions that already have a report")
     grade.add_argument("--call-timeout", type=float, default=None,
                        help="seconds one call of student code may take (default: grading.yaml)")
+    grade.add_argument("--config", default=None, metavar="YAML",
+                       help="the settings to grade with (default: the kit's grading.yaml)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -35,6 +37,8 @@ def grade_command(args):
     started = time.monotonic()
     out_dir = os.path.abspath(args.out)
     try:
+        if args.config is not None and not os.path.isfile(args.config):
+            raise UsageError(f"--config {args.config}: no such file")
         _check_out_dir(out_dir)
         with discovered(args.paths, args.layout or "auto") as sources:
             if not sources:
@@ -86,10 +90,14 @@ def _grade(sources, out_dir, args, started):
     zygote = Zygote(level, layers=layers)
     try:
         from autograder.batch import Progress, grade_all
-        from autograder.config import load_config
+        from autograder.config import ConfigError, load_config
+        from autograder.discover import UsageError
         from autograder.runner import Engine
 
-        config = load_config()
+        try:
+            config = load_config(args.config)
+        except ConfigError as err:  # before any submission is graded: one line, nothing lost
+            raise UsageError(str(err)) from None
         if args.call_timeout:
             config = dataclasses.replace(config, call_seconds=args.call_timeout)
         engine = Engine(config, level=level, layers=layers, zygote=zygote)

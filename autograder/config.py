@@ -1,10 +1,14 @@
 """The instructor's settings in grading.yaml: visibility, limits and Gradescope options.
 
-The one place their defaults are written: ``Limits``, what the sandbox applies to student code,
-takes its own from ``Config``.
+Each setting is declared once, below: its place in grading.yaml, its default, what it means and
+which values it takes. ``load_config`` reads the file against these declarations and refuses, in
+one line naming the file and the key, anything else: an unknown key (a typo would otherwise keep
+the default unnoticed), a value of the wrong type, or one out of range. ``Limits``, what the
+sandbox applies to student code, takes its defaults from ``Config``.
 """
+import dataclasses
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import yaml
 
@@ -13,15 +17,34 @@ from autograder.paths import KIT_ROOT
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
+class ConfigError(ValueError):
+    """grading.yaml says something the grader cannot use; the message is one line."""
+
+
+def setting(key, default, help, choices=None, minimum=None):
+    """A ``Config`` field read from grading.yaml's ``key`` ("section.name")."""
+    return field(default=default, metadata={"key": key, "help": help, "choices": choices, "minimum": minimum})
+
+
 @dataclass(frozen=True)
 class Config:
-    public_visibility: str = "visible"
-    hidden_visibility: str = "after_due_date"
-    call_seconds: float = 10.0
-    submission_seconds: float = 120.0
-    memory_mb: int = 512
-    daily_submission_limit: int = 0
-    stdout_visibility: str = "hidden"
+    public_visibility: str = setting(
+        "visibility.public", "visible", "when students see the public-style tests (marked visible)",
+        choices=VISIBILITIES)
+    hidden_visibility: str = setting(
+        "visibility.hidden", "after_due_date", "when students see the hidden tests' output", choices=VISIBILITIES)
+    call_seconds: float = setting("limits.call_seconds", 10.0, "seconds one call of student code may take",
+                                  minimum=0.1)
+    submission_seconds: float = setting("limits.submission_seconds", 120.0,
+                                        "seconds all calls of one submission may take together", minimum=1)
+    memory_mb: int = setting("limits.memory_mb", 512, "MiB of memory a submission's processes may use", minimum=64)
+    daily_submission_limit: int = setting(
+        "gradescope.daily_submission_limit", 0, "graded submissions per student per 24 h (0: no limit)", minimum=0)
+    stdout_visibility: str = setting("gradescope.stdout_visibility", "hidden",
+                                     "when students see the grader's console log", choices=VISIBILITIES)
+
+
+SETTINGS = {f.metadata["key"]: f for f in dataclasses.fields(Config)}
 
 
 @dataclass(frozen=True)
@@ -41,23 +64,53 @@ class Limits:
 
 
 def load_config(path=None):
-    """Read grading.yaml (missing keys keep their defaults); a bad value is a one-line ValueError."""
+    """Read grading.yaml (missing keys keep their defaults); anything else is a one-line ``ConfigError``."""
     path = path or os.path.join(KIT_ROOT, "grading.yaml")
     if not os.path.exists(path):
         return Config()
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
-    visibility, limits, gradescope = (raw.get(k) or {} for k in ("visibility", "limits", "gradescope"))
-    config = Config(
-        public_visibility=visibility.get("public", Config.public_visibility),
-        hidden_visibility=visibility.get("hidden", Config.hidden_visibility),
-        call_seconds=float(limits.get("call_seconds", Config.call_seconds)),
-        submission_seconds=float(limits.get("submission_seconds", Config.submission_seconds)),
-        memory_mb=int(limits.get("memory_mb", Config.memory_mb)),
-        daily_submission_limit=int(gradescope.get("daily_submission_limit", Config.daily_submission_limit)),
-        stdout_visibility=gradescope.get("stdout_visibility", Config.stdout_visibility),
-    )
-    for name in ("public_visibility", "hidden_visibility", "stdout_visibility"):
-        if getattr(config, name) not in VISIBILITIES:
-            raise ValueError(f"{path}: {name} must be one of {', '.join(VISIBILITIES)}, got {getattr(config, name)!r}")
-    return config
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: cannot read it: {' '.join(str(err).split())}") from None
+    values = {}
+    for key, value in _flatten(raw or {}, path).items():
+        if key not in SETTINGS:
+            raise ConfigError(f"{path}: unknown setting {key!r} (known: {', '.join(SETTINGS)})")
+        setting_field = SETTINGS[key]
+        values[setting_field.name] = _checked(path, key, value, setting_field)
+    return Config(**values)
+
+
+def _flatten(raw, path):
+    """{"section.name": value} from grading.yaml's two levels."""
+    if type(raw) is not dict:
+        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope), got a {type(raw).__name__}")
+    flat = {}
+    for section, entries in raw.items():
+        if entries is None:
+            continue
+        if type(entries) is not dict:
+            raise ConfigError(f"{path}: {section} must hold settings (name: value), got {entries!r}")
+        flat.update({f"{section}.{name}": value for name, value in entries.items()})
+    return flat
+
+
+def _checked(path, key, value, setting_field):
+    """``value`` as the setting's type, within its choices or minimum."""
+    meta, kind = setting_field.metadata, type(setting_field.default)
+    try:
+        if type(value) is bool or value is None:
+            raise ValueError
+        converted = kind(value) if kind is not int else int(str(value).strip())
+    except (TypeError, ValueError):
+        raise ConfigError(f"{path}: {key} must be {'an' if kind is int else 'a'} {_TYPE_WORDS[kind]} "
+                          f"({meta['help']}), got {value!r}") from None
+    if meta["choices"] and converted not in meta["choices"]:
+        raise ConfigError(f"{path}: {key} must be one of {', '.join(meta['choices'])}, got {value!r}")
+    if meta["minimum"] is not None and converted < meta["minimum"]:
+        raise ConfigError(f"{path}: {key} must be at least {meta['minimum']:g} ({meta['help']}), got {value!r}")
+    return converted
+
+
+_TYPE_WORDS = {int: "integer", float: "number", str: "word"}

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from autograder import by_hand
-from autograder.config import Config, Limits, load_config
+from autograder.config import SETTINGS, Config, ConfigError, Limits, load_config
 from conftest import ROOT
 
 
@@ -96,3 +96,97 @@ def test_grading_by_hand_uses_grading_yaml_as_make_grade_does(monkeypatch):
 def test_limits_are_immutable_a_change_is_a_new_object():
     with pytest.raises(dataclasses.FrozenInstanceError):
         Limits().memory_mb = 4096
+
+
+# --- what grading.yaml may not say ---------------------------------------------------------------
+
+def refused(tmp_path, text):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    message = str(raised.value)
+    assert path in message and "\n" not in message, f"not one line naming the file: {message!r}"
+    return message
+
+
+def test_a_misspelt_key_is_refused_not_left_at_its_default(tmp_path):
+    message = refused(tmp_path, "limits:\n  memory_MB: 300\n")
+    assert "'limits.memory_MB'" in message and "limits.memory_mb" in message, "names the typo and the known keys"
+
+
+def test_an_unknown_section_is_refused(tmp_path):
+    assert "'limit.call_seconds'" in refused(tmp_path, "limit:\n  call_seconds: 3\n")
+
+
+def test_a_value_of_the_wrong_type_names_its_key_and_meaning(tmp_path):
+    message = refused(tmp_path, "limits:\n  memory_mb: lots\n")
+    assert "limits.memory_mb must be an integer" in message and "'lots'" in message and "MiB" in message
+
+
+@pytest.mark.parametrize("text", ["limits:\n  memory_mb: 2.5\n", "limits:\n  call_seconds: true\n",
+                                  "limits:\n  call_seconds:\n    - 1\n"])
+def test_a_fraction_a_boolean_or_a_list_is_not_a_number_here(tmp_path, text):
+    assert "must be" in refused(tmp_path, text)
+
+
+@pytest.mark.parametrize("text, key", [("limits:\n  call_seconds: 0\n", "limits.call_seconds"),
+                                       ("limits:\n  memory_mb: 16\n", "limits.memory_mb"),
+                                       ("gradescope:\n  daily_submission_limit: -1\n", "gradescope.daily_submission_limit")])
+def test_a_limit_out_of_range_is_refused(tmp_path, text, key):
+    assert f"{key} must be at least" in refused(tmp_path, text)
+
+
+def test_broken_yaml_is_one_line(tmp_path):
+    assert "cannot read it" in refused(tmp_path, "limits: [unclosed\n")
+
+
+@pytest.mark.parametrize("text", ["- limits\n", "limits: 5\n"])
+def test_a_file_not_made_of_sections_is_refused(tmp_path, text):
+    refused(tmp_path, text)
+
+
+def test_every_setting_is_declared_once_with_its_key_and_help():
+    assert len(SETTINGS) == len(dataclasses.fields(Config))
+    for key, declared in SETTINGS.items():
+        assert key.count(".") == 1 and declared.metadata["help"], f"{declared.name} lacks a key or help text"
+
+
+def test_the_kits_grading_yaml_shows_every_setting():
+    """Instructors read grading.yaml, not config.py: every knob is there, with its current value."""
+    import yaml
+
+    raw = yaml.safe_load((ROOT / "grading.yaml").read_text())
+    written = {f"{section}.{name}" for section, entries in raw.items() for name in entries}
+    assert written == set(SETTINGS), f"grading.yaml lacks {sorted(set(SETTINGS) - written)}"
+
+
+def test_make_grade_with_a_broken_config_stops_in_one_line_before_grading(tmp_path):
+    from conftest import run_grader
+
+    config = write(tmp_path, "limits:\n  memory_mb: lots\n")
+    out = tmp_path / "out"
+    run = run_grader("grade", ROOT / "examples" / "submissions" / "reference", "--out", out, "--config", config)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.startswith("error: ") and "limits.memory_mb" in run.stderr, run.stderr
+    assert not list(out.glob("*/results.json")), "a submission was graded with a config that was refused"
+
+
+def test_a_config_file_that_does_not_exist_is_named(tmp_path):
+    from conftest import run_grader
+
+    run = run_grader("grade", ROOT / "examples" / "submissions" / "reference", "--out", tmp_path / "out",
+                     "--config", tmp_path / "nope.yaml")
+    assert run.returncode == 2 and "--config" in run.stderr and "no such file" in run.stderr, run.stderr
+
+
+def test_grading_with_a_config_file_uses_its_limits(tmp_path):
+    from conftest import run_grader
+
+    config = write(tmp_path, "visibility:\n  hidden: visible\n")
+    run = run_grader("grade", ROOT / "examples" / "submissions" / "reference", "--out", tmp_path / "out",
+                     "--config", config)
+    assert run.returncode == 0, run.stderr[-2000:]
+    import json
+
+    report = json.loads((tmp_path / "out" / "reference" / "results.json").read_text())
+    assert {t["visibility"] for t in report["tests"]} == {"visible"}, "the hidden tests kept grading.yaml's visibility"
