@@ -362,3 +362,16 @@ def test_submitters_carry_the_sid_never_a_user_id(tmp_path, autograder_zip):
     upload(root, sample("stubs"))
     results, _ = run_autograder(root)
     assert results["extra_data"]["submitters"] == [{"name": "Bo", "email": "b@example.edu", "sid": ""}]
+
+
+def test_make_gradescope_refuses_a_grading_yaml_the_grader_would_refuse(tmp_path, monkeypatch, capsys):
+    """Otherwise every student's submission would end in a grader error on Gradescope."""
+    from autograder import config, gradescope
+
+    (tmp_path / "grading.yaml").write_text("limits:\n  memory_mb: 16\n")
+    monkeypatch.setattr(config, "KIT_ROOT", str(tmp_path))
+    zip_path = tmp_path / "dist" / "autograder.zip"
+    assert gradescope.main(["build", "--out", str(zip_path)]) == 2
+    err = capsys.readouterr().err
+    assert "limits.memory_mb must be at least" in err and "nothing was built" in err, err
+    assert not zip_path.exists()
