@@ -30,9 +30,12 @@ def run(root):
         os.makedirs(results_dir, exist_ok=True)
         metadata = _read_metadata(root)
         lock_down(root)
-        results = daily_limit_reached(metadata)
+        from autograder.config import load_config
+
+        config = load_config()  # once; a grading.yaml it refuses becomes a grader error that says why
+        results = daily_limit_reached(metadata, config)
         if results is None:
-            results, feedback = grade_submission(root, metadata)
+            results, feedback = grade_submission(root, metadata, config)
             _write_atomic(os.path.join(results_dir, "feedback.md"), feedback)
     except BaseException as err:  # the grader's own failure: say so plainly, never blame the student
         print(f"grader error: {type(err).__name__}: {err}\n{traceback.format_exc()}", flush=True)
@@ -51,7 +54,7 @@ def _write_atomic(path, text):
     os.replace(tmp, path)
 
 
-def grade_submission(root, metadata):
+def grade_submission(root, metadata, config):
     from autograder import isolation
     from autograder.zygote import Zygote
 
@@ -61,13 +64,11 @@ def grade_submission(root, metadata):
     zygote = Zygote(level, layers=layers)
     try:
         from autograder.batch import grade_forked
-        from autograder.config import load_config
         from autograder.discover import Submitter
         from autograder.feedback import feedback_markdown
         from autograder.results import results_json
         from autograder.runner import Engine
 
-        config = load_config()
         engine = Engine(config, level=level, layers=layers, zygote=zygote)
         record = grade_forked(engine, submission_path(os.path.join(root, "submission")))
     finally:
@@ -117,7 +118,7 @@ def _read_metadata(root):
         return {}
 
 
-def daily_limit_reached(metadata):
+def daily_limit_reached(metadata, config):
     """With a limit set in grading.yaml: when this upload is over it, results that keep the last grade.
 
     Only graded submissions count toward the limit: uploads refused by the limit and uploads the
@@ -125,9 +126,7 @@ def daily_limit_reached(metadata):
     kept is the last graded one, with its per-test results (Gradescope's own advice: merge the
     previous results object).
     """
-    from autograder.config import load_config
-
-    limit = load_config().daily_submission_limit
+    limit = config.daily_submission_limit
     if limit <= 0:
         return None
     now = _parse_time(metadata.get("created_at")) or datetime.datetime.now(datetime.timezone.utc)
