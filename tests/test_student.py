@@ -105,7 +105,11 @@ def test_ancestry_through_classes_that_name_one_another_ends_quickly(tmp_path):
         class D(C, B, A): pass
         """))
     failure = Failure("A", error("A"), classes=source_classes(str(source)))
-    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("still running")))
+
+    def stop(*_):
+        raise TimeoutError("exception_mro is still running")
+
+    previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, 0.5)
     try:
         assert not failure.raised("ValueError")
@@ -329,10 +333,13 @@ def test_a_grader_error_in_the_sandbox_is_not_blamed_on_the_student(tmp_path):
 
 
 def test_a_child_out_of_turn_is_replaced_and_the_call_run_again(tmp_path):
+    def out_of_turn(request):
+        raise OutOfTurn("answered an earlier request again")
+
     student = handle(tmp_path)
     student.call("attention.causal_mask", 3)  # spawns the first child
     first = student.spawned[0]
-    first.script = lambda request: (_ for _ in ()).throw(OutOfTurn("answered an earlier request again"))
+    first.script = out_of_turn
     assert student.call("attention.causal_mask", 4).result == 1
     assert first.closed and len(student.spawned) == 2
     assert student.events == ["the submission's process answered an earlier request again; causal_mask "
