@@ -360,15 +360,26 @@ def source_classes(path):
             for node in tree.body if isinstance(node, ast.ClassDef)}
 
 
-def exception_mro(name, classes, depth=0):
-    """The class names ``name`` descends from: through the submission's own classes first (they
-    shadow Python's), then Python's built-in exceptions. Unknown names stand alone."""
-    if name in classes and depth < 20:
-        return [name] + [n for base in classes[name] for n in exception_mro(base, classes, depth + 1)]
-    builtin = getattr(builtins, name, None)
-    if isinstance(builtin, type) and issubclass(builtin, BaseException):
-        return [c.__name__ for c in builtin.__mro__]
-    return [name]
+def exception_mro(name, classes):
+    """The class names ``name`` descends from, each once: through the submission's own classes first
+    (they shadow Python's), then Python's built-in exceptions. Unknown names stand alone.
+
+    Each class is visited once, so classes that name one another (the source is the student's) cost
+    one step per class, not one per path through them."""
+    found, stack = {}, [name]  # found: an ordered set
+    while stack:
+        current = stack.pop()
+        if current in found:
+            continue
+        builtin = getattr(builtins, current, None)
+        if current in classes:
+            found[current] = None
+            stack.extend(reversed(classes[current]))
+        elif isinstance(builtin, type) and issubclass(builtin, BaseException):
+            found.update(dict.fromkeys(c.__name__ for c in builtin.__mro__))
+        else:
+            found[current] = None
+    return list(found)
 
 
 def describe_error(error):
@@ -377,7 +388,7 @@ def describe_error(error):
     if error.type == "NotImplementedError":
         text = f"not implemented yet (NotImplementedError) while {error.phase}"
     else:
-        text = f"{error.type}: {error.message}".rstrip(": ") + f" (while {error.phase})"
+        text = (f"{error.type}: {error.message}" if error.message else error.type) + f" (while {error.phase})"
     where = error.where
     if where:
         text += f"\n  at {where.file} line {where.line}, in {where.function}: {where.code}"

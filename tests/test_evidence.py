@@ -123,7 +123,7 @@ def test_the_given_exception_class_is_a_value_error(tmp_path):
 def test_builtin_exceptions_keep_pythons_ancestry():
     assert exception_mro("ZeroDivisionError", {})[:3] == ["ZeroDivisionError", "ArithmeticError", "Exception"]
     assert exception_mro("NoSuchError", {}) == ["NoSuchError"]
-    assert exception_mro("A", {"A": ["A"]})[:2] == ["A", "A"], "a cycle in the source must end"
+    assert exception_mro("A", {"A": ["A"]}) == ["A"], "a cycle in the source must end, each class named once"
 
 
 def test_source_classes_reads_the_reference():

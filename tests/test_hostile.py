@@ -101,6 +101,8 @@ EXPECTED = {
     "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
     # Extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
     "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
+    # Exception classes whose bases, read from the source, name one another: the parent's ancestry walk ends.
+    "exception_class_web": Expect(("Construction: MultiHeadAttention(16, 5)",), ("raised A: d_model=16",)),
     # Printed output and an error message written to break out of the report's code fences.
     "report_injection": Expect(("Causal mask",), ("ValueError",)),
     # What the child must not hold or do, at every level.
