@@ -1,5 +1,6 @@
 """Shared fixtures of the kit's own tests."""
 import importlib
+import importlib.util
 import shutil
 import sys
 import tempfile
@@ -45,6 +46,14 @@ def pytest_configure(config):
 def reference():
     """The reference solution: ``reference.attention`` and ``reference.mha`` from solution/."""
     return import_lab(ROOT / "solution")
+
+
+def public_checks():
+    """assignment/tests/checks.py, loaded on its own: the students' copy of what the grader shares."""
+    spec = importlib.util.spec_from_file_location("_public_checks", ROOT / "assignment" / "tests" / "checks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_grader(*args, timeout=600):

@@ -1,7 +1,5 @@
 """Feedback from the comparisons: precision loss named as such, and the heatmap of the worst matrix."""
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +8,7 @@ from autograder import pictures
 from autograder.catalogue import FLOAT32_IN_FLOAT64
 from autograder.compare import TOLERANCES, expect_close, matrix_figure
 from autograder.student import StudentError
+from conftest import public_checks
 
 
 def attention(q, k, v, scale):
@@ -109,10 +108,7 @@ def test_finding_the_worst_matrix_never_imports_sympy():
 def test_the_public_checks_use_the_graders_tolerances():
     """One table: a value the public tests accept is one the grader accepts (assignment/tests/checks.py
     holds a copy generated from compare.TOLERANCES, since students do not have the grader)."""
-    path = Path(__file__).resolve().parent.parent / "assignment" / "tests" / "checks.py"
-    spec = importlib.util.spec_from_file_location("_public_checks", path)
-    public = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(public)
+    public = public_checks()
     graders = {dtype: dict(atol=atol, rtol=rtol) for dtype, (atol, rtol) in TOLERANCES.items()}
     assert public.TOLERANCE == graders, (
         f"the public tolerances {public.TOLERANCE} differ from the grader's {graders}: run `make stubs`")

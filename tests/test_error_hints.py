@@ -1,5 +1,4 @@
 """Hints for torch errors (autograder/error_hints.py): one table, in the reports and the public checks."""
-import importlib.util
 import json
 
 import pytest
@@ -7,7 +6,7 @@ import pytest
 from autograder.error_hints import ERROR_HINTS, error_hint
 from autograder.protocol import ErrorInfo, Where
 from autograder.student import describe_error
-from conftest import ROOT, run_grader
+from conftest import public_checks, run_grader
 from variant_builder import build_mutant
 
 VIEW_ERROR = ("view size is not compatible with input tensor's size and stride (at least one dimension spans\n"
@@ -38,10 +37,7 @@ def test_not_implemented_yet_gets_no_hint():
 
 
 def test_the_public_checks_hold_the_same_table():
-    spec = importlib.util.spec_from_file_location("_checks_hints", ROOT / "assignment" / "tests" / "checks.py")
-    public = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(public)
-    assert public.ERROR_HINTS == ERROR_HINTS, "assignment/tests/checks.py's hints drifted: run `make stubs`"
+    assert public_checks().ERROR_HINTS == ERROR_HINTS, "assignment/tests/checks.py's hints drifted: run `make stubs`"
 
 
 @pytest.mark.slow  # grades one submission

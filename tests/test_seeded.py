@@ -1,21 +1,10 @@
 """Seeded inputs (autograder/seeded.py): the hidden cases' randn, copied into the public checks."""
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
 from autograder import generate
 from autograder.seeded import randn
-
-PUBLIC_CHECKS = Path(__file__).resolve().parent.parent / "assignment" / "tests" / "checks.py"
-
-
-def public_checks():
-    spec = importlib.util.spec_from_file_location("_public_checks_seeded", PUBLIC_CHECKS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import public_checks
 
 
 def test_the_same_seed_gives_the_same_numbers_and_another_seed_others():
