@@ -63,7 +63,8 @@ def result_of(item, report, call, config):
 
 def _skip_reason(report):
     longrepr = report.longrepr
-    return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")  # pytest's own prefix: the message says "skipped:" already
 
 
 # --- hooks and fixtures for every run (conftest.py of tests_hidden loads this module) -----------
