@@ -51,7 +51,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
             slot = free_slots.pop(0)
             fd, pid = _fork_grader(engine, source.path, slot, write_to=(out_dir, source))
             running[fd] = (pid, source, slot, [])
-        if not preloaded:  # while the first graders run, not before them
+        if queue and not preloaded:  # while the first graders run, for the ones forked after them
             _preload_pictures()
             preloaded = True
         ready, _, _ = select.select(list(running), [], [])
@@ -95,7 +95,7 @@ def grade_forked(engine, source_path, slot=0):
 
 def _preload_pictures():
     """Import matplotlib here, once: the graders forked after this draw feedback.html's heatmaps
-    without importing it again, and this process needs it for summary.html's histogram anyway."""
+    without importing it again. A run with no grader left to fork never imports it here."""
     from matplotlib import figure  # noqa: F401
     from matplotlib.backends import backend_agg  # noqa: F401
 

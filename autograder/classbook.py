@@ -54,9 +54,8 @@ def summary_markdown(entries, renamed=()):
     lines += [f"{len(scores)} submissions; mean {statistics.mean(scores):.1f}, median {statistics.median(scores):g}, "
               f"min {min(scores):g}, max {max(scores):g} (out of {max_score:g}).", "", "## Score distribution", "",
               "| Score | Submissions |", "|---|---|"]
-    for low in range(0, 100, 10):
-        count = sum(1 for s in scores if low <= s / max_score * 100 < low + 10 or (low == 90 and s == max_score))
-        lines.append(f"| {low}-{low + 9 if low < 90 else 100}% | {'#' * count} {count} |")
+    for label, count in score_bands(scores, max_score):
+        lines.append(f"| {label} | {'#' * count} {count} |")
     lines += ["", "## Pass rate per test (most failed first)", "", "| Test | Part | Passed |", "|---|---|---|"]
     for (number, name, part), (passed, total) in pass_rates(entries):
         lines.append(f"| {number} {name} | {part} | {passed}/{total} ({100 * passed / total:.0f}%) |")
@@ -66,6 +65,16 @@ def summary_markdown(entries, renamed=()):
     if renamed:
         lines += ["", renamed_line(renamed, md_text)]
     return "\n".join(lines) + "\n"
+
+
+def score_bands(scores, max_score):
+    """(label, count) for each tenth of ``max_score``, in order; the top band also holds full marks
+    and scores above them (extra credit), so every submission is counted once."""
+    counts = [0] * 10
+    for score in scores:
+        counts[min(max(int(score / max_score * 10), 0), 9) if max_score else 0] += 1
+    labels = [f"{10 * band}-{10 * band + 9}%" for band in range(9)] + ["90%+"]
+    return list(zip(labels, counts))
 
 
 def renamed_line(renamed, escape):

@@ -2,7 +2,8 @@
 they open from disk or as attachments.
 
 feedback.html draws the first few failed matrix comparisons as PNG heatmaps; summary.html adds a
-score histogram, the most common named bugs and links to each submission's page. Everything from
+chart of the scores (in HTML: the class page needs no plotting library), the most common named
+bugs and links to each submission's page. Everything from
 a submission is HTML-escaped, and the pages' CSP allows no script.
 """
 import base64
@@ -15,7 +16,7 @@ import urllib.parse
 from collections import Counter
 
 from autograder import pictures
-from autograder.classbook import pass_rates, renamed_line
+from autograder.classbook import pass_rates, renamed_line, score_bands
 from autograder.feedback import printed_output, sandbox_description
 from autograder.inert_text import clean
 from autograder.parts import PART_TITLES
@@ -63,7 +64,13 @@ code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 .bar span { display: block; height: 100%; background: #2da44e; }
 .low .bar span { background: #cf222e; }
 .failed { color: #cf222e; }
+.bands { display: flex; align-items: flex-end; gap: 6px; height: 180px; margin: 8px 0 4px; }
+.band { display: flex; flex-direction: column; align-items: center; justify-content: flex-end; width: 58px;
+        height: 100%; font-size: 12px; color: #57606a; }
+.band .column { display: block; width: 42px; background: #4c72b0; }
+.band .label { border-top: 1px solid #57606a; width: 100%; text-align: center; }
 """
+CHART_HEIGHT = 130  # pixels of the tallest column in the score chart
 
 
 def _e(text):
@@ -107,6 +114,17 @@ def _overview_html(text):
         if block:
             blocks.append(f"<p>{inline}</p>")
     return "\n".join(blocks)
+
+
+def _score_chart(scores, max_score):
+    """How many submissions scored in each tenth of the maximum, as columns."""
+    bands = score_bands(scores, max_score)
+    tallest = max(count for _, count in bands) or 1
+    columns = "".join(f'<div class="band"><span>{count}</span><span class="column" style="height: '
+                      f'{CHART_HEIGHT * count / tallest:.0f}px"></span><span class="label">{label}</span></div>'
+                      for label, count in bands)
+    return (f'<figure><figcaption>Scores of {len(scores)} submissions (% of the maximum)</figcaption>'
+            f'<div class="bands">{columns}</div></figure>')
 
 
 def _bar(fraction):
@@ -193,9 +211,7 @@ def summary_html(entries, out_dir, renamed=()):
                 f"{statistics.median(scores):g}, min {min(scores):g}, max {max(scores):g} (out of {max_score:g}).</p>")
     body.append('<p><a href="#bugs">Most common named bugs</a> · <a href="#tests">Pass rate per test</a> · '
                 '<a href="#submissions">Submissions, with links to their reports</a></p>')
-    histogram = _drawn(pictures.score_histogram_png, scores, max_score)
-    if histogram:
-        body.append(_png_img(histogram, "histogram of the scores"))
+    body.append(_score_chart(scores, max_score))
     body += _common_bugs_html(entries, out_dir)
     body += ['<h2 id="tests">Pass rate per test (most failed first)</h2>',
              "<table><tr><th>Test</th><th>Part</th><th>Passed</th><th></th></tr>"]

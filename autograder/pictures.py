@@ -149,24 +149,6 @@ def _colour_ramp(ax, x0, rows, cmap, low, high):
         _label(ax, x0 + 0.7, y, f"{value:.3g}", va="center", fontsize=8)
 
 
-def score_histogram_png(scores, max_score):
-    """How many submissions scored in each tenth of ``max_score``, as a PNG bar chart."""
-    from matplotlib.ticker import MaxNLocator
-
-    counts = [0] * 10
-    for score in scores:
-        counts[min(int(score / max_score * 10), 9) if max_score else 0] += 1  # 100% joins 90-100%
-    fig, canvas = _figure(width=7.0, height=3.2)
-    ax = fig.add_axes((0.1, 0.2, 0.87, 0.68))
-    ax.bar(range(10), counts, color="#4c72b0")
-    ax.set_xticks(range(10), labels=[f"{10 * i}-{10 * i + 9}" for i in range(9)] + ["90-100"], fontsize=8)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("score (% of the maximum)")
-    ax.set_ylabel("submissions")
-    ax.set_title(f"Scores of {len(scores)} submissions")
-    return _png(canvas)
-
-
 def _figure(width, height):
     # A bare Figure on an Agg canvas: no pyplot, so no global figure registry to clean up.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
