@@ -100,7 +100,7 @@ def _grade(sources, out_dir, args, started):
             raise UsageError(str(err)) from None
         if args.call_timeout:
             config = dataclasses.replace(config, call_seconds=args.call_timeout)
-        engine = Engine(config, level=level, layers=layers, zygote=zygote)
+        engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=len(sources))
         progress = Progress()
         try:
             outcome = grade_all(engine, sources, out_dir, jobs=args.jobs, force=args.force, progress=progress)

@@ -69,7 +69,7 @@ def grade_submission(root, metadata, config):
         from autograder.results import results_json
         from autograder.runner import Engine
 
-        engine = Engine(config, level=level, layers=layers, zygote=zygote)
+        engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=1)
         record = grade_forked(engine, submission_path(os.path.join(root, "submission")))
     finally:
         zygote.stop()

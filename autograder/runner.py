@@ -30,8 +30,9 @@ PYTEST_ARGS = ["-q", "--tb=no", "--disable-plugin-autoload", "-p", "no:cacheprov
 class Engine:
     """The warm state shared by every submission of a run."""
 
-    def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS, layers=None, zygote=None):
-        """``zygote``: one the caller started early (with the same level and layers), else one is started here."""
+    def __init__(self, config=None, level=None, tests_dir=HIDDEN_TESTS, layers=None, zygote=None, graders=None):
+        """``zygote``: one the caller started early (with the same level and layers), else one is started here.
+        ``graders``: how many per-submission graders will be forked, where the caller knows (None: several)."""
         from autograder.config import load_config
 
         self.config = config or load_config()
@@ -41,7 +42,8 @@ class Engine:
         self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)
         self.zygote = zygote or Zygote(self.level, layers=self.layers)
         sandbox.warm_up()
-        self._preload_tests()
+        if graders is None or graders > 1:  # shared by the graders forked from here; one would collect it twice
+            self._preload_tests()
         # Everything loaded so far lives for the whole run. Frozen, the garbage collector never
         # scans it again: the forked graders' collections stay cheap, and do not write to (and so
         # copy) the pages they share with this process.
