@@ -10,6 +10,7 @@ message per test instead of a crash of the whole run.
 The cases themselves are in cases.py: a test module lists its parts in ``PARTS``,
 and its test that takes ``case`` runs once per case of those parts.
 """
+import gc
 import importlib.util
 import sys
 from pathlib import Path
@@ -21,6 +22,9 @@ try:
 except ModuleNotFoundError:
     pytest.exit("torch is not installed for this python: activate your venv "
                 f"(README.md, 'Set up Python'; this python is {sys.executable})", returncode=4)
+# torch's objects live as long as the run: frozen, they are skipped by the full garbage collections
+# pytest makes when the run ends, which would otherwise scan all of torch (a fifth of a second).
+gc.freeze()
 
 from cases import cases_of
 from checks import CheckFailed, explain, import_student
