@@ -21,6 +21,7 @@ nbgrader is an instructor-only dependency (its import takes seconds): it is impo
 and only when something is generated, never by anything under assignment/.
 """
 import argparse
+import collections
 import difflib
 import functools
 import importlib
@@ -43,11 +44,11 @@ FIGURE_PAIRS = [("solution/attention.py", "assignment/causal_attention.png")]
 CASES = "assignment/tests/cases.py"
 CHECKS = "assignment/checks"
 
-# The public checks' tolerances: the lines between these two markers of TOLERANCE_TARGET are
-# rendered from the grader's table, so the two cannot disagree. The students' file imports
-# nothing from the grader; it holds a copy.
+# Regions of the public checks copied from the grader (``REGIONS``, below): the lines between each
+# pair of markers are rendered from their source, so the two cannot disagree. The students' file
+# imports nothing from the grader; it holds copies. First, the tolerance table.
+REGION_TARGET = "assignment/tests/checks.py"
 TOLERANCE_SOURCE = "autograder/compare.py"
-TOLERANCE_TARGET = "assignment/tests/checks.py"
 TOLERANCE_BEGIN = "# The grader's own tolerances (atol + rtol * |expected|), copied from its table: do not edit."
 TOLERANCE_END = "# (end of the grader's tolerances)"
 
@@ -196,11 +197,6 @@ def tolerance_table() -> str:
     return "TOLERANCE = {\n" + rows + "}\n"
 
 
-def render_tolerances(path: Path) -> str:
-    """``path`` (the public checks) with the region between the tolerance markers rendered anew."""
-    return render_region(path, "tolerance", TOLERANCE_BEGIN, TOLERANCE_END, tolerance_table())
-
-
 def seeded_source() -> str:
     """The source text of ``autograder.seeded.randn``, for the public checks."""
     import inspect
@@ -208,11 +204,6 @@ def seeded_source() -> str:
     from autograder import seeded
 
     return inspect.getsource(seeded.randn)
-
-
-def render_seeded(path: Path) -> str:
-    """``path`` (the public checks) with the region between the seeded-input markers rendered anew."""
-    return render_region(path, "seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source())
 
 
 def hints_source() -> str:
@@ -226,9 +217,19 @@ def hints_source() -> str:
     return "".join(text.splitlines(keepends=True)[docstring.end_lineno:])
 
 
-def render_hints(path: Path) -> str:
-    """``path`` (the public checks) with the region between the hint markers rendered anew."""
-    return render_region(path, "hint", HINTS_BEGIN, HINTS_END, hints_source())
+Region = collections.namedtuple("Region", "what begin end body")
+# source -> its region of REGION_TARGET; ``body`` makes the region's text.
+REGIONS = {
+    TOLERANCE_SOURCE: Region("tolerance", TOLERANCE_BEGIN, TOLERANCE_END, tolerance_table),
+    SEEDED_SOURCE: Region("seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source),
+    HINTS_SOURCE: Region("hint", HINTS_BEGIN, HINTS_END, hints_source),
+}
+
+
+def render_region_of(source: str, path: Path) -> str:
+    """``path`` (the public checks) with the region copied from ``source`` rendered anew."""
+    region = REGIONS[source]
+    return render_region(path, region.what, region.begin, region.end, region.body())
 
 
 def render_region(path: Path, what: str, begin_marker: str, end_marker: str, body: str) -> str:
@@ -245,21 +246,15 @@ def render_region(path: Path, what: str, begin_marker: str, end_marker: str, bod
 
 
 def all_pairs() -> list:
-    return PAIRS + check_pairs() + FIGURE_PAIRS + [(TOLERANCE_SOURCE, TOLERANCE_TARGET),
-                                                   (SEEDED_SOURCE, TOLERANCE_TARGET),
-                                                   (HINTS_SOURCE, TOLERANCE_TARGET)]
+    return PAIRS + check_pairs() + FIGURE_PAIRS + [(source, REGION_TARGET) for source in REGIONS]
 
 
 def render(source: str, target: str):
     """What `target` must hold, made from `source` (both relative to ROOT): text, or bytes for an image."""
     if source == CASES:
         return render_check(Path(target).stem)
-    if source == TOLERANCE_SOURCE:
-        return render_tolerances(ROOT / target)
-    if source == SEEDED_SOURCE:
-        return render_seeded(ROOT / target)
-    if source == HINTS_SOURCE:
-        return render_hints(ROOT / target)
+    if source in REGIONS:
+        return render_region_of(source, ROOT / target)
     if target.endswith(".png"):
         from autograder import lab_figure
 
@@ -329,11 +324,11 @@ def main(argv=None) -> int:
         print(f"out of sync: {rel}" if args.check else f"{'wrote' if path.exists() else 'removed'} {rel}")
     if args.check and drifted:
         print(f"run `make stubs` to regenerate them from solution/, {CASES} and autograder/ "
-              f"({TOLERANCE_SOURCE}, {SEEDED_SOURCE}, {HINTS_SOURCE})", file=sys.stderr)
+              f"({', '.join(REGIONS)})", file=sys.stderr)
         return 1
     if not drifted:
         print(f"all generated files are in sync with solution/, {CASES} and autograder/ "
-              f"({TOLERANCE_SOURCE}, {SEEDED_SOURCE}, {HINTS_SOURCE})")
+              f"({', '.join(REGIONS)})")
     return 0
 
 

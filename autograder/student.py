@@ -118,23 +118,22 @@ class Student:
         """Like ``call`` but returns a ``Failure`` instead of raising (to inspect expected errors).
         A call that used a forbidden op (or ran code that hides what it calls) is a ``Failure`` too."""
         probe = Probe.build(target, args, **request)
-        module = probe.module
-        blocked = self._blocked(target, mode, module)
+        blocked = self._blocked(target, mode, probe.module)
         if blocked:
             return Failure(blocked, error=None)
         try:
-            return self._probe(mode, module, probe, args, allow_forbidden)
+            return self._probe(mode, probe, allow_forbidden)
         except OutOfTurn as died:  # the child broke the protocol after an earlier test's reply
             self.events.append(f"the submission's process {died.reason}; {target.split('.', 1)[1]} "
                                "was run again in a fresh process")
             self._retire(self.children.pop(mode)["child"])
         try:
-            return self._probe(mode, module, probe, args, allow_forbidden)
+            return self._probe(mode, probe, allow_forbidden)
         except OutOfTurn as died:  # twice in a row: this test's own doing
             return Failure(self._died(mode, target, died), error=None)
 
-    def _probe(self, mode, module, probe, args, allow_forbidden=False):
-        target = probe.target
+    def _probe(self, mode, probe, allow_forbidden=False):
+        target, module = probe.target, probe.module
         try:
             child = self._child(mode)
             if (mode, module) not in self.children[mode]["imported"]:
@@ -159,7 +158,7 @@ class Student:
             return Failure(forbidden_message(answer.forbidden, target), None, answer.forbidden, rule=True)
         if not answer.ok:
             return Failure(describe_error(answer.error), answer.error, answer.forbidden, self._classes())
-        reply = Reply(answer.value, answer.forbidden, args)
+        reply = Reply(answer.value, answer.forbidden, probe.args or ())
         if probe.measure_memory:
             # The submission's cgroup sees every process it has, forked helpers too; the child's own
             # figure (its peak RSS) is a claim, used only where no cgroup could be made.

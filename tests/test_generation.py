@@ -281,13 +281,13 @@ def test_tolerance_region_needs_both_markers(tmp_path):
     path = tmp_path / "checks.py"
     path.write_text(f"import torch\n{generate.TOLERANCE_BEGIN}\nTOLERANCE = {{}}\n", encoding="utf-8")
     with pytest.raises(ValueError, match="marker"):
-        generate.render_tolerances(path)
+        generate.render_region_of(generate.TOLERANCE_SOURCE, path)
 
 
 def test_tolerance_region_is_rendered_between_the_markers(tmp_path):
     path = tmp_path / "checks.py"
     path.write_text(f"before\n{generate.TOLERANCE_BEGIN}\nstale\n{generate.TOLERANCE_END}\nafter\n", encoding="utf-8")
-    rendered = generate.render_tolerances(path)
+    rendered = generate.render_region_of(generate.TOLERANCE_SOURCE, path)
     assert rendered == (f"before\n{generate.TOLERANCE_BEGIN}\n{generate.tolerance_table()}{generate.TOLERANCE_END}\nafter\n"), (
         f"only the lines between the markers should change:\n{rendered}")
 

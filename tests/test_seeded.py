@@ -39,7 +39,7 @@ def test_the_public_checks_draw_the_numbers_the_hidden_cases_draw(dtype):
 def test_the_seeded_region_is_rendered_between_its_markers(tmp_path):
     path = tmp_path / "checks.py"
     path.write_text(f"before\n{generate.SEEDED_BEGIN}\nstale\n{generate.SEEDED_END}\nafter\n", encoding="utf-8")
-    assert generate.render_seeded(path) == (
+    assert generate.render_region_of(generate.SEEDED_SOURCE, path) == (
         f"before\n{generate.SEEDED_BEGIN}\n{generate.seeded_source()}{generate.SEEDED_END}\nafter\n")
 
 
@@ -47,4 +47,4 @@ def test_a_missing_seeded_marker_is_named(tmp_path):
     path = tmp_path / "checks.py"
     path.write_text(f"{generate.SEEDED_BEGIN}\n", encoding="utf-8")
     with pytest.raises(ValueError, match="seeded-input marker"):
-        generate.render_seeded(path)
+        generate.render_region_of(generate.SEEDED_SOURCE, path)
