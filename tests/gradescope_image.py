@@ -63,7 +63,12 @@ def unavailable():
 def base_image():
     """The cached minimal bookworm root file system, built on first use (about a minute)."""
     if BASE.is_dir():
-        return BASE
+        try:
+            check_image_modes(BASE)
+            return BASE
+        except RuntimeError as wrong:  # built by an older harness (a 0700 root): build it again
+            print(f"rebuilding the cached image: {wrong}", file=sys.stderr)
+            shutil.rmtree(BASE)
     CACHE.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix="bookworm-minbase.", dir=CACHE))
     run = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", str(building), MIRROR],
@@ -71,8 +76,35 @@ def base_image():
     if run.returncode != 0:
         shutil.rmtree(building, ignore_errors=True)
         raise RuntimeError(f"debootstrap failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+    # mkdtemp made the folder 0700, and it becomes the image's /: a real image's / is 0755, and with
+    # 0700 nothing in the image is reachable by the sandbox's uid.
+    building.chmod(0o755)
     building.rename(BASE)  # atomic: a half-built image is never taken for the cache
     return BASE
+
+
+# The modes a Debian or Ubuntu root file system (debootstrap's, Gradescope's image) has, for the
+# folders the grader's uid must reach or write: an image that differs would skew every result.
+REAL_IMAGE_MODES = {"": 0o755, "usr": 0o755, "usr/bin": 0o755, "usr/lib": 0o755, "etc": 0o755,
+                    "opt": 0o755, "tmp": 0o1777, "var/tmp": 0o1777}
+
+
+def check_image_modes(root, made=()):
+    """Raise if ``root`` (an image) or a folder the harness ``made`` in it has other modes than a real image.
+
+    ``made`` are folders relative to ``root`` that the harness created (the zip's, the torch index): they
+    must be 0755, as ``mkdir`` under the usual umask and ``unzip`` leave them, whatever this process's
+    umask is."""
+    root = Path(root)
+    wrong = []
+    expected = {**REAL_IMAGE_MODES, **{str(m): 0o755 for m in made}}
+    for relative, mode in sorted(expected.items()):
+        path = root / relative
+        actual = path.stat().st_mode & 0o7777 if path.is_dir() else None
+        if actual != mode:
+            wrong.append(f"/{relative} is {oct(actual) if actual is not None else 'missing'}, not {oct(mode)}")
+    if wrong:
+        raise RuntimeError("the clean image differs from a real one: " + "; ".join(wrong))
 
 
 def torch_cpu_wheel(download_dir):
@@ -107,32 +139,36 @@ class Image:
         root = Path(workdir) / "image"
         subprocess.run(["cp", "-a", "--reflink=auto", str(base_image()), str(root)], check=True)
         image = cls(root)
-        image._trust_this_machines_proxy()
+        made = image._trust_this_machines_proxy()
         index = root / TORCH_WHEEL_INDEX.lstrip("/") / "torch"
-        index.mkdir(parents=True)
+        made += _make_folders(root, index.relative_to(root))
         shutil.copy(torch_wheel, index / torch_wheel.name)
         (index / "index.html").write_text(f'<a href="{torch_wheel.name}">{torch_wheel.name}</a>\n')
         source = root / "autograder" / "source"
-        source.mkdir(parents=True)
+        made += _make_folders(root, source.relative_to(root))
         with zipfile.ZipFile(autograder_zip) as archive:
             for info in archive.infolist():
+                folder = (source / info.filename).relative_to(root)
+                made += _make_folders(root, folder if info.is_dir() else folder.parent)
                 archive.extract(info, source)
                 mode = info.external_attr >> 16
                 if mode:
                     (source / info.filename).chmod(mode & 0o777)
         shutil.copy(source / "run_autograder", root / "autograder" / "run_autograder")
+        check_image_modes(root, made)
         return image
 
     def _trust_this_machines_proxy(self):
         """The registries are reached through a proxy with its own CA: the image must trust it (see module doc)."""
         cas = self.root / "usr/local/share/ca-certificates"
-        cas.mkdir(parents=True, exist_ok=True)
+        made = _make_folders(self.root, cas.relative_to(self.root))
         for cert in Path("/usr/local/share/ca-certificates").glob("*.crt"):
             shutil.copy(cert, cas / cert.name)
         # pip's own bundle (certifi) does not hold that CA; the system bundle does once
         # ca-certificates (installed by setup.sh) has run update-ca-certificates.
         (self.root / "etc/pip.conf").write_text("[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n")
         shutil.copy("/etc/resolv.conf", self.root / "etc/resolv.conf")
+        return made
 
     # --- running things in it --------------------------------------------------------------
 
@@ -191,6 +227,19 @@ class Image:
                     cgroup.remove()
         return Outcome(data.get("returncode", run.returncode), data.get("output", run.stdout + run.stderr),
                        peak, kills, data.get("survivors", []), data.get("late_change", False))
+
+
+def _make_folders(root, relative):
+    """Create ``root/relative`` and its missing parents at 0755 (not under this process's umask); returns
+    the folders it created, relative to ``root``."""
+    made = []
+    for part in reversed([Path(relative), *Path(relative).parents][:-1]):
+        path = Path(root) / part
+        if not path.exists():
+            path.mkdir()
+            path.chmod(0o755)
+            made.append(part)
+    return made
 
 
 # --- the container's memory cgroup: autograder.cgroups, plus the OOM-kill count ---------------
