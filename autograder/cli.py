@@ -5,6 +5,7 @@ import sys
 import time
 
 USAGE_ERROR = 2
+SUITE_BROKEN = 3  # the reference does not pass the hidden suite: nobody was graded
 
 
 def main(argv=None):
@@ -20,7 +21,9 @@ def main(argv=None):
                         help="PATH is one submission, whatever it holds")
     layout.add_argument("--batch", dest="layout", action="store_const", const="batch",
                         help="each sub-folder or zip of PATH is one submission")
-    grade.add_argument("--force", action="store_true", help="regrade submissions that already have a report")
+    grade.add_argument("--force", action="store_true",
+                       help="regrade every submission, even one whose report was graded from the same files by the "
+                            "same grader (otherwise such a report is reused, and every other one is regraded)")
     grade.add_argument("--call-timeout", type=float, default=None,
                        help="seconds one call of student code may take (default: grading.yaml)")
     grade.add_argument("--config", default=None, metavar="YAML",
@@ -52,6 +55,13 @@ def grade_command(args):
             raise
         print(f"error: {err.code}", file=sys.stderr)
         return USAGE_ERROR
+    except Exception as err:
+        from autograder.reference_check import SuiteBroken
+
+        if not isinstance(err, SuiteBroken):
+            raise
+        print(f"error: {err.message()}", file=sys.stderr)
+        return SUITE_BROKEN
 
 
 def _check_out_dir(out_dir):

@@ -189,14 +189,21 @@ def main(argv=None):
     run_cmd.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     args = parser.parse_args(argv)
     if args.command == "build":
+        from autograder.batch import verify_suite
         from autograder.config import ConfigError, load_config
         from autograder.gradescope_zip import build
+        from autograder.reference_check import SuiteBroken
 
         try:  # a grading.yaml the grader refuses would fail every student's submission on Gradescope
-            load_config()
+            config = load_config()
         except ConfigError as err:
             print(f"error: {err}; nothing was built", file=sys.stderr)
             return 2
+        try:  # a suite the reference fails would charge every student on Gradescope
+            verify_suite(config)
+        except SuiteBroken as err:
+            print(f"error: {err.message('nothing was built')}", file=sys.stderr)
+            return 3
         size = build(args.out)
         print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder, "
               "Ubuntu 22.04 base image (see README, 'Grading on Gradescope')")

@@ -346,6 +346,18 @@ def main(argv=None):
     if args.out.exists() and not args.out.is_dir():
         print(f"error: {args.out} is not a folder", file=sys.stderr)
         return 2
+    from autograder.batch import verify_suite
+    from autograder.config import ConfigError, load_config
+    from autograder.reference_check import SuiteBroken
+
+    try:  # a suite the reference fails would charge every student of the course
+        verify_suite(load_config())
+    except ConfigError as err:
+        print(f"error: {err}; nothing was written", file=sys.stderr)
+        return 2
+    except SuiteBroken as err:
+        print(f"error: {err.message('nothing was written')}", file=sys.stderr)
+        return 3
     try:
         out, written, kept = build(args.out)
     except CourseError as exc:

@@ -8,6 +8,7 @@ the hidden test's code and expected values. Any other exception is a grader erro
 The suite also runs by hand, outside the batch grader: ``pytest tests_hidden --submission DIR``.
 """
 import os
+import re
 import sys
 
 import pytest
@@ -23,6 +24,7 @@ class GradingContext:
     def __init__(self, student, staged, config):
         self.student, self.staged, self.config = student, staged, config
         self.results = []
+        self.load_errors = []  # "file:line: error" of each module of the suite that did not load
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -30,6 +32,13 @@ class GradingContext:
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self.results.append(result_of(item, report, call, self.config))
+
+    def pytest_configure(self, config):
+        self.rootpath = config.rootpath  # what relative paths in pytest's texts are relative to
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.load_errors.append(load_error(report.longreprtext, report.nodeid, self.rootpath))
 
 
 def result_of(item, report, call, config):
@@ -50,6 +59,7 @@ def result_of(item, report, call, config):
     return {
         "name": doc + param,
         "nodeid": item.nodeid,
+        "where": where(item, error),
         "part": part.args[0] if part else "other",
         "points": float(points.args[0]) if points else 0.0,
         "visibility": config.public_visibility if public else config.hidden_visibility,
@@ -59,6 +69,31 @@ def result_of(item, report, call, config):
         "mistake": getattr(getattr(error, "mistake", None), "name", None),
         "figure": getattr(error, "figure", None),
     }
+
+
+def where(item, error=None):
+    """"file:line" for the instructor: of the deepest frame in the suite's own files that ``error`` passed
+    through, else of the test function. Kit-relative; never shown to students."""
+    path, line = item.path, item.location[1] + 1
+    if error is not None and error.__traceback__ is not None:
+        suite = item.path.parent
+        for entry in pytest.ExceptionInfo.from_exception(error).traceback:
+            if entry.path is not None and suite in getattr(entry.path, "parents", ()):
+                path, line = entry.path, entry.lineno + 1
+    return f"{_kit_relative(path)}:{line}"
+
+
+def load_error(text, nodeid, rootpath):
+    """"file:line: error" from the text pytest gives for a module of the suite that does not load."""
+    located = re.findall(r'File "([^"]+)", line (\d+)', text) or re.findall(r"^(\S[^\n:]*):(\d+): in ", text, re.M)
+    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    place = f"{_kit_relative(os.path.join(rootpath, located[-1][0]))}:{located[-1][1]}" if located else nodeid
+    return f"{place}: {errors[-1] if errors else 'does not load'}"
+
+
+def _kit_relative(path):
+    path = os.path.abspath(str(path))
+    return os.path.relpath(path, KIT_ROOT) if path.startswith(KIT_ROOT + os.sep) else path
 
 
 def _skip_reason(report):

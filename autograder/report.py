@@ -45,12 +45,13 @@ def write_class_files(out_dir, entries, renamed=()):
 
 
 def load_results(out_dir, submission_id):
-    """The finished results of a submission, or None if it still needs grading."""
+    """The finished results of a submission, or None if there are none (``fingerprint.stale_because``
+    decides whether they still stand)."""
     try:
         with open(os.path.join(out_dir, submission_id, "results.json"), encoding="utf-8") as f:
             results = json.load(f)
     except (OSError, ValueError):
         return None
-    if not isinstance(results, dict) or results.get("extra_data", {}).get("grader_error"):
+    if not isinstance(results, dict) or not isinstance(results.get("extra_data"), dict):
         return None
     return results

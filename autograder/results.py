@@ -56,6 +56,8 @@ def results_json(record, submitters=(), student_view=False):
             "containment": list(record.get("containment", [])),
             "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
             "submitters": [dataclasses.asdict(s) for s in submitters],
+            **({"fingerprint": record["fingerprint"]} if record.get("fingerprint") else {}),
+            **({"regraded": record["regraded"]} if record.get("regraded") else {}),
         },
     }
 
@@ -102,6 +104,8 @@ def overview(record, score, max_score, grader_errors, submitters=(), extra=(), r
 
 
 def _overview_tail(lines, record, grader_errors):
+    if record.get("regraded"):
+        lines.append(f"Regraded: {md_text(record['regraded'])} since the last grading.")
     for problem in record.get("problems", []):  # may name the submission's files and zip entries
         lines.append(f"- {md_text(problem)}")
     for event in dict.fromkeys(record.get("events", [])):  # each distinct event once, in order

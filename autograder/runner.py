@@ -27,6 +27,10 @@ PYTEST_ARGS = ["-q", "--tb=no", "--disable-plugin-autoload", "-p", "no:cacheprov
                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:faulthandler"]
 
 
+class SuiteError(RuntimeError):
+    """The hidden suite itself failed to run: the grader's fault, never a student's."""
+
+
 class Engine:
     """The warm state shared by every submission of a run."""
 
@@ -80,8 +84,10 @@ def grade_one(engine, source_path, slot=0):
                 code = pytest.main([engine.tests_dir, *PYTEST_ARGS], plugins=[context])
         finally:
             student.close()
+        if context.load_errors:
+            raise SuiteError(f"the hidden suite does not load: {'; '.join(context.load_errors)}")
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not context.results:
-            raise RuntimeError(f"the hidden suite in {engine.tests_dir} did not run (pytest exit code {int(code)})")
+            raise SuiteError(f"the hidden suite in {engine.tests_dir} did not run (pytest exit code {int(code)})")
         return {
             "tests": context.results,
             "problems": staged.problems,

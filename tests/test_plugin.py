@@ -114,3 +114,32 @@ def test_a_test_without_points_is_worth_nothing(results):
 def test_results_come_in_the_labs_order_of_parts_whatever_the_file_names(results):
     _, order = results
     assert order[0] == "A mask case", f"masks is the lab's first part, but the results start {order[:2]}"
+
+
+
+def line_of(source, text):
+    """The line of ``text`` in the file pytester.makepyfile writes from ``source`` (it drops leading newlines)."""
+    return source.lstrip("\n").splitlines().index(text) + 1
+
+
+def test_a_grader_error_names_the_suites_file_and_line_where_it_was_raised(results):
+    line = line_of(HEADS, '    raise KeyError("no such case")')
+    assert results[0]["The grader itself breaks"]["where"].endswith(f"test_a_heads.py:{line}")
+
+
+def test_a_failed_test_names_the_line_that_failed(results):
+    line = line_of(HEADS, '    raise StudentError("merge_heads: wrong values at (0, 1)")')
+    assert results[0]["The student's output is wrong"]["where"].endswith(f"test_a_heads.py:{line}")
+
+
+@pytest.mark.parametrize("source, line, error", [
+    ("def test_x(:\n    pass\n", 1, "SyntaxError"),
+    ("import pytest\nfrom nowhere_at_all import thing\n", 2, "ModuleNotFoundError: No module named 'nowhere_at_all'"),
+    ("import pytest\n\nvalue = undefined_name\n", 3, "NameError: name 'undefined_name' is not defined"),
+], ids=["syntax", "import", "name"])
+def test_a_module_that_does_not_load_is_named_with_its_line_and_error(pytester, source, line, error):
+    pytester.makepyfile(test_broken=source)
+    context = GradingContext(student=None, staged=None, config=Config())
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", plugins=[context, plugin])
+    assert len(context.load_errors) == 1, context.load_errors
+    assert f"test_broken.py:{line}: " in context.load_errors[0] and error in context.load_errors[0], context.load_errors

@@ -1,0 +1,87 @@
+"""Grade the reference before any student: a hidden suite is trusted only after the reference passes it.
+
+Before a run grades anyone (``make grade``, and so nbgrader's autograde) and before ``make
+gradescope`` or ``make nbgrader-course`` ship a suite, the reference solution is graded by the same
+engine, in the same sandbox. Every test must pass: a test that fails or errors on the reference
+(a typo in a test, a wrong expected value, a module of the suite that does not load) would charge
+every student for the grader's mistake, so the run stops and names the file, the line and what
+failed. A passing verdict is kept under the grader's fingerprint (``fingerprint.grader_key``), so
+the check costs one grading per change of the suite, the reference, the settings or the kit.
+"""
+import json
+import os
+
+from autograder.fingerprint import grader_key
+
+
+class SuiteBroken(Exception):
+    """The reference does not get full marks on the suite; ``lines`` say where and why, one per failure."""
+
+    def __init__(self, lines):
+        super().__init__("; ".join(lines))
+        self.lines = lines
+
+    def message(self, outcome="nothing was graded"):
+        return ("the hidden suite fails on the reference solution, so it would charge students for the "
+                f"grader's mistake; {outcome}:\n" + "\n".join(f"  {line}" for line in self.lines))
+
+
+def verify(parts, grade_reference):
+    """The reference's verdict for the grader ``parts``: from the cache, or ``grade_reference()`` (a record,
+    as ``runner.grade_one`` returns it) checked now. Returns {"max_score", "extra_max", "tests"}; raises
+    ``SuiteBroken`` when the reference does not pass every test."""
+    key = grader_key(parts)
+    cached = _load(key)
+    if cached is not None:
+        return cached
+    record = grade_reference()
+    failures = failures_of(record)
+    if failures:
+        raise SuiteBroken(failures)
+    verdict = {"key": key, "tests": len(record["tests"]),
+               "points": sum(t["points"] for t in record["tests"])}
+    _store(key, verdict)
+    return verdict
+
+
+def failures_of(record):
+    """One line per way the reference's graded ``record`` falls short of full marks (none: it passes)."""
+    if record.get("grader_error"):
+        return [f"{' '.join(str(record['grader_error']).split())[:1000]}"]
+    if not record.get("tests"):
+        return ["the hidden suite has no tests"]
+    lines = []
+    for test in record["tests"]:
+        if test["passed"]:
+            continue
+        what = "errors" if test.get("grader_error") else "fails"
+        message = " ".join(str(test.get("message") or "").split())[:300]
+        lines.append(f"{test.get('where') or test['nodeid']}: {test['name']} {what} on the reference: {message}")
+    return lines
+
+
+def cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "attention-kit", "verified-reference")
+
+
+def _load(key):
+    try:
+        with open(os.path.join(cache_dir(), key + ".json"), encoding="utf-8") as f:
+            verdict = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return verdict if isinstance(verdict, dict) and verdict.get("key") == key else None
+
+
+def _store(key, verdict):
+    """Keep a passing verdict; a cache that cannot be written only costs the check again next time."""
+    folder = cache_dir()
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".{key}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(verdict, f)
+        os.replace(tmp, os.path.join(folder, key + ".json"))
+    except OSError:
+        pass
