@@ -8,6 +8,7 @@ import pytest
 from autograder import plugin
 from autograder.config import Config
 from autograder.plugin import GradingContext
+from autograder.stage import Staged
 
 pytest_plugins = ["pytester"]
 
@@ -114,3 +115,13 @@ def test_a_test_without_points_is_worth_nothing(results):
 def test_results_come_in_the_labs_order_of_parts_whatever_the_file_names(results):
     _, order = results
     assert order[0] == "A mask case", f"masks is the lab's first part, but the results start {order[:2]}"
+
+
+def test_with_neither_file_staged_no_test_runs_and_each_fails_without_a_message_of_its_own(pytester):
+    """The overview says once what is wrong; no test body (or fixture) runs to say ModuleNotFoundError."""
+    pytester.makepyfile(test_a_heads=HEADS, test_z_masks=MASKS)
+    context = GradingContext(student=None, staged=Staged(dir="", found={}), config=Config())
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", plugins=[context, plugin])
+    assert len(context.results) == 8
+    assert all(not r["passed"] and r["message"] == "" and not r["grader_error"] for r in context.results)
+    assert sum(r["points"] for r in context.results) == 2 + 3 + 1 + 1 + 1 + 1 + 1, "every test keeps its points"
