@@ -7,7 +7,7 @@ import statistics
 
 from autograder.inert_text import md_text, spreadsheet_cell
 from autograder.parts import PARTS
-from autograder.results import part_scores
+from autograder.results import GRADED, GRADER_ERROR, NO_FILES, part_scores
 
 # Canvas's gradebook import needs these first, in this order; it finds each student by SIS User
 # ID, then SIS Login ID, then name, and offers every later column as an assignment. Moodle maps
@@ -20,7 +20,7 @@ def gradebook_csv(entries):
     parts = [p for p in PARTS if any(p in part_scores(r) for _, _, r in entries)]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([*CANVAS_COLUMNS, "total", *parts, "max", "submission_id", "email"])
+    writer.writerow([*CANVAS_COLUMNS, "total", *parts, "max", "status", "submission_id", "email"])
     for submission_id, submitters, results in entries:
         scores = part_scores(results)
         per_part = [f"{scores.get(p, (0.0, 0.0))[0]:g}" for p in parts]
@@ -29,7 +29,8 @@ def gradebook_csv(entries):
             # ID is Canvas's own user id, which the grader never knows: left empty, never guessed.
             name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
             name, sid, email, shown_id = map(spreadsheet_cell, (name, sid, email, submission_id))
-            writer.writerow([name, "", sid, email, "", total, *per_part, max_score, shown_id, email])
+            writer.writerow([name, "", sid, email, "", total, *per_part, max_score, status_of(results), shown_id,
+                             email])
     return buffer.getvalue()
 
 
@@ -44,10 +45,34 @@ def pass_rates(entries):
     return sorted(rates.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
 
 
+def status_of(results):
+    """A results.json's status (results.status); reports written before there was one were graded."""
+    return results["extra_data"].get("status", GRADED)
+
+
+def not_graded(entries):
+    """{status: [submission ids]} of the submissions that were not (fully) graded, for the top of the
+    summaries: a submission without files did not score 0, it has nothing to score."""
+    listed = {NO_FILES: [], GRADER_ERROR: []}
+    for submission_id, _, results in entries:
+        if status_of(results) in listed:
+            listed[status_of(results)].append(submission_id)
+    return {status: ids for status, ids in listed.items() if ids}
+
+
+NOT_GRADED_TEXT = {NO_FILES: "No files (neither attention.py nor mha.py; not graded, so not in the figures below)",
+                   GRADER_ERROR: "Grader errors (re-run to retry them)"}
+
+
 def summary_markdown(entries, renamed=()):
-    """Score distribution and which tests the class fails most; ``renamed``: (name, report id) pairs."""
-    scores = [r["score"] for _, _, r in entries]
+    """Score distribution and which tests the class fails most; ``renamed``: (name, report id) pairs.
+
+    Submissions with no files are listed first and left out of the figures."""
     lines = ["# Class summary", ""]
+    for status, ids in not_graded(entries).items():
+        lines += [f"**{NOT_GRADED_TEXT[status]}: {', '.join(md_text(i) for i in ids)}.**", ""]
+    entries = graded_entries(entries)
+    scores = [r["score"] for _, _, r in entries]
     if not scores:
         return "\n".join(lines + ["No submissions were graded.", ""])
     max_score = entries[0][2]["extra_data"]["max_score"]
@@ -59,12 +84,14 @@ def summary_markdown(entries, renamed=()):
     lines += ["", "## Pass rate per test (most failed first)", "", "| Test | Part | Passed |", "|---|---|---|"]
     for (number, name, part), (passed, total) in pass_rates(entries):
         lines.append(f"| {number} {name} | {part} | {passed}/{total} ({100 * passed / total:.0f}%) |")
-    errors = [sid for sid, _, r in entries if r["extra_data"].get("grader_error")]
-    if errors:
-        lines += ["", f"**Grader errors in: {', '.join(md_text(e) for e in errors)}** (re-run to retry them)."]
     if renamed:
         lines += ["", renamed_line(renamed, md_text)]
     return "\n".join(lines) + "\n"
+
+
+def graded_entries(entries):
+    """The entries that have a score to count: all but those with no files."""
+    return [entry for entry in entries if status_of(entry[2]) != NO_FILES]
 
 
 def score_bands(scores, max_score):

@@ -5,7 +5,7 @@ import re
 
 from autograder.inert_text import fenced
 from autograder.parts import PART_TITLES
-from autograder.results import part_scores
+from autograder.results import NO_FILES, part_scores
 
 OUTPUT_SHOWN = 4000
 
@@ -15,7 +15,7 @@ def feedback_markdown(record, results, submitters=()):
     lines = ["# Attention from Scratch: feedback", "", results["output"], "", "| Part | Score |", "|---|---|"]
     for part, (got, total) in part_scores(results).items():
         lines.append(f"| {PART_TITLES.get(part, part)} | {got:g} / {total:g} |")
-    failures = [t for t in results["tests"] if t["status"] == "failed"]
+    failures = [] if not_run(results) else [t for t in results["tests"] if t["status"] == "failed"]
     if failures:
         lines += ["", "## What to fix", ""]
         for test in failures:
@@ -28,6 +28,11 @@ def feedback_markdown(record, results, submitters=()):
     lines += ["", f"_Sandbox: {sandbox_description(record)}; graded in "
                   f"{record.get('execution_time', 0):.1f} s._", ""]
     return "\n".join(lines)
+
+
+def not_run(results):
+    """True when no test ran (no file to test): the overview says why, once, and no test is listed."""
+    return results["extra_data"].get("status") == NO_FILES
 
 
 def sandbox_description(record):

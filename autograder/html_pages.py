@@ -16,11 +16,12 @@ import urllib.parse
 from collections import Counter
 
 from autograder import pictures
-from autograder.classbook import pass_rates, renamed_line, score_bands
-from autograder.feedback import printed_output, sandbox_description
+from autograder.classbook import (NOT_GRADED_TEXT, graded_entries, not_graded, pass_rates, renamed_line, score_bands,
+                                  status_of)
+from autograder.feedback import not_run, printed_output, sandbox_description
 from autograder.inert_text import clean
 from autograder.parts import PART_TITLES
-from autograder.results import part_scores
+from autograder.results import GRADED, part_scores
 
 MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each one is drawn in the submission's grading time
 PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, gradients) stay text
@@ -140,7 +141,8 @@ def feedback_html(record, results):
         body.append(f'<tr><td>{_e(PART_TITLES.get(part, part))}</td><td class="num">{got:g} / {total:g}</td>'
                     f"<td>{_bar(got / total if total else 1)}</td></tr>")
     body.append("</table>")
-    failures = [(test, result) for test, result in zip(results["tests"], record["tests"]) if test["status"] == "failed"]
+    failures = [] if not_run(results) else [(test, result) for test, result in zip(results["tests"], record["tests"])
+                                            if test["status"] == "failed"]
     if failures:
         body.append("<h2>What to fix</h2>")
         drawn = {}  # picture key -> number of the test whose picture shows it
@@ -200,8 +202,12 @@ def _figure_html(test, result, figure, drawn):
 def summary_html(entries, out_dir, renamed=()):
     """The class picture as a page: score histogram, common named bugs, pass rates, links to each report."""
     body = ["<h1>Class summary</h1>"]
+    for status, ids in not_graded(entries).items():
+        body.append(f'<p class="failed"><strong>{_e(NOT_GRADED_TEXT[status])}:</strong> '
+                    f'{", ".join(_report_link(i, out_dir) for i in ids)}.</p>')
     if renamed:
         body.append(f"<p>{renamed_line(renamed, _e)}</p>")
+    listed, entries = entries, graded_entries(entries)
     scores = [r["score"] for _, _, r in entries]
     if not scores:
         body.append("<p>No submissions were graded.</p>")
@@ -220,9 +226,9 @@ def summary_html(entries, out_dir, renamed=()):
                     f"({100 * passed / total:.0f}%)</td><td>{_bar(passed / total)}</td></tr>")
     body += ["</table>", '<h2 id="submissions">Submissions</h2>',
              "<table><tr><th>Submission</th><th>Student</th><th>Score</th><th>Named bugs</th></tr>"]
-    for submission_id, submitters, results in entries:
+    for submission_id, submitters, results in listed:
         names = ", ".join(s.name or s.email for s in submitters)
-        error = ' <strong class="failed">grader error</strong>' if results["extra_data"].get("grader_error") else ""
+        error = "" if status_of(results) == GRADED else f' <strong class="failed">{_e(status_of(results))}</strong>'
         bugs = ", ".join(f"<code>{_e(m)}</code>" for m in _mistakes(results))
         body.append(f"<tr><td>{_report_link(submission_id, out_dir)}</td><td>{_e(names)}</td>"
                     f'<td class="num">{results["score"]:g} / {results["extra_data"]["max_score"]:g}{error}</td>'

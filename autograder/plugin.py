@@ -26,6 +26,15 @@ class GradingContext:
         self.results = []
         self.load_errors = []  # "file:line: error" of each module of the suite that did not load
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """With neither file staged no test is run (each would only fail to import): each is recorded
+        as failed with no message of its own, and the report's overview says once what is wrong."""
+        if self.staged is None or self.staged.found:  # None: no staging (the plugin's own tests)
+            return None
+        self.results.append(not_run(item, self.config))
+        return True
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
@@ -42,9 +51,6 @@ class GradingContext:
 
 
 def result_of(item, report, call, config):
-    points = item.get_closest_marker("points")
-    part = item.get_closest_marker("part")
-    public = item.get_closest_marker("public") is not None
     error = call.excinfo.value if call.excinfo else None
     grader_error = error is not None and not isinstance(error, StudentError)
     if report.skipped:
@@ -54,20 +60,29 @@ def result_of(item, report, call, config):
     else:
         notes = [text for key, text in item.user_properties if key == "note"]
         message = str(error) if error is not None else "\n".join(notes)
+    return {**_described(item, config), "where": where(item, error), "passed": report.passed, "message": message,
+            "grader_error": grader_error,
+            "mistake": getattr(getattr(error, "mistake", None), "name", None), "figure": getattr(error, "figure", None)}
+
+
+def not_run(item, config):
+    """The result of a test not run because the submission has no file to test."""
+    return {**_described(item, config), "where": where(item), "passed": False, "message": "", "grader_error": False,
+            "mistake": None, "figure": None}
+
+
+def _described(item, config):
+    points = item.get_closest_marker("points")
+    part = item.get_closest_marker("part")
+    public = item.get_closest_marker("public") is not None
     doc = (item.function.__doc__ or item.name).strip().splitlines()[0].rstrip(".")
     param = f" [{item.callspec.id}]" if hasattr(item, "callspec") else ""
     return {
         "name": doc + param,
         "nodeid": item.nodeid,
-        "where": where(item, error),
         "part": part.args[0] if part else "other",
         "points": float(points.args[0]) if points else 0.0,
         "visibility": config.public_visibility if public else config.hidden_visibility,
-        "passed": report.passed,
-        "message": message,
-        "grader_error": grader_error,
-        "mistake": getattr(getattr(error, "mistake", None), "name", None),
-        "figure": getattr(error, "figure", None),
     }
 
 

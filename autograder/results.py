@@ -55,11 +55,25 @@ def results_json(record, submitters=(), student_view=False):
             "isolation": record.get("isolation", "unknown"),
             "containment": list(record.get("containment", [])),
             "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
+            "status": status(record, grader_errors),
             "submitters": [dataclasses.asdict(s) for s in submitters],
             **({"fingerprint": record["fingerprint"]} if record.get("fingerprint") else {}),
             **({"regraded": record["regraded"]} if record.get("regraded") else {}),
         },
     }
+
+
+# What the class files say a submission is: graded, not graded because it held neither file (not
+# the same as scoring 0), or not (fully) graded because the grader failed.
+GRADED, NO_FILES, GRADER_ERROR = "graded", "no files", "grader error"
+
+
+def status(record, grader_errors=()):
+    """The submission's status, from what the trusted grader staged (``found``: file name -> path),
+    never from anything the child said."""
+    if grader_errors or record.get("grader_error"):
+        return GRADER_ERROR
+    return NO_FILES if "found" in record and not record["found"] else GRADED
 
 
 def _all_points_visible(tests):
@@ -83,6 +97,9 @@ def overview(record, score, max_score, grader_errors, submitters=(), extra=(), r
     lines = []
     if submitters:
         lines.append("Submission of " + ", ".join(md_text(s.name) for s in submitters if s.name) + ".")
+    if status(record, grader_errors) == NO_FILES:  # no test ran: one line says why, not one per test
+        lines.append(f"**Not graded: the submission has neither attention.py nor mha.py (0 / {max_score:g}).**")
+        return _overview_tail(lines, record, grader_errors)
     hidden = [r for r in record["tests"] if r["visibility"] != "visible"]
     if not reveal_total:
         shown = [r for r in record["tests"] if r["visibility"] == "visible"]

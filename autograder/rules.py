@@ -7,6 +7,10 @@ two kinds: "builtin" (one of torch's attention built-ins, named in the code: the
 are lost, and the tests whose run used it fail) and "hidden" (code that can hide what it calls,
 such as exec or computed names on torch: every test that runs the file fails too).
 
+Every reading of a submitted file's text goes through the script's ``read_source`` too (here,
+in staging and in ``student.source_classes``), so a byte-order mark, CRLF line endings or a
+coding line are read as Python reads them, everywhere, and bytes Python refuses get one message.
+
 The same script also names the built-ins (``builtin_name``), for the op record of the child
 (``autograder/probes.py``) too, so a call reads the same whichever opinion found it.
 """
@@ -51,11 +55,21 @@ def builtin_name(path):
     return name
 
 
+def read_source(path):
+    """The text of the submitted file at ``path``, as Python reads it; raises ``ValueError`` with one
+    line for the student (the script's UnreadableSource) for bytes Python would not import."""
+    return _submit_script().read_source(path)
+
+
+def decode_source(data, filename):
+    """``read_source`` for bytes already read (staging's copy)."""
+    return _submit_script().decode_source(data, filename)
+
+
 def forbidden_calls(path):
-    """Violations of the rule in the file at ``path`` (read as text, never run)."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        source = f.read()
-    return _scan(source, os.path.basename(path))
+    """Violations of the rule in the file at ``path`` (read as text, never run); ValueError (one line)
+    if Python would not read its bytes, SyntaxError if it does not parse."""
+    return _scan(read_source(path), os.path.basename(path))
 
 
 @functools.lru_cache(maxsize=8)

@@ -15,13 +15,20 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 
+from autograder import rules
+
 SUBMISSION_FILES = ("attention.py", "mha.py")
-MAX_DEPTH = 2                        # students zip a folder, sometimes a folder in a folder
+# Students zip a folder, a folder in a folder, a whole project: the files are found at any depth
+# up to this many folders (each level is bounded by the entry cap below, and a zip by its own caps).
+MAX_DEPTH = 12
+MAX_SCANNED_ENTRIES = 20_000         # files and folders looked at in one submission folder
 MAX_FILE_BYTES = 256 * 1024          # per submission file
 ZIP_MAX_BYTES = 16 * 1024 * 1024     # all extracted bytes of one submission zip
 ZIP_MAX_FILES = 1000                 # entries (files and folders, extracted or not) of one submission zip
 ZIP_DIRECTORY_BYTES_PER_ENTRY = 1024 # room in the zip's central directory per allowed entry
-IGNORED_DIRS = ("__MACOSX", "__pycache__")
+IGNORED_DIRS = ("__MACOSX", "__pycache__", "site-packages", "node_modules")
+NAMED_AT_MOST = 3                    # other files named in "you uploaded ..."
+UPLOAD_HINT = "upload attention.py and mha.py"
 _CHUNK = 64 * 1024
 
 
@@ -39,22 +46,39 @@ class Candidate:
     depth: int   # number of folders above it inside the searched folder
     kind: str    # "file", "symlink", "other" (fifo, device, ...) or "misnamed" (e.g. MHA.py)
 
+    @property
+    def folder(self):
+        return self.path.rpartition("/")[0]
+
+
+@dataclass
+class Scan:
+    candidates: list = field(default_factory=list)  # Candidate, shallower first, then by path
+    others: list = field(default_factory=list)      # paths of the other files, for "you uploaded ..."
+    truncated: bool = False                         # MAX_SCANNED_ENTRIES was reached
+
 
 # --- finding the files ----------------------------------------------------------------------
 
 def is_ignored_dir(name):
-    """Folders that never hold a submission: macOS zip junk, caches, hidden folders."""
+    """Folders that never hold a submission: macOS zip junk, caches, installed packages, hidden folders
+    (.git, .ipynb_checkpoints, .venv)."""
     return name in IGNORED_DIRS or name.startswith(".")
 
 
 def find_candidates(root, max_depth=MAX_DEPTH):
     """Every entry named like a submission file at most `max_depth` folders below `root`.
 
-    The one finder used by staging and by discovery. It never follows a symlink (neither to
-    descend nor to classify), and lists shallower candidates first, then by path.
+    The one finder used by staging, discovery and the Gradescope entry point. It never follows a
+    symlink (neither to descend nor to classify), and lists shallower candidates first, then by path.
     """
+    return scan(root, max_depth).candidates
+
+
+def scan(root, max_depth=MAX_DEPTH, max_entries=MAX_SCANNED_ENTRIES):
+    """The candidates below `root` (``find_candidates``), and the other files met on the way."""
     wanted = {name.lower(): name for name in SUBMISSION_FILES}
-    found, level = [], [("", root)]
+    result, level, left = Scan(), [("", root)], max_entries
     for depth in range(max_depth + 1):
         below = []
         for rel, folder in level:
@@ -63,15 +87,21 @@ def find_candidates(root, max_depth=MAX_DEPTH):
             except OSError:
                 continue  # unreadable folder: whatever it holds is reported as missing
             for entry in entries:
+                if left == 0:
+                    result.truncated = True
+                    return result
+                left -= 1
                 path = f"{rel}{entry.name}"
                 if entry.is_dir(follow_symlinks=False):
                     if not is_ignored_dir(entry.name):
                         below.append((f"{path}/", entry.path))
                 elif entry.name.lower() in wanted:
                     name = wanted[entry.name.lower()]
-                    found.append(Candidate(name, path, depth, _kind(entry, name)))
+                    result.candidates.append(Candidate(name, path, depth, _kind(entry, name)))
+                elif not entry.name.startswith("."):
+                    result.others.append(path)
         level = below
-    return found
+    return result
 
 
 def _kind(entry, name):
@@ -82,19 +112,57 @@ def _kind(entry, name):
     return "file" if entry.is_file(follow_symlinks=False) else "other"
 
 
-def _choose(name, candidates):
-    """The shallowest regular file for `name`, and the problems met on the way."""
-    problems = [f"{c.path} is a symlink: ignored" for c in candidates if c.kind == "symlink"]
-    problems += [f"{c.path} is not a regular file: ignored" for c in candidates if c.kind == "other"]
+def choose(candidates, root):
+    """{name: the Candidate to grade} and the problems met on the way.
+
+    The two files come from one folder when a folder holds both (the shallowest such folder, then
+    the first by path): a stray copy elsewhere never splits the pair. Otherwise each is the shallowest
+    regular file of its name. Identical copies are no choice at all; different ones are named, with
+    the one graded.
+    """
     files = [c for c in candidates if c.kind == "file"]
-    if not files:
-        misnamed = [c.path for c in candidates if c.kind == "misnamed"]
-        hint = f" (found {misnamed[0]}: the file must be named exactly {name})" if misnamed else ""
-        return None, problems + [f"{name} is missing{hint}"]
-    tied = [c.path for c in files if c.depth == files[0].depth]
-    if len(tied) > 1:  # already sorted by path, so the pick is deterministic
-        problems.append(f"found {len(tied)} copies of {name} ({', '.join(tied)}): graded {tied[0]}")
-    return files[0], problems
+    folders = {c.folder for c in files if c.name == SUBMISSION_FILES[0]} & \
+              {c.folder for c in files if c.name == SUBMISSION_FILES[1]}
+    pair = min(folders, key=lambda f: (f.count("/") + bool(f), f)) if folders else None
+    chosen, problems = {}, []
+    for name in SUBMISSION_FILES:
+        own = [c for c in candidates if c.name == name]
+        problems += [f"{c.path} is a symlink: ignored" for c in own if c.kind == "symlink"]
+        problems += [f"{c.path} is not a regular file: ignored" for c in own if c.kind == "other"]
+        copies = [c for c in own if c.kind == "file"]
+        if not copies:
+            continue
+        pick = next((c for c in copies if c.folder == pair), copies[0])
+        chosen[name] = pick
+        different = [c for c in copies if c is pick or _read_capped(os.path.join(root, c.path)) !=
+                     _read_capped(os.path.join(root, pick.path))]
+        if len(different) > 1:
+            why = "from the folder holding both files" if pick.folder == pair else "the shallowest"
+            problems.append(f"found {len(different)} different copies of {name} "
+                            f"({_listed([c.path for c in different])}): graded {pick.path} ({why})")
+    return chosen, problems
+
+
+def missing(name, candidates):
+    """The problem for a submission file that was not found, with a hint if a misnamed one was."""
+    misnamed = [c.path for c in candidates if c.name == name and c.kind == "misnamed"]
+    hint = f" (found {misnamed[0]}: the file must be named exactly {name})" if misnamed else ""
+    return f"{name} is missing{hint}"
+
+
+def nothing_found(others, problems):
+    """The one line for an upload with neither file and nothing named like them: what it held instead."""
+    if others:
+        return f"you uploaded {_listed(others)}; {UPLOAD_HINT}"
+    if problems:  # the upload could not be read (a broken zip, a symlink): that line says why
+        return f"no files could be graded: {UPLOAD_HINT}"
+    return f"the upload is empty: {UPLOAD_HINT}"
+
+
+def _listed(paths):
+    shown = ", ".join(paths[:NAMED_AT_MOST])
+    more = len(paths) - NAMED_AT_MOST
+    return shown + (f" and {more} more file{'s' if more > 1 else ''}" if more > 0 else "")
 
 
 # --- copying them ---------------------------------------------------------------------------
@@ -108,20 +176,30 @@ def stage(source, dest):
     os.mkdir(dest, 0o700)
     staged = Staged(dir=dest)
     with tempfile.TemporaryDirectory(prefix="autograder-stage-") as scratch:
-        root = _open_source(source, scratch, staged.problems)
-        candidates = find_candidates(root) if root else []
+        listed = []  # a zip's other entries: its extraction keeps only the submission files
+        root = _open_source(source, scratch, staged.problems, listed)
+        found = scan(root) if root else Scan()
+        if found.truncated:
+            staged.problems.append(f"the upload holds more than {MAX_SCANNED_ENTRIES} files and folders: "
+                                   "only the first were searched")
+        chosen, problems = choose(found.candidates, root)
+        staged.problems += problems
+        if not found.candidates:
+            staged.problems.append(nothing_found(listed + found.others, staged.problems))
         for name in SUBMISSION_FILES:
-            chosen, problems = _choose(name, [c for c in candidates if c.name == name])
-            staged.problems += problems
-            if chosen and _copy(os.path.join(root, chosen.path), os.path.join(dest, name),
-                                chosen.path, staged.problems):
-                staged.found[name] = chosen.path
+            pick = chosen.get(name)
+            if pick is None:
+                if found.candidates:
+                    staged.problems.append(missing(name, found.candidates))
+            elif _copy(os.path.join(root, pick.path), os.path.join(dest, name), pick.path, staged.problems):
+                staged.found[name] = pick.path
     os.chmod(dest, 0o755)
     return staged
 
 
-def _open_source(source, scratch, problems):
-    """The folder to search: `source` itself, or the submission zip extracted into `scratch`."""
+def _open_source(source, scratch, problems, listed):
+    """The folder to search: `source` itself, or the submission zip extracted into `scratch` (its
+    other entries' paths then go to `listed`)."""
     try:
         info = os.lstat(source)
     except OSError:
@@ -132,30 +210,35 @@ def _open_source(source, scratch, problems):
         return None
     if stat.S_ISDIR(info.st_mode):
         return source
-    problems += safe_extract(source, scratch, only=SUBMISSION_FILES, max_file_bytes=MAX_FILE_BYTES)
+    problems += safe_extract(source, scratch, only=SUBMISSION_FILES, max_file_bytes=MAX_FILE_BYTES, skipped=listed)
     return scratch
+
+
+def _read_capped(path):
+    """The bytes of the regular file at `path`, at most one past MAX_FILE_BYTES; None if it is not one."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        return f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file claims to be
 
 
 def _copy(src, dst, shown, problems):
     """Copy one file byte for byte, or explain in `problems` why not."""
-    try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        problems.append(f"{shown} could not be read (is it a symlink?): ignored")
+    data = _read_capped(src)
+    if data is None:
+        problems.append(f"{shown} could not be read as a regular file (is it a symlink?): ignored")
         return False
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            problems.append(f"{shown} is not a regular file: ignored")
-            return False
-        data = f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file claims to be
     if len(data) > MAX_FILE_BYTES:
         problems.append(f"{shown} is too large (over {human_size(MAX_FILE_BYTES)}): not graded")
         return False
     try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        problems.append(f"{shown} is not UTF-8 text (bad byte at offset {e.start}); "
-                        "save it as UTF-8")
+        rules.decode_source(data, os.path.basename(shown))  # the one reader: what Python reads, it reads
+    except ValueError as e:  # copied all the same: the import and the rule check say the same line
+        problems.append(str(e))
     _write_new(dst, data, 0o644)
     return True
 
@@ -183,7 +266,7 @@ class ExtractionStopped(Exception):
 
 
 def safe_extract(zip_path, dest, max_total_bytes=ZIP_MAX_BYTES, max_files=ZIP_MAX_FILES, only=None,
-                 max_file_bytes=None):
+                 max_file_bytes=None, skipped=None):
     """Extract `zip_path` into the existing folder `dest`; return the problems as messages.
 
     A zip whose central directory announces more than `max_files` entries, or is larger than
@@ -198,7 +281,8 @@ def safe_extract(zip_path, dest, max_total_bytes=ZIP_MAX_BYTES, max_files=ZIP_MA
     """
     problems = []
     try:
-        _extract(zip_path, dest, max_total_bytes, max_files, only, problems, max_file_bytes=max_file_bytes)
+        _extract(zip_path, dest, max_total_bytes, max_files, only, problems, max_file_bytes=max_file_bytes,
+                 skipped=skipped)
     except ExtractionStopped as e:
         problems.append(str(e))
     return problems
@@ -212,7 +296,8 @@ def extract_all(zip_path, dest, max_total_bytes, max_files):
     return problems
 
 
-def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=False, max_file_bytes=None):
+def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=False, max_file_bytes=None,
+             skipped=None):
     name = os.path.basename(zip_path)
     wanted = {n.lower() for n in only} if only else None
     try:
@@ -235,6 +320,9 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
                 budget.take_entry()  # skipped entries too: each one costs time and memory
                 parts = _safe_parts(info.filename)
                 if wanted is not None and (not parts or parts[-1].lower() not in wanted):
+                    if skipped is not None and parts and not info.is_dir() and not any(
+                            is_ignored_dir(p) for p in parts[:-1]) and not parts[-1].startswith("."):
+                        skipped.append("/".join(parts))
                     continue
                 problem = _refusal(info, parts)
                 if problem:

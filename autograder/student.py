@@ -142,7 +142,8 @@ class Student:
                     return imported
                 self.children[mode]["imported"].add((mode, module))
                 if not imported.ok:
-                    self.import_failures[(mode, module)] = describe_error(imported.error)
+                    self.import_failures[(mode, module)] = (self._unreadable(module, mode, imported.error)
+                                                            or describe_error(imported.error))
                     return Failure(self.import_failures[(mode, module)], imported.error, classes=self._classes())
             start = self.cgroup.reset_peak() if probe.measure_memory and self.cgroup else None
             answer = self._recorded_call(child, probe, mode)
@@ -189,6 +190,20 @@ class Student:
             for name in ("attention.py", "mha.py"):
                 self._source_classes.update(source_classes(os.path.join(self.staged.dir, name)))
         return self._source_classes
+
+    def _unreadable(self, module, mode, error):
+        """For a SyntaxError on import, the reader's one line if a file it runs has bytes Python refuses
+        (read by the parent: the same line as the rule check's, staging's and submit.py's), else None."""
+        if error.type != "SyntaxError":
+            return None
+        for name in _runs(module, mode):
+            try:
+                rules.read_source(os.path.join(self.staged.dir, f"{name}.py"))
+            except ValueError as err:
+                return f"{err} (while importing {module}.py)"
+            except OSError:
+                continue
+        return None
 
     def _hides(self, module, mode):
         """The scanner's "hidden" findings in the files a call of ``module`` runs (mha.py runs attention.py too)."""
@@ -351,8 +366,7 @@ class Failure:
 def source_classes(path):
     """{class name: [base names]} for the top-level classes of the file at ``path`` (never run)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            tree = ast.parse(f.read())
+        tree = ast.parse(rules.read_source(path))  # as Python reads it: a byte-order mark is no syntax error
     except (OSError, SyntaxError, ValueError):
         return {}
     return {node.name: [ast.unparse(base).split(".")[-1] for base in node.bases]

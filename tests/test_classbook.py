@@ -1,7 +1,9 @@
 """The class files (autograder/classbook.py, and summary.html's chart): every submission counted once."""
+import csv
+import io
 import re
 
-from autograder.classbook import score_bands, summary_markdown
+from autograder.classbook import gradebook_csv, score_bands, summary_markdown
 from autograder.html_pages import CHART_HEIGHT, summary_html
 from test_results import record, result
 from autograder.results import results_json
@@ -42,3 +44,24 @@ def test_the_summary_page_draws_a_column_per_band_scaled_to_the_tallest(tmp_path
     assert len(heights) == 10 and max(heights) == CHART_HEIGHT, heights
     assert heights[7] == CHART_HEIGHT and heights[5] == CHART_HEIGHT // 2 and heights[1] == 0, heights
     assert "Scores of 5 submissions" in page
+
+
+def no_files(submission_id):
+    results = results_json(record(result("masks", 10.0, passed=False), found={}))
+    return (submission_id, (), results)
+
+
+def test_the_gradebook_marks_a_submission_without_files_as_such():
+    rows = list(csv.DictReader(io.StringIO(gradebook_csv(entries(7) + [no_files("nobody")]))))
+    assert [(r["submission_id"], r["total"], r["status"]) for r in rows] == [("s0", "7", "graded"),
+                                                                              ("nobody", "0", "no files")]
+
+
+def test_the_summaries_list_submissions_without_files_first_and_leave_them_out_of_the_figures(tmp_path):
+    class_entries = entries(7, 9) + [no_files("nobody")]
+    text = summary_markdown(class_entries)
+    first = text.splitlines()[2]
+    assert first.startswith("**No files") and first.endswith(": nobody.**"), text
+    assert "2 submissions; mean 8.0" in text, "a submission without files is not a score of 0"
+    page = summary_html(class_entries, str(tmp_path))
+    assert page.index("No files") < page.index("2 submissions; mean 8.0")

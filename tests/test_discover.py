@@ -78,7 +78,8 @@ def test_a_folder_with_the_files_is_one_submission(tmp_path):
     assert discover([str(folder)]) == [SubmissionSource("alice", str(folder))]
 
 
-@pytest.mark.parametrize("prefix", ["lab3", "lab3/src"], ids=["one-deep", "two-deep"])
+@pytest.mark.parametrize("prefix", ["lab3", "lab3/src", "Downloads/lab3/src", "a/b/c/d/e"],
+                         ids=["one-deep", "two-deep", "three-deep", "five-deep"])
 def test_a_single_chain_of_folders_down_to_the_files_is_one_submission(tmp_path, prefix):
     folder = submission(tmp_path / "alice", prefix)
     write(folder / "__MACOSX" / "lab3" / "._attention.py", "junk")
@@ -92,6 +93,11 @@ def test_a_zip_with_the_files_is_one_submission_named_after_the_zip(tmp_path):
 
 def test_a_zip_of_a_folder_is_one_submission(tmp_path):
     archive = zip_folder(submission(tmp_path / "src"), tmp_path / "alice.zip", under="lab3/")
+    assert discover([str(archive)], scratch=str(tmp_path)) == [SubmissionSource("alice", str(archive))]
+
+
+def test_a_zip_of_a_folder_three_deep_is_one_submission(tmp_path):
+    archive = zip_folder(submission(tmp_path / "src"), tmp_path / "alice.zip", under="Downloads/lab3/src/")
     assert discover([str(archive)], scratch=str(tmp_path)) == [SubmissionSource("alice", str(archive))]
 
 
@@ -127,7 +133,7 @@ def test_an_empty_sub_folder_is_listed_and_staging_says_what_is_missing(tmp_path
     batch = make_batch(tmp_path / "batch")
     dave = next(s for s in discover([str(batch)]) if s.id == "dave")
     staged = stage(dave.path, str(tmp_path / "staged"))
-    assert staged.problems == ["attention.py is missing", "mha.py is missing"]
+    assert staged.problems == ["the upload is empty: upload attention.py and mha.py"]
 
 
 def test_a_broken_zip_is_listed_and_staging_reports_it(tmp_path):

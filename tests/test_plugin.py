@@ -8,6 +8,7 @@ import pytest
 from autograder import plugin
 from autograder.config import Config
 from autograder.plugin import GradingContext
+from autograder.stage import Staged
 
 pytest_plugins = ["pytester"]
 
@@ -143,3 +144,13 @@ def test_a_module_that_does_not_load_is_named_with_its_line_and_error(pytester, 
     pytester.runpytest_inprocess("-p", "no:cacheprovider", plugins=[context, plugin])
     assert len(context.load_errors) == 1, context.load_errors
     assert f"test_broken.py:{line}: " in context.load_errors[0] and error in context.load_errors[0], context.load_errors
+
+
+def test_with_neither_file_staged_no_test_runs_and_each_fails_without_a_message_of_its_own(pytester):
+    """The overview says once what is wrong; no test body (or fixture) runs to say ModuleNotFoundError."""
+    pytester.makepyfile(test_a_heads=HEADS, test_z_masks=MASKS)
+    context = GradingContext(student=None, staged=Staged(dir="", found={}), config=Config())
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", plugins=[context, plugin])
+    assert len(context.results) == 8
+    assert all(not r["passed"] and r["message"] == "" and not r["grader_error"] for r in context.results)
+    assert sum(r["points"] for r in context.results) == 2 + 3 + 1 + 1 + 1 + 1 + 1, "every test keeps its points"

@@ -205,3 +205,18 @@ def test_report_modules_import_without_torch_pytest_or_matplotlib(module):
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]", f"importing {module} loaded {run.stdout.strip()}"
+
+
+@pytest.mark.parametrize("fields, status", [({"found": {"attention.py": "attention.py"}}, "graded"),
+                                            ({"found": {}}, "no files"),
+                                            ({"found": {}, "grader_error": "it broke"}, "grader error")],
+                         ids=["files", "no-files", "grader-error"])
+def test_the_status_follows_what_staging_found(fields, status):
+    assert results_json(record(result(passed=False), **fields))["extra_data"]["status"] == status
+
+
+def test_a_submission_with_no_files_says_so_once_at_the_top():
+    output = results_json(record(result(passed=False), found={},
+                                 problems=["you uploaded playground.ipynb; upload attention.py and mha.py"]))["output"]
+    assert output.startswith("**Not graded: the submission has neither attention.py nor mha.py (0 / 2).**")
+    assert output.count("upload attention.py and mha.py") == 1 and "tests passed" not in output

@@ -7,7 +7,8 @@ import zipfile
 
 import pytest
 
-from autograder.stage import MAX_FILE_BYTES, SUBMISSION_FILES, human_size, safe_extract, stage
+from autograder.stage import (MAX_DEPTH, MAX_FILE_BYTES, MAX_SCANNED_ENTRIES, SUBMISSION_FILES, human_size,
+                              safe_extract, stage)
 
 ATTENTION = "def scaled_dot_product_attention(query, key, value, mask=None):\n    pass\n"
 MHA = "from attention import scaled_dot_product_attention\n"
@@ -52,18 +53,70 @@ def test_a_flat_folder_is_staged_as_is(tmp_path):
     assert (tmp_path / "out" / "mha.py").read_text() == MHA
 
 
-@pytest.mark.parametrize("prefix", ["lab3", "lab3/src"], ids=["one-deep", "two-deep"])
-def test_files_nested_up_to_two_folders_deep_are_found(tmp_path, prefix):
+@pytest.mark.parametrize("prefix", ["lab3", "lab3/src", "Downloads/lab3/src", "a/b/c/d/e/f"],
+                         ids=["one-deep", "two-deep", "three-deep", "six-deep"])
+def test_files_nested_in_folders_are_found(tmp_path, prefix):
     staged = stage(str(submission(tmp_path / "sub", prefix)), str(tmp_path / "out"))
     assert staged.found == {"attention.py": f"{prefix}/attention.py", "mha.py": f"{prefix}/mha.py"}
     assert staged.problems == []
     assert staged_names(staged) == sorted(SUBMISSION_FILES)
 
 
-def test_files_three_folders_deep_are_not_searched(tmp_path):
-    staged = stage(str(submission(tmp_path / "sub", "a/b/c")), str(tmp_path / "out"))
+def test_files_in_a_zip_three_folders_deep_are_found(tmp_path):
+    archive = make_zip(tmp_path / "sub.zip", {"Downloads/lab3/src/attention.py": ATTENTION,
+                                              "Downloads/lab3/src/mha.py": MHA, "Downloads/notes.txt": "x"})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "Downloads/lab3/src/attention.py", "mha.py": "Downloads/lab3/src/mha.py"}
+    assert staged.problems == []
+
+
+def test_files_deeper_than_the_depth_bound_are_not_searched(tmp_path):
+    deep = "/".join(["d"] * (MAX_DEPTH + 1))
+    write(tmp_path / "sub" / deep / "attention.py", ATTENTION)
+    write(tmp_path / "sub" / deep / "mha.py", MHA)
+    staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
     assert staged.found == {}
-    assert staged.problems == ["attention.py is missing", "mha.py is missing"]
+    assert staged.problems == ["the upload is empty: upload attention.py and mha.py"]
+
+
+def test_a_folder_with_more_entries_than_the_cap_is_searched_only_that_far(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    for i in range(MAX_SCANNED_ENTRIES):
+        (sub / f"f{i:05}").touch()
+    submission(sub, "zz")  # sorted after every f*: beyond the cap
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found == {}
+    assert staged.problems[0] == (f"the upload holds more than {MAX_SCANNED_ENTRIES} files and folders: "
+                                  "only the first were searched")
+
+
+def test_a_notebook_only_upload_is_named_in_one_line(tmp_path):
+    write(tmp_path / "sub" / "playground.ipynb", "{}")
+    write(tmp_path / "sub" / ".ipynb_checkpoints" / "playground-checkpoint.ipynb", "{}")
+    staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
+    assert staged.found == {}
+    assert staged.problems == ["you uploaded playground.ipynb; upload attention.py and mha.py"]
+
+
+def test_a_zip_without_the_files_names_what_it_held(tmp_path):
+    archive = make_zip(tmp_path / "sub.zip", {"lab/playground.ipynb": "{}", "lab/a.txt": "", "lab/b.txt": "",
+                                              "lab/c.txt": "", "__MACOSX/lab/._playground.ipynb": ""})
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.problems == ["you uploaded lab/playground.ipynb, lab/a.txt, lab/b.txt and 1 more file; "
+                               "upload attention.py and mha.py"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_an_empty_upload_says_so_in_one_line(tmp_path, kind):
+    if kind == "folder":
+        (tmp_path / "sub" / "empty-folder").mkdir(parents=True)
+        source = tmp_path / "sub"
+    else:
+        source = make_zip(tmp_path / "sub.zip", {})
+    staged = stage(str(source), str(tmp_path / "out"))
+    assert staged.found == {}
+    assert staged.problems == ["the upload is empty: upload attention.py and mha.py"]
 
 
 def test_a_missing_file_is_reported_and_the_other_still_staged(tmp_path):
@@ -84,24 +137,54 @@ def test_no_other_file_is_ever_staged(tmp_path):
     assert staged_names(staged) == sorted(SUBMISSION_FILES), "only the two lab files may be staged"
 
 
-def test_the_shallowest_copy_wins(tmp_path):
+def test_an_identical_nested_copy_is_no_choice_and_not_reported(tmp_path):
+    sub = submission(tmp_path / "sub")
+    write(sub / "backup" / "attention.py", ATTENTION)
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found["attention.py"] == "attention.py"
+    assert staged.problems == []
+
+
+def test_a_different_nested_copy_is_named_and_the_shallowest_graded(tmp_path):
     sub = submission(tmp_path / "sub")
     write(sub / "old" / "attention.py", "# an older draft\n")
     staged = stage(str(sub), str(tmp_path / "out"))
     assert staged.found["attention.py"] == "attention.py"
     assert (tmp_path / "out" / "attention.py").read_text() == ATTENTION
-    assert staged.problems == [], "a nested older copy is not a problem when a top-level one exists"
+    assert staged.problems == ["found 2 different copies of attention.py (attention.py, old/attention.py): "
+                               "graded attention.py (from the folder holding both files)"]
+
+
+def test_the_pair_comes_from_the_folder_holding_both_files(tmp_path):
+    sub = tmp_path / "sub"
+    write(sub / "attention.py", "# a stray draft at the top\n")
+    submission(sub, "final")
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "final/attention.py", "mha.py": "final/mha.py"}
+    assert staged.problems == ["found 2 different copies of attention.py (attention.py, final/attention.py): "
+                               "graded final/attention.py (from the folder holding both files)"]
+
+
+def test_without_a_folder_holding_both_the_shallowest_copy_is_graded_and_named(tmp_path):
+    sub = tmp_path / "sub"
+    write(sub / "a" / "b" / "attention.py", "# deeper\n")
+    write(sub / "x" / "attention.py", ATTENTION)
+    write(sub / "y" / "mha.py", MHA)
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "x/attention.py", "mha.py": "y/mha.py"}
+    assert staged.problems == ["found 2 different copies of attention.py (x/attention.py, a/b/attention.py): "
+                               "graded x/attention.py (the shallowest)"]
 
 
 def test_two_copies_at_the_same_depth_pick_the_first_path_and_say_so(tmp_path):
     sub = tmp_path / "sub"
     write(sub / "b" / "mha.py", "# b\n")
     write(sub / "a" / "mha.py", "# a\n")
-    write(sub / "a" / "attention.py", ATTENTION)
+    write(sub / "c" / "attention.py", ATTENTION)
     staged = stage(str(sub), str(tmp_path / "out"))
     assert staged.found["mha.py"] == "a/mha.py"
     assert (tmp_path / "out" / "mha.py").read_text() == "# a\n"
-    assert staged.problems == ["found 2 copies of mha.py (a/mha.py, b/mha.py): graded a/mha.py"]
+    assert staged.problems == ["found 2 different copies of mha.py (a/mha.py, b/mha.py): graded a/mha.py (the shallowest)"]
 
 
 def test_a_misnamed_file_gets_a_hint(tmp_path):
@@ -176,15 +259,24 @@ def test_a_file_exactly_at_the_size_cap_is_staged(tmp_path):
     assert staged.problems == []
 
 
-def test_non_utf8_text_is_reported_but_copied_byte_for_byte(tmp_path):
-    latin1 = "# -*- coding: latin-1 -*-\n# caf\xe9\n".encode("latin-1")
+@pytest.mark.parametrize("content", [b"\xef\xbb\xbf" + ATTENTION.encode(), ATTENTION.replace("\n", "\r\n").encode(),
+                                     "# -*- coding: latin-1 -*-\n# caf\xe9\n".encode("latin-1") + ATTENTION.encode()],
+                         ids=["bom", "crlf", "latin-1-cookie"])
+def test_what_python_reads_is_staged_without_a_word_byte_for_byte(tmp_path, content):
     sub = submission(tmp_path / "sub")
-    write(sub / "attention.py", latin1)
+    write(sub / "attention.py", content)
     staged = stage(str(sub), str(tmp_path / "out"))
-    assert (tmp_path / "out" / "attention.py").read_bytes() == latin1
-    offset = latin1.index(b"\xe9")
-    assert staged.problems == [
-        f"attention.py is not UTF-8 text (bad byte at offset {offset}); save it as UTF-8"]
+    assert (tmp_path / "out" / "attention.py").read_bytes() == content
+    assert staged.problems == []
+
+
+def test_bytes_python_refuses_are_reported_in_one_line_but_copied_byte_for_byte(tmp_path):
+    invalid = b"x = 1\nname = 'caf\xe9'\n"
+    sub = submission(tmp_path / "sub")
+    write(sub / "attention.py", invalid)
+    staged = stage(str(sub), str(tmp_path / "out"))
+    assert (tmp_path / "out" / "attention.py").read_bytes() == invalid
+    assert staged.problems == ["attention.py is not valid UTF-8 (byte 0xe9 at line 2): save it as UTF-8"]
 
 
 def test_the_staged_folder_is_readable_by_another_user(tmp_path):
@@ -241,7 +333,7 @@ def test_a_broken_zip_is_reported(tmp_path):
     staged = stage(str(tmp_path / "sub.zip"), str(tmp_path / "out"))
     assert staged.found == {}
     assert staged.problems == ["sub.zip is not a valid zip file",
-                               "attention.py is missing", "mha.py is missing"]
+                               "no files could be graded: upload attention.py and mha.py"]
 
 
 def test_zip_entries_climbing_out_with_dotdot_are_refused(tmp_path):

@@ -26,6 +26,8 @@ def _check_source(staged, name):
         violations = forbidden_calls(path)
     except SyntaxError as err:
         fail(name, f"the file does not parse (line {err.lineno}: {err.msg})")
+    except ValueError as err:  # bytes Python would not read: the reader's one line says which
+        fail(name, str(err))
     if violations:
         listed = "; ".join(f"line {v.line}: {v.message}" for v in violations)
         fail(name, f"uses a built-in the lab forbids: {listed}",

@@ -10,6 +10,7 @@ message per test instead of a crash of the whole run.
 The cases themselves are in cases.py: a test module lists its parts in ``PARTS``,
 and its test that takes ``case`` runs once per case of those parts.
 """
+import functools
 import gc
 import importlib.util
 import sys
@@ -58,10 +59,15 @@ def _scoreboard(config):
 
 
 def _import(name, config):
-    try:
-        return import_student(name, _scoreboard(config).folder)
-    except CheckFailed as exc:
-        message = str(exc)
+    folder = _scoreboard(config).folder
+    runs = (name, "attention") if name == "mha" else (name,)  # mha.py imports attention.py
+    # The same line `make submit` and the grader give for bytes Python would not read:
+    message = next(filter(None, (unreadable(folder / f"{module}.py") for module in runs)), None)
+    if message is None:
+        try:
+            return import_student(name, folder)
+        except CheckFailed as exc:
+            message = str(exc)
     pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback
 
 
@@ -110,8 +116,9 @@ def _seed():
     torch.manual_seed(0)  # the same random weights on every run
 
 
+@functools.lru_cache(maxsize=1)
 def load_submit():
-    """assignment/submit.py, imported by path: its scanner is the one `make submit` uses."""
+    """assignment/submit.py, imported by path: its reader and scanner are the ones `make submit` uses."""
     spec = importlib.util.spec_from_file_location("lab_submit", HERE.parent / "submit.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -127,10 +134,22 @@ def rule_breaks(folder):
     found = []
     for name in ("attention.py", "mha.py"):
         try:
-            found += [v.message for v in scanner.find_forbidden_calls((folder / name).read_text("utf-8"), name)]
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            pass  # the tests themselves say that the file is missing or does not parse
+            found += [v.message for v in scanner.find_forbidden_calls(scanner.read_source(folder / name), name)]
+        except (OSError, SyntaxError, ValueError):
+            pass  # the tests themselves say that the file is missing, unreadable or does not parse
     return found
+
+
+def unreadable(path):
+    """submit.py's one line for a file whose bytes Python would not read as source, else None (also
+    when the file is missing, or there is no submit.py next to tests/: the import then says what is wrong)."""
+    try:
+        load_submit().read_source(path)
+    except (OSError, SyntaxError, AttributeError):
+        return None
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 class Scoreboard:
