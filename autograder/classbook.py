@@ -4,6 +4,7 @@ summary.md (the score distribution and the tests the class fails most).
 import csv
 import io
 import statistics
+import urllib.parse
 
 from autograder.inert_text import md_text, spreadsheet_cell
 from autograder.parts import PARTS
@@ -44,6 +45,41 @@ def pass_rates(entries):
     return sorted(rates.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
 
 
+LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
+
+
+def submission_label(submission_id, submitters):
+    """Who handed a submission in: the students' names with its report folder, or the folder alone."""
+    names = ", ".join(s.name or s.email for s in submitters if s.name or s.email)
+    return f"{names} ({submission_id})" if names else submission_id
+
+
+def named_bugs(results):
+    """{defect: its sentence} for one submission's results.json: each catalogued defect once, however many
+    tests named it and whether a mistake named it alone or with another (catalogue.Mistake.defects)."""
+    found = {}
+    for test in results["tests"]:
+        named = test.get("extra_data", {})
+        if not named.get("mistake"):
+            continue
+        sentence = test["output"].strip("`\n").split("\n", 1)[0].removeprefix(LIKELY_BUG)
+        for defect in named.get("defects") or [named["mistake"]]:
+            alone = defect == named["mistake"]
+            if defect not in found or (alone and not found[defect][1]):  # its own sentence beats a combined one
+                found[defect] = (sentence, alone)
+    return {defect: sentence for defect, (sentence, _) in found.items()}
+
+
+def common_bugs(entries):
+    """[(defect, sentence, [(submission id, submitters)])] over the class, the most common first."""
+    sentences, who = {}, {}
+    for submission_id, submitters, results in entries:
+        for defect, sentence in named_bugs(results).items():
+            sentences.setdefault(defect, sentence)
+            who.setdefault(defect, []).append((submission_id, submitters))
+    return sorted(((d, sentences[d], ids) for d, ids in who.items()), key=lambda bug: -len(bug[2]))
+
+
 def summary_markdown(entries, renamed=()):
     """Score distribution and which tests the class fails most; ``renamed``: (name, report id) pairs."""
     scores = [r["score"] for _, _, r in entries]
@@ -56,15 +92,36 @@ def summary_markdown(entries, renamed=()):
               "| Score | Submissions |", "|---|---|"]
     for label, count in score_bands(scores, max_score):
         lines.append(f"| {label} | {'#' * count} {count} |")
+    lines += ["", "## Most common named bugs", ""]
+    bugs = common_bugs(entries)
+    if bugs:
+        lines += ["| Bug | Submissions | What it is | For example |", "|---|---|---|---|"]
+    else:
+        lines.append("No failed test matched a catalogued mistake.")
+    for defect, sentence, ids in bugs:
+        examples = ", ".join(_report_link(*submission) for submission in ids[:5])
+        lines.append(f"| `{defect}` | {len(ids)} of {len(entries)} | {md_text(sentence)} | {examples} |")
     lines += ["", "## Pass rate per test (most failed first)", "", "| Test | Part | Passed |", "|---|---|---|"]
     for (number, name, part), (passed, total) in pass_rates(entries):
         lines.append(f"| {number} {name} | {part} | {passed}/{total} ({100 * passed / total:.0f}%) |")
-    errors = [sid for sid, _, r in entries if r["extra_data"].get("grader_error")]
+    lines += ["", "## Submissions", "", "| Submission | Score | Named bugs |", "|---|---|---|"]
+    for submission_id, submitters, results in entries:
+        score = f"{results['score']:g} / {results['extra_data']['max_score']:g}"
+        error = " **grader error**" if results["extra_data"].get("grader_error") else ""
+        bugs_here = ", ".join(f"`{d}`" for d in named_bugs(results))
+        lines.append(f"| {_report_link(submission_id, submitters)} | {score}{error} | {bugs_here} |")
+    errors = [submission_label(i, who) for i, who, r in entries if r["extra_data"].get("grader_error")]
     if errors:
         lines += ["", f"**Grader errors in: {', '.join(md_text(e) for e in errors)}** (re-run to retry them)."]
     if renamed:
         lines += ["", renamed_line(renamed, md_text)]
     return "\n".join(lines) + "\n"
+
+
+def _report_link(submission_id, submitters=()):
+    """A markdown link to the submission's feedback.md, labelled with who handed it in."""
+    target = urllib.parse.quote(submission_id, safe="") + "/feedback.md"
+    return f"[{md_text(submission_label(submission_id, submitters))}]({target})"
 
 
 def score_bands(scores, max_score):

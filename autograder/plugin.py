@@ -57,6 +57,7 @@ def result_of(item, report, call, config):
         "message": message,
         "grader_error": grader_error,
         "mistake": getattr(getattr(error, "mistake", None), "name", None),
+        "defects": list(getattr(getattr(error, "mistake", None), "defects", ())),
         "figure": getattr(error, "figure", None),
     }
 

@@ -33,7 +33,7 @@ def results_json(record, submitters=(), student_view=False):
             "output_format": "md",
             "visibility": result["visibility"],
             "tags": [part],
-            **({"extra_data": {"mistake": result["mistake"]}} if result.get("mistake") else {}),
+            **({"extra_data": _named(result)} if result.get("mistake") else {}),
         })
     score = round(sum(t["score"] for t in tests), 4)
     # Extra credit counts in the score but not in the maximum: a full core is 100, extra goes above.
@@ -58,6 +58,11 @@ def results_json(record, submitters=(), student_view=False):
             "submitters": [dataclasses.asdict(s) for s in submitters],
         },
     }
+
+
+def _named(result):
+    """The test's named bug, and the defects it is made of when it is several at once."""
+    return {"mistake": result["mistake"], **({"defects": result["defects"]} if result.get("defects") else {})}
 
 
 def _all_points_visible(tests):

@@ -1,7 +1,8 @@
 """The class files (autograder/classbook.py, and summary.html's chart): every submission counted once."""
 import re
 
-from autograder.classbook import score_bands, summary_markdown
+from autograder.classbook import named_bugs, score_bands, submission_label, summary_markdown
+from autograder.discover import Submitter
 from autograder.html_pages import CHART_HEIGHT, summary_html
 from test_results import record, result
 from autograder.results import results_json
@@ -42,3 +43,82 @@ def test_the_summary_page_draws_a_column_per_band_scaled_to_the_tallest(tmp_path
     assert len(heights) == 10 and max(heights) == CHART_HEIGHT, heights
     assert heights[7] == CHART_HEIGHT and heights[5] == CHART_HEIGHT // 2 and heights[1] == 0, heights
     assert "Scores of 5 submissions" in page
+
+
+# --- named bugs, counted once per defect, in summary.md and summary.html alike -------------------
+
+SPLIT = "Likely bug: Your split_heads reshapes straight to (B, n_heads, T, d_k)"
+MERGE = "Likely bug: Your merge_heads reshapes straight back"
+BOTH = "Likely bug: Your split_heads reshapes straight; merge_heads has the same problem"
+
+
+def head_reshape_results():
+    """A submission whose split and merge both lack the transpose: three names match, two defects."""
+    return results_json(record(
+        result("heads", 3.0, passed=False, message=SPLIT, mistake="split_without_transpose"),
+        result("heads", 3.0, passed=False, message=MERGE, mistake="merge_without_transpose"),
+        result("mha_forward", 3.0, passed=False, message=BOTH, mistake="split_and_merge_without_transpose",
+               defects=["split_without_transpose", "merge_without_transpose"])))
+
+
+def test_a_mistake_made_of_two_defects_counts_each_defect_once_with_its_own_sentence():
+    bugs = named_bugs(head_reshape_results())
+    assert bugs == {"split_without_transpose": SPLIT.removeprefix("Likely bug: "),
+                    "merge_without_transpose": MERGE.removeprefix("Likely bug: ")}, bugs
+
+
+def test_the_combined_mistake_alone_still_names_both_defects():
+    results = results_json(record(result("mha_forward", 3.0, passed=False, message=BOTH,
+                                         mistake="split_and_merge_without_transpose",
+                                         defects=["split_without_transpose", "merge_without_transpose"])))
+    assert set(named_bugs(results)) == {"split_without_transpose", "merge_without_transpose"}
+
+
+def test_the_catalogue_says_which_defects_the_combined_mha_mistake_is_made_of():
+    from autograder.catalogue import CATALOGUE
+    names = {entry.name: entry for kind in CATALOGUE.values() for entry, _ in kind}
+    assert names["split_and_merge_without_transpose"].defects == ("split_without_transpose", "merge_without_transpose")
+    assert all(d in names for entry in names.values() for d in entry.defects), "a defect that is not catalogued"
+
+
+def class_with_bugs():
+    ada = (Submitter("Ada Lovelace", "ada@example.edu", "1815"),)
+    return [("submission_1", ada, head_reshape_results()), ("submission_2", (), head_reshape_results()),
+            *entries(10)]
+
+
+def test_summary_md_lists_each_named_bug_once_with_its_count_and_links_to_the_reports():
+    text = summary_markdown(class_with_bugs())
+    bugs = text.split("## Most common named bugs", 1)[1].split("##", 1)[0]
+    assert "split\\_and\\_merge" not in bugs and "split_and_merge" not in bugs, bugs
+    assert "| `split_without_transpose` | 2 of 3 |" in bugs and "| `merge_without_transpose` | 2 of 3 |" in bugs, bugs
+    assert "[Ada Lovelace (submission\\_1)](submission_1/feedback.md)" in bugs, bugs
+
+
+def test_summary_md_and_summary_html_list_the_same_bugs_and_counts(tmp_path):
+    made = class_with_bugs()
+    md = re.findall(r"\| `(\w+)` \| (\d+ of \d+) \|", summary_markdown(made))
+    page = summary_html(made, str(tmp_path))
+    html = re.findall(r'<tr><td><code>(\w+)</code></td><td class="num">(\d+ of \d+)</td>', page)
+    assert md == html and len(md) == 2, (md, html)
+
+
+def test_summary_md_rows_name_the_students_and_keep_the_report_id():
+    text = summary_markdown(class_with_bugs())
+    rows = text.split("## Submissions", 1)[1]
+    assert "| [Ada Lovelace (submission\\_1)](submission_1/feedback.md) | 0 / 9 |" in rows, rows
+    assert "| [submission\\_2](submission_2/feedback.md) |" in rows, "without metadata, the id alone"
+
+
+def test_a_label_joins_the_names_and_adds_the_id_that_makes_it_unique():
+    twins = (Submitter("Alex Kim", "a@x.edu", "1"), Submitter("", "b@x.edu", "2"))
+    assert submission_label("submission_7", twins) == "Alex Kim, b@x.edu (submission_7)"
+    assert submission_label("folder", ()) == "folder"
+
+
+def test_the_console_table_shows_the_students_names(capsys):
+    from types import SimpleNamespace
+    from autograder.cli import print_table
+    made = class_with_bugs()
+    print_table(SimpleNamespace(graded=made, skipped=[], entries=made), "out", "namespaces", 1.0)
+    assert "Ada Lovelace (submission_1)" in capsys.readouterr().out
