@@ -10,9 +10,10 @@ from autograder.inert_text import md_text, spreadsheet_cell
 from autograder.parts import PARTS
 from autograder.results import part_scores
 
-# Canvas's gradebook import needs these first, in this order; it finds each student by SIS User
-# ID, then SIS Login ID, then name, and offers every later column as an assignment. Moodle maps
-# any column, so the same file serves both (README: "Importing the gradebook").
+# Canvas's gradebook import needs these first, in this order; it finds each student by ID, then SIS
+# User ID, then SIS Login ID, then name or sortable name, and offers every later column as an
+# assignment. Gradescope's sid and email fill the SIS columns. Moodle maps any column, so the same file
+# serves both (README: "Importing the gradebook").
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 

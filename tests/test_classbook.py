@@ -122,3 +122,30 @@ def test_the_console_table_shows_the_students_names(capsys):
     made = class_with_bugs()
     print_table(SimpleNamespace(graded=made, skipped=[], entries=made), "out", "namespaces", 1.0)
     assert "Ada Lovelace (submission_1)" in capsys.readouterr().out
+
+
+# --- gradebook.csv as Canvas's gradebook importer reads it ------------------------------------------
+
+def canvas_header_ok(header):
+    """Canvas's importer (app/models/gradebook_importer.rb): Student and ID first, then SIS User ID and
+    SIS Login ID, and Section as the last student column; every later column is an assignment."""
+    return (bool(re.search("Student", header[0])) and bool(re.search("ID", header[1]))
+            and bool(re.search(r"SIS\s+User\s+ID", header[2])) and bool(re.search(r"SIS\s+Login\s+ID", header[3]))
+            and bool(re.search("Section", header[4])))
+
+
+def test_the_gradebook_imports_into_canvas_with_gradescopes_fields_where_canvas_matches_students():
+    """name -> Student, sid -> SIS User ID, email -> SIS Login ID; Canvas's own ID and Section left empty."""
+    import csv
+    import io
+    from autograder.classbook import gradebook_csv
+    pair = (Submitter("Ada Lovelace", "ada@example.edu", "A1815"),
+            Submitter("Alan Turing", "alan@example.edu", "T1912"))
+    made = [("submission_1", pair, head_reshape_results()), ("folder_2", (), head_reshape_results())]
+    rows = list(csv.reader(io.StringIO(gradebook_csv(made))))
+    header, body = rows[0], rows[1:]
+    assert canvas_header_ok(header) and header[5] == "total", header
+    assert [r[:5] for r in body] == [["Ada Lovelace", "", "A1815", "ada@example.edu", ""],
+                                     ["Alan Turing", "", "T1912", "alan@example.edu", ""],
+                                     ["folder_2", "", "", "", ""]], body
+    assert all(len(r) == len(header) for r in body)
