@@ -31,6 +31,9 @@ class Mistake:
     kind: str
     sentence: str  # what the student did, in one sentence
     section: str  # where the lab covers it
+    # The catalogued defects this mistake is made of, when it is several at once: the class summary counts
+    # a submission once per defect, not once per name that matched.
+    defects: tuple = ()
 
     def explain(self):
         return f"{self.sentence} (see \"{self.section}\" in the lab text)"
@@ -39,9 +42,9 @@ class Mistake:
 CATALOGUE = {}  # kind -> [(Mistake, compute)]
 
 
-def mistake(kind, name, sentence, section):
+def mistake(kind, name, sentence, section, defects=()):
     def register(compute):
-        CATALOGUE.setdefault(kind, []).append((Mistake(name, kind, sentence, section), compute))
+        CATALOGUE.setdefault(kind, []).append((Mistake(name, kind, sentence, section, defects), compute))
         return compute
     return register
 
@@ -256,8 +259,10 @@ def _split_view(state, n_heads, q, k, v, mask):
     return mha(state, n_heads, q, k, v, mask, split="view")
 
 
+# An MHA forward with both bugs matches neither one alone, so it needs an entry of its own; the split_heads
+# and merge_heads tests name the two defects separately.
 @mistake("mha", "split_and_merge_without_transpose", SPLIT_SENTENCE + "; merge_heads has the same problem",
-         SECTION_MHA)
+         SECTION_MHA, defects=("split_without_transpose", "merge_without_transpose"))
 def _split_merge_view(state, n_heads, q, k, v, mask):
     return mha(state, n_heads, q, k, v, mask, split="view", merge="view")
 

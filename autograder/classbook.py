@@ -4,14 +4,16 @@ summary.md (the score distribution and the tests the class fails most).
 import csv
 import io
 import statistics
+import urllib.parse
 
 from autograder.inert_text import md_text, spreadsheet_cell
 from autograder.parts import PARTS
 from autograder.results import GRADED, GRADER_ERROR, NO_FILES, part_scores
 
-# Canvas's gradebook import needs these first, in this order; it finds each student by SIS User
-# ID, then SIS Login ID, then name, and offers every later column as an assignment. Moodle maps
-# any column, so the same file serves both (README: "Importing the gradebook").
+# Canvas's gradebook import needs these first, in this order; it finds each student by ID, then SIS
+# User ID, then SIS Login ID, then name or sortable name, and offers every later column as an
+# assignment. Gradescope's sid and email fill the SIS columns. Moodle maps any column, so the same file
+# serves both (README: "Importing the gradebook").
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 
@@ -51,17 +53,51 @@ def status_of(results):
 
 
 def not_graded(entries):
-    """{status: [submission ids]} of the submissions that were not (fully) graded, for the top of the
+    """{status: [(submission id, submitters)]} of the submissions that were not (fully) graded, for the top of the
     summaries: a submission without files did not score 0, it has nothing to score."""
     listed = {NO_FILES: [], GRADER_ERROR: []}
-    for submission_id, _, results in entries:
+    for submission_id, submitters, results in entries:
         if status_of(results) in listed:
-            listed[status_of(results)].append(submission_id)
+            listed[status_of(results)].append((submission_id, submitters))
     return {status: ids for status, ids in listed.items() if ids}
 
 
 NOT_GRADED_TEXT = {NO_FILES: "No files (neither attention.py nor mha.py; not graded, so not in the figures below)",
                    GRADER_ERROR: "Grader errors (re-run to retry them)"}
+
+LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
+
+
+def submission_label(submission_id, submitters):
+    """Who handed a submission in: the students' names with its report folder, or the folder alone."""
+    names = ", ".join(s.name or s.email for s in submitters if s.name or s.email)
+    return f"{names} ({submission_id})" if names else submission_id
+
+
+def named_bugs(results):
+    """{defect: its sentence} for one submission's results.json: each catalogued defect once, however many
+    tests named it and whether a mistake named it alone or with another (catalogue.Mistake.defects)."""
+    found = {}
+    for test in results["tests"]:
+        named = test.get("extra_data", {})
+        if not named.get("mistake"):
+            continue
+        sentence = test["output"].strip("`\n").split("\n", 1)[0].removeprefix(LIKELY_BUG)
+        for defect in named.get("defects") or [named["mistake"]]:
+            alone = defect == named["mistake"]
+            if defect not in found or (alone and not found[defect][1]):  # its own sentence beats a combined one
+                found[defect] = (sentence, alone)
+    return {defect: sentence for defect, (sentence, _) in found.items()}
+
+
+def common_bugs(entries):
+    """[(defect, sentence, [(submission id, submitters)])] over the class, the most common first."""
+    sentences, who = {}, {}
+    for submission_id, submitters, results in entries:
+        for defect, sentence in named_bugs(results).items():
+            sentences.setdefault(defect, sentence)
+            who.setdefault(defect, []).append((submission_id, submitters))
+    return sorted(((d, sentences[d], ids) for d, ids in who.items()), key=lambda bug: -len(bug[2]))
 
 
 def summary_markdown(entries, renamed=()):
@@ -70,7 +106,7 @@ def summary_markdown(entries, renamed=()):
     Submissions with no files are listed first and left out of the figures."""
     lines = ["# Class summary", ""]
     for status, ids in not_graded(entries).items():
-        lines += [f"**{NOT_GRADED_TEXT[status]}: {', '.join(md_text(i) for i in ids)}.**", ""]
+        lines += [f"**{NOT_GRADED_TEXT[status]}: {', '.join(_report_link(*submission) for submission in ids)}.**", ""]
     entries = graded_entries(entries)
     scores = [r["score"] for _, _, r in entries]
     if not scores:
@@ -81,9 +117,24 @@ def summary_markdown(entries, renamed=()):
               "| Score | Submissions |", "|---|---|"]
     for label, count in score_bands(scores, max_score):
         lines.append(f"| {label} | {'#' * count} {count} |")
+    lines += ["", "## Most common named bugs", ""]
+    bugs = common_bugs(entries)
+    if bugs:
+        lines += ["| Bug | Submissions | What it is | For example |", "|---|---|---|---|"]
+    else:
+        lines.append("No failed test matched a catalogued mistake.")
+    for defect, sentence, ids in bugs:
+        examples = ", ".join(_report_link(*submission) for submission in ids[:5])
+        lines.append(f"| `{defect}` | {len(ids)} of {len(entries)} | {md_text(sentence)} | {examples} |")
     lines += ["", "## Pass rate per test (most failed first)", "", "| Test | Part | Passed |", "|---|---|---|"]
     for (number, name, part), (passed, total) in pass_rates(entries):
         lines.append(f"| {number} {name} | {part} | {passed}/{total} ({100 * passed / total:.0f}%) |")
+    lines += ["", "## Submissions", "", "| Submission | Score | Named bugs |", "|---|---|---|"]
+    for submission_id, submitters, results in entries:
+        score = f"{results['score']:g} / {results['extra_data']['max_score']:g}"
+        error = " **grader error**" if status_of(results) == GRADER_ERROR else ""
+        bugs_here = ", ".join(f"`{d}`" for d in named_bugs(results))
+        lines.append(f"| {_report_link(submission_id, submitters)} | {score}{error} | {bugs_here} |")
     if renamed:
         lines += ["", renamed_line(renamed, md_text)]
     return "\n".join(lines) + "\n"
@@ -92,6 +143,12 @@ def summary_markdown(entries, renamed=()):
 def graded_entries(entries):
     """The entries that have a score to count: all but those with no files."""
     return [entry for entry in entries if status_of(entry[2]) != NO_FILES]
+
+
+def _report_link(submission_id, submitters=()):
+    """A markdown link to the submission's feedback.md, labelled with who handed it in."""
+    target = urllib.parse.quote(submission_id, safe="") + "/feedback.md"
+    return f"[{md_text(submission_label(submission_id, submitters))}]({target})"
 
 
 def score_bands(scores, max_score):

@@ -143,6 +143,7 @@ def print_table(outcome, out_dir, level, seconds):
     from rich.console import Console
     from rich.table import Table
 
+    from autograder.classbook import submission_label
     from autograder.parts import PART_TITLES
     from autograder.results import part_scores
 
@@ -153,11 +154,11 @@ def print_table(outcome, out_dir, level, seconds):
     for part in parts:
         table.add_column(PART_TITLES.get(part, part), justify="right")
     table.add_column("total", justify="right")
-    for submission_id, _, results in outcome.entries:
+    for submission_id, submitters, results in outcome.entries:
         scores = part_scores(results)
         cells = [f"{scores.get(p, (0, 0))[0]:g}/{scores.get(p, (0, 0))[1]:g}" for p in parts]
         total = f"{results['score']:g}/{results['extra_data']['max_score']:g}"
-        table.add_row(shown(submission_id), *cells, total)
+        table.add_row(shown(submission_label(submission_id, submitters)), *cells, total)
     Console(width=160).print(table)
     print(f"reports: {out_dir}/<submission>/results.json, feedback.md, feedback.html; "
           f"{out_dir}/gradebook.csv; {out_dir}/summary.md, summary.html")

@@ -29,10 +29,11 @@ def setting(key, default, help, choices=None, minimum=None):
 @dataclass(frozen=True)
 class Config:
     public_visibility: str = setting(
-        "visibility.public", "visible", "when students see the public-style tests (marked visible)",
+        "visibility.public", "visible", "when Gradescope shows students the tests marked public (whole tests)",
         choices=VISIBILITIES)
     hidden_visibility: str = setting(
-        "visibility.hidden", "after_due_date", "when students see the hidden tests' output", choices=VISIBILITIES)
+        "visibility.hidden", "after_due_date",
+        "when Gradescope shows students the other tests (whole tests; the total waits for them)", choices=VISIBILITIES)
     call_seconds: float = setting("limits.call_seconds", 10.0, "seconds one call of student code may take",
                                   minimum=0.1)
     submission_seconds: float = setting("limits.submission_seconds", 120.0,

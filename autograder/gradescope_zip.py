@@ -5,6 +5,7 @@ this module; what runs inside Gradescope's container is ``gradescope``.
 """
 import os
 import re
+import sys
 import zipfile
 
 from autograder.paths import KIT_ROOT
@@ -21,8 +22,35 @@ PACKED = {  # folder -> what of it goes into the zip
 }
 
 
+# Gradescope's default memory per autograder container (its autograder troubleshooting page; the
+# assignment's Autograder Settings may raise it).
+GRADESCOPE_MEMORY_MB = 768
+# What the grader holds beside the children: the grader and the zygote, each with torch (about 290 MiB of
+# anonymous memory, measured while grading the reference), plus the margin the grader keeps for itself
+# when it fits the children into a container (student.GRADER_MARGIN, 128 MiB).
+GRADER_OWN_MB = 290 + 128
+
+
+def memory_warning(config, container_mb=GRADESCOPE_MEMORY_MB):
+    """One line when grading.yaml's limits.memory_mb does not fit beside the grader in Gradescope's container,
+    or None. Grading still works there: each child gets what the container has left (student.py)."""
+    needed = config.memory_mb + GRADER_OWN_MB
+    if needed <= container_mb:
+        return None
+    return (f"warning: limits.memory_mb is {config.memory_mb} MiB, but in Gradescope's default {container_mb} MiB "
+            f"container the grader (about {GRADER_OWN_MB} MiB) leaves each child only about "
+            f"{max(container_mb - GRADER_OWN_MB, 0)} MiB: raise the assignment's memory in Gradescope's Autograder "
+            f"Settings to at least {needed} MiB, or lower memory_mb (until then the grader gives each child what is left)")
+
+
 def build(out_path):
-    """Write the autograder zip; returns its size in bytes."""
+    """Write the autograder zip; returns its size in bytes. Says in one line (stderr) when grading.yaml's
+    memory does not fit Gradescope's default container."""
+    from autograder.config import load_config
+
+    warning = memory_warning(load_config())
+    if warning:
+        print(warning, file=sys.stderr)
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     tmp = out_path + ".tmp"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -13,11 +13,10 @@ import re
 import statistics
 import sys
 import urllib.parse
-from collections import Counter
 
 from autograder import pictures
-from autograder.classbook import (NOT_GRADED_TEXT, graded_entries, not_graded, pass_rates, renamed_line, score_bands,
-                                  status_of)
+from autograder.classbook import (LIKELY_BUG, NOT_GRADED_TEXT, common_bugs, graded_entries, named_bugs, not_graded,
+                                  pass_rates, renamed_line, score_bands, status_of, submission_label)
 from autograder.feedback import not_run, printed_output, sandbox_description
 from autograder.inert_text import clean
 from autograder.parts import PART_TITLES
@@ -25,7 +24,6 @@ from autograder.results import GRADED, part_scores
 
 MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each one is drawn in the submission's grading time
 PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, gradients) stay text
-LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -204,7 +202,7 @@ def summary_html(entries, out_dir, renamed=()):
     body = ["<h1>Class summary</h1>"]
     for status, ids in not_graded(entries).items():
         body.append(f'<p class="failed"><strong>{_e(NOT_GRADED_TEXT[status])}:</strong> '
-                    f'{", ".join(_report_link(i, out_dir) for i in ids)}.</p>')
+                    f'{", ".join(_report_link(i, out_dir, submission_label(i, who)) for i, who in ids)}.</p>')
     if renamed:
         body.append(f"<p>{renamed_line(renamed, _e)}</p>")
     listed, entries = entries, graded_entries(entries)
@@ -229,7 +227,7 @@ def summary_html(entries, out_dir, renamed=()):
     for submission_id, submitters, results in listed:
         names = ", ".join(s.name or s.email for s in submitters)
         error = "" if status_of(results) == GRADED else f' <strong class="failed">{_e(status_of(results))}</strong>'
-        bugs = ", ".join(f"<code>{_e(m)}</code>" for m in _mistakes(results))
+        bugs = ", ".join(f"<code>{_e(m)}</code>" for m in named_bugs(results))
         body.append(f"<tr><td>{_report_link(submission_id, out_dir)}</td><td>{_e(names)}</td>"
                     f'<td class="num">{results["score"]:g} / {results["extra_data"]["max_score"]:g}{error}</td>'
                     f"<td>{bugs}</td></tr>")
@@ -238,36 +236,21 @@ def summary_html(entries, out_dir, renamed=()):
 
 
 def _common_bugs_html(entries, out_dir):
-    counts, sentences, who = Counter(), {}, {}
-    for submission_id, _, results in entries:
-        for mistake, sentence in _mistakes(results).items():
-            counts[mistake] += 1
-            sentences.setdefault(mistake, sentence)
-            who.setdefault(mistake, []).append(submission_id)
     parts = ['<h2 id="bugs">Most common named bugs</h2>']
-    if not counts:
+    bugs = common_bugs(entries)
+    if not bugs:
         return parts + ["<p>No failed test matched a catalogued mistake.</p>"]
     parts.append("<table><tr><th>Bug</th><th>Submissions</th><th>What it is</th><th>For example</th></tr>")
-    for mistake, count in counts.most_common():
-        examples = ", ".join(_report_link(s, out_dir) for s in who[mistake][:5])
-        parts.append(f'<tr><td><code>{_e(mistake)}</code></td><td class="num">{count} of {len(entries)}</td>'
-                     f"<td>{_e(sentences[mistake])}</td><td>{examples}</td></tr>")
+    for defect, sentence, ids in bugs:
+        examples = ", ".join(_report_link(i, out_dir, submission_label(i, who)) for i, who in ids[:5])
+        parts.append(f'<tr><td><code>{_e(defect)}</code></td><td class="num">{len(ids)} of {len(entries)}</td>'
+                     f"<td>{_e(sentence)}</td><td>{examples}</td></tr>")
     return parts + ["</table>"]
 
 
-def _mistakes(results):
-    """{mistake name: its sentence} for the named bugs in one submission's results.json."""
-    found = {}
-    for test in results["tests"]:
-        mistake = test.get("extra_data", {}).get("mistake")
-        if mistake and mistake not in found:
-            first_line = test["output"].strip("`\n").split("\n", 1)[0]
-            found[mistake] = first_line.removeprefix(LIKELY_BUG)
-    return found
-
-
-def _report_link(submission_id, out_dir):
+def _report_link(submission_id, out_dir, label=None):
     """A relative link to the submission's feedback.html, or just its name when there is none yet."""
+    label = _e(label or submission_id)
     if not os.path.exists(os.path.join(out_dir, submission_id, "feedback.html")):
-        return _e(submission_id)
-    return f'<a href="{_e(urllib.parse.quote(submission_id, safe=""))}/feedback.html">{_e(submission_id)}</a>'
+        return label
+    return f'<a href="{_e(urllib.parse.quote(submission_id, safe=""))}/feedback.html">{label}</a>'

@@ -62,7 +62,8 @@ def result_of(item, report, call, config):
         message = str(error) if error is not None else "\n".join(notes)
     return {**_described(item, config), "where": where(item, error), "passed": report.passed, "message": message,
             "grader_error": grader_error,
-            "mistake": getattr(getattr(error, "mistake", None), "name", None), "figure": getattr(error, "figure", None)}
+            "mistake": getattr(getattr(error, "mistake", None), "name", None),
+            "defects": list(getattr(getattr(error, "mistake", None), "defects", ())), "figure": getattr(error, "figure", None)}
 
 
 def not_run(item, config):

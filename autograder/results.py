@@ -33,7 +33,7 @@ def results_json(record, submitters=(), student_view=False):
             "output_format": "md",
             "visibility": result["visibility"],
             "tags": [part],
-            **({"extra_data": {"mistake": result["mistake"]}} if result.get("mistake") else {}),
+            **({"extra_data": _named(result)} if result.get("mistake") else {}),
         })
     score = round(sum(t["score"] for t in tests), 4)
     # Extra credit counts in the score but not in the maximum: a full core is 100, extra goes above.
@@ -76,6 +76,11 @@ def status(record, grader_errors=()):
     return NO_FILES if "found" in record and not record["found"] else GRADED
 
 
+def _named(result):
+    """The test's named bug, and the defects it is made of when it is several at once."""
+    return {"mistake": result["mistake"], **({"defects": result["defects"]} if result.get("defects") else {})}
+
+
 def _all_points_visible(tests):
     return all(t["visibility"] == "visible" for t in tests if t["max_score"] > 0)
 
@@ -89,10 +94,19 @@ def _test_output(result):
     return fenced(text)
 
 
+# What Gradescope does with a test that is not ``visible`` (its autograder specification): it shows it
+# after the due date, or once the instructor publishes the grades, or never. While a test of the first
+# two kinds is not shown, the student's total is not shown either; ``hidden`` is meant for tests without points.
+SHOWN_TO_STUDENTS = {"after_due_date": "shown after the due date",
+                     "after_published": "shown once the grades are published", "hidden": "never shown"}
+HIDES_THE_TOTAL = ("after_due_date", "after_published")
+
+
 def overview(record, score, max_score, grader_errors, submitters=(), extra=(), reveal_total=True):
     """The top of the report: the score so far, stated so that nobody mistakes it for a final grade.
 
     Without ``reveal_total`` it states only what the visible tests earned, as Gradescope shows students.
+    With it, it is the instructor's full report, and says which of its tests students do not see at once.
     """
     lines = []
     if submitters:
@@ -100,24 +114,64 @@ def overview(record, score, max_score, grader_errors, submitters=(), extra=(), r
     if status(record, grader_errors) == NO_FILES:  # no test ran: one line says why, not one per test
         lines.append(f"**Not graded: the submission has neither attention.py nor mha.py (0 / {max_score:g}).**")
         return _overview_tail(lines, record, grader_errors)
-    hidden = [r for r in record["tests"] if r["visibility"] != "visible"]
+    not_shown = _not_shown(record["tests"])
+    with_total = _with_total(not_shown)
     if not reveal_total:
         shown = [r for r in record["tests"] if r["visibility"] == "visible"]
         got = sum(r["points"] for r in shown if r["passed"])
+        your_total = with_total.replace("the student's", "your")
         lines.append(f"**Visible tests: {got:g} / {sum(r['points'] for r in shown):g} points, "
-                     f"{sum(1 for r in shown if r['passed'])} of {len(shown)} passed.** {len(hidden)} hidden tests "
-                     "also count; they and your total appear after the due date. A passing visible test does not "
-                     "mean a passing hidden test.")
+                     f"{sum(1 for r in shown if r['passed'])} of {len(shown)} passed.** {_counted(not_shown)} "
+                     f"{_verb(not_shown, 'also counts', 'also count')}: {_when_shown(not_shown)}{your_total}. "
+                     "A passing visible test does not mean a passing hidden test.")
         return _overview_tail(lines, record, grader_errors)
     bonus = ""
     if extra:
         bonus = (f" (including {sum(t['score'] for t in extra):g} of {sum(t['max_score'] for t in extra):g} "
                  "extra-credit points)")
-    lines.append(f"**Score: {score:g} / {max_score:g}{bonus}.** This includes {len(hidden)} hidden tests whose "
-                 "details appear after the due date; a passing public test does not mean a passing hidden test.")
     failed = sum(1 for r in record["tests"] if not r["passed"])
-    lines.append(f"{len(record['tests']) - failed} of {len(record['tests'])} tests passed.")
+    lines.append(f"**Score: {score:g} / {max_score:g}{bonus}.** "
+                 f"{len(record['tests']) - failed} of {len(record['tests'])} tests passed.")
+    if not_shown:
+        lines.append(f"This report shows every test. On Gradescope, {sum(not_shown.values())} of these tests "
+                     f"{_verb(not_shown, 'is', 'are')} not shown to the student at once: {_when_shown(not_shown)}"
+                     f"{with_total}. A passing public test does not mean a passing hidden test.")
     return _overview_tail(lines, record, grader_errors)
+
+
+def _with_total(not_shown):
+    """When the student's total is shown too (Gradescope: with the last test that carries points)."""
+    later = [v for v in not_shown if v in HIDES_THE_TOTAL]
+    if not later:
+        return ""
+    if len(not_shown) == 1:
+        return f", and the student's total with {_verb(not_shown, 'it', 'them')}"
+    return f"; the student's total is shown with the tests {SHOWN_TO_STUDENTS[later[-1]]}"
+
+
+def _not_shown(tests):
+    """{visibility: number of tests} of the tests a student does not see at once, in Gradescope's order."""
+    counts = {}
+    for test in tests:
+        if test["visibility"] != "visible":
+            counts[test["visibility"]] = counts.get(test["visibility"], 0) + 1
+    return {v: counts[v] for v in SHOWN_TO_STUDENTS if v in counts}
+
+
+def _counted(not_shown):
+    return f"{sum(not_shown.values())} hidden {_verb(not_shown, 'test', 'tests')}"
+
+
+def _verb(not_shown, one, more):
+    return one if sum(not_shown.values()) == 1 else more
+
+
+def _when_shown(not_shown):
+    """"they are shown after the due date", or one clause per visibility when they differ."""
+    if len(not_shown) == 1:
+        (visibility, count), = not_shown.items()
+        return f"{'it is' if count == 1 else 'they are'} {SHOWN_TO_STUDENTS[visibility]}"
+    return ", ".join(f"{count} {'is' if count == 1 else 'are'} {SHOWN_TO_STUDENTS[v]}" for v, count in not_shown.items())
 
 
 def _overview_tail(lines, record, grader_errors):

@@ -3,7 +3,8 @@ import csv
 import io
 import re
 
-from autograder.classbook import gradebook_csv, score_bands, summary_markdown
+from autograder.classbook import gradebook_csv, named_bugs, score_bands, submission_label, summary_markdown
+from autograder.discover import Submitter
 from autograder.html_pages import CHART_HEIGHT, summary_html
 from test_results import record, result
 from autograder.results import results_json
@@ -61,7 +62,113 @@ def test_the_summaries_list_submissions_without_files_first_and_leave_them_out_o
     class_entries = entries(7, 9) + [no_files("nobody")]
     text = summary_markdown(class_entries)
     first = text.splitlines()[2]
-    assert first.startswith("**No files") and first.endswith(": nobody.**"), text
+    assert first.startswith("**No files") and first.endswith(": [nobody](nobody/feedback.md).**"), text
     assert "2 submissions; mean 8.0" in text, "a submission without files is not a score of 0"
     page = summary_html(class_entries, str(tmp_path))
     assert page.index("No files") < page.index("2 submissions; mean 8.0")
+
+
+# --- named bugs, counted once per defect, in summary.md and summary.html alike -------------------
+
+SPLIT = "Likely bug: Your split_heads reshapes straight to (B, n_heads, T, d_k)"
+MERGE = "Likely bug: Your merge_heads reshapes straight back"
+BOTH = "Likely bug: Your split_heads reshapes straight; merge_heads has the same problem"
+
+
+def head_reshape_results():
+    """A submission whose split and merge both lack the transpose: three names match, two defects."""
+    return results_json(record(
+        result("heads", 3.0, passed=False, message=SPLIT, mistake="split_without_transpose"),
+        result("heads", 3.0, passed=False, message=MERGE, mistake="merge_without_transpose"),
+        result("mha_forward", 3.0, passed=False, message=BOTH, mistake="split_and_merge_without_transpose",
+               defects=["split_without_transpose", "merge_without_transpose"])))
+
+
+def test_a_mistake_made_of_two_defects_counts_each_defect_once_with_its_own_sentence():
+    bugs = named_bugs(head_reshape_results())
+    assert bugs == {"split_without_transpose": SPLIT.removeprefix("Likely bug: "),
+                    "merge_without_transpose": MERGE.removeprefix("Likely bug: ")}, bugs
+
+
+def test_the_combined_mistake_alone_still_names_both_defects():
+    results = results_json(record(result("mha_forward", 3.0, passed=False, message=BOTH,
+                                         mistake="split_and_merge_without_transpose",
+                                         defects=["split_without_transpose", "merge_without_transpose"])))
+    assert set(named_bugs(results)) == {"split_without_transpose", "merge_without_transpose"}
+
+
+def test_the_catalogue_says_which_defects_the_combined_mha_mistake_is_made_of():
+    from autograder.catalogue import CATALOGUE
+    names = {entry.name: entry for kind in CATALOGUE.values() for entry, _ in kind}
+    assert names["split_and_merge_without_transpose"].defects == ("split_without_transpose", "merge_without_transpose")
+    assert all(d in names for entry in names.values() for d in entry.defects), "a defect that is not catalogued"
+
+
+def class_with_bugs():
+    ada = (Submitter("Ada Lovelace", "ada@example.edu", "1815"),)
+    return [("submission_1", ada, head_reshape_results()), ("submission_2", (), head_reshape_results()),
+            *entries(10)]
+
+
+def test_summary_md_lists_each_named_bug_once_with_its_count_and_links_to_the_reports():
+    text = summary_markdown(class_with_bugs())
+    bugs = text.split("## Most common named bugs", 1)[1].split("##", 1)[0]
+    assert "split\\_and\\_merge" not in bugs and "split_and_merge" not in bugs, bugs
+    assert "| `split_without_transpose` | 2 of 3 |" in bugs and "| `merge_without_transpose` | 2 of 3 |" in bugs, bugs
+    assert "[Ada Lovelace (submission\\_1)](submission_1/feedback.md)" in bugs, bugs
+
+
+def test_summary_md_and_summary_html_list_the_same_bugs_and_counts(tmp_path):
+    made = class_with_bugs()
+    md = re.findall(r"\| `(\w+)` \| (\d+ of \d+) \|", summary_markdown(made))
+    page = summary_html(made, str(tmp_path))
+    html = re.findall(r'<tr><td><code>(\w+)</code></td><td class="num">(\d+ of \d+)</td>', page)
+    assert md == html and len(md) == 2, (md, html)
+
+
+def test_summary_md_rows_name_the_students_and_keep_the_report_id():
+    text = summary_markdown(class_with_bugs())
+    rows = text.split("## Submissions", 1)[1]
+    assert "| [Ada Lovelace (submission\\_1)](submission_1/feedback.md) | 0 / 9 |" in rows, rows
+    assert "| [submission\\_2](submission_2/feedback.md) |" in rows, "without metadata, the id alone"
+
+
+def test_a_label_joins_the_names_and_adds_the_id_that_makes_it_unique():
+    twins = (Submitter("Alex Kim", "a@x.edu", "1"), Submitter("", "b@x.edu", "2"))
+    assert submission_label("submission_7", twins) == "Alex Kim, b@x.edu (submission_7)"
+    assert submission_label("folder", ()) == "folder"
+
+
+def test_the_console_table_shows_the_students_names(capsys):
+    from types import SimpleNamespace
+    from autograder.cli import print_table
+    made = class_with_bugs()
+    print_table(SimpleNamespace(graded=made, skipped=[], entries=made), "out", "namespaces", 1.0)
+    assert "Ada Lovelace (submission_1)" in capsys.readouterr().out
+
+
+# --- gradebook.csv as Canvas's gradebook importer reads it ------------------------------------------
+
+def canvas_header_ok(header):
+    """Canvas's importer (app/models/gradebook_importer.rb): Student and ID first, then SIS User ID and
+    SIS Login ID, and Section as the last student column; every later column is an assignment."""
+    return (bool(re.search("Student", header[0])) and bool(re.search("ID", header[1]))
+            and bool(re.search(r"SIS\s+User\s+ID", header[2])) and bool(re.search(r"SIS\s+Login\s+ID", header[3]))
+            and bool(re.search("Section", header[4])))
+
+
+def test_the_gradebook_imports_into_canvas_with_gradescopes_fields_where_canvas_matches_students():
+    """name -> Student, sid -> SIS User ID, email -> SIS Login ID; Canvas's own ID and Section left empty."""
+    import csv
+    import io
+    from autograder.classbook import gradebook_csv
+    pair = (Submitter("Ada Lovelace", "ada@example.edu", "A1815"),
+            Submitter("Alan Turing", "alan@example.edu", "T1912"))
+    made = [("submission_1", pair, head_reshape_results()), ("folder_2", (), head_reshape_results())]
+    rows = list(csv.reader(io.StringIO(gradebook_csv(made))))
+    header, body = rows[0], rows[1:]
+    assert canvas_header_ok(header) and header[5] == "total", header
+    assert [r[:5] for r in body] == [["Ada Lovelace", "", "A1815", "ada@example.edu", ""],
+                                     ["Alan Turing", "", "T1912", "alan@example.edu", ""],
+                                     ["folder_2", "", "", "", ""]], body
+    assert all(len(r) == len(header) for r in body)

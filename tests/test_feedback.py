@@ -57,3 +57,10 @@ def test_a_weaker_level_without_layers_or_cgroup_says_so():
 def test_a_uid_level_with_landlock_names_it():
     description = sandbox_description({"isolation": "uid", "containment": ["landlock-fs", "cgroup-memory"]})
     assert description == "uid isolation (landlock-fs, cgroup-memory)"
+
+
+def test_feedback_shows_the_hidden_tests_and_says_students_see_them_later():
+    """feedback.md is the instructor's full copy: it lists the hidden tests' failures and says so truthfully."""
+    text = feedback(MIXED)
+    assert "wrong shape" in text.split("## What to fix", 1)[1], "the failed hidden test is listed with its message"
+    assert "This report shows every test. On Gradescope, 2 of these tests are not shown" in text, text

@@ -68,7 +68,17 @@ def test_hidden_tests_show_details_after_the_due_date_and_the_overview_says_so(g
     report = results(graded[0], "reference")
     visibilities = {t["visibility"] for t in report["tests"]}
     assert visibilities == {"visible", "after_due_date"}
-    assert "hidden tests" in report["output"]
+    assert "are not shown to the student at once: they are shown after the due date" in report["output"]
+
+
+def test_a_file_that_does_not_import_loses_its_rule_points_as_not_checkable_not_as_a_violation(graded):
+    """crashes/: attention.py keeps its rule points; mha.py's syntax error leaves its rule tests unable to check it."""
+    rules = [t for t in results(graded[0], "crashes")["tests"] if t["tags"] == ["rules"]]
+    kept = [t for t in rules if t["status"] == "passed"]
+    lost = [t for t in rules if t["status"] == "failed"]
+    assert [t["name"] for t in kept] == ["Rules: attention.py does not use torch's built-in attention"], rules
+    assert lost and all("cannot be checked, the file does not import: SyntaxError" in t["output"]
+                        and "uses a built-in" not in t["output"] for t in lost), failing({"tests": lost})
 
 
 def test_feedback_names_what_to_fix(graded):

@@ -21,12 +21,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from autograder.config import Config
+from autograder.gradescope_zip import GRADESCOPE_MEMORY_MB
 from autograder.measure import measure
 from conftest import ROOT
 
 SAMPLES = ROOT / "examples" / "submissions"
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "gradescope_results.schema.json").read_text())
-GRADESCOPE_MEMORY_MB = 768
 METADATA = {
     "id": 123456789,
     "created_at": "2026-11-29T10:15:00.000000-08:00",
@@ -375,3 +376,27 @@ def test_make_gradescope_refuses_a_grading_yaml_the_grader_would_refuse(tmp_path
     err = capsys.readouterr().err
     assert "limits.memory_mb must be at least" in err and "nothing was built" in err, err
     assert not zip_path.exists()
+
+
+# --- make gradescope: grading.yaml's memory against Gradescope's container -------------------------
+
+def test_a_memory_limit_that_fits_beside_the_grader_builds_without_a_word():
+    from autograder.gradescope_zip import GRADER_OWN_MB, GRADESCOPE_MEMORY_MB, memory_warning
+    assert memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_OWN_MB)) is None
+
+
+def test_a_memory_limit_beyond_the_container_is_named_in_one_line_with_the_setting_to_raise():
+    from autograder.gradescope_zip import GRADER_OWN_MB, GRADESCOPE_MEMORY_MB, memory_warning
+    warning = memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_OWN_MB + 1))
+    assert warning and "\n" not in warning and "limits.memory_mb" in warning, warning
+    assert f"at least {GRADESCOPE_MEMORY_MB + 1} MiB" in warning and "Autograder Settings" in warning, warning
+
+
+def test_make_gradescope_prints_the_memory_warning_and_still_builds(tmp_path, monkeypatch, capsys):
+    import autograder.config
+    from autograder.gradescope import main
+    monkeypatch.setattr(autograder.config, "load_config", lambda path=None: Config(memory_mb=2048))
+    assert main(["build", "--out", str(tmp_path / "autograder.zip")]) == 0
+    assert (tmp_path / "autograder.zip").exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "limits.memory_mb is 2048 MiB" in err, err

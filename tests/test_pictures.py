@@ -230,11 +230,13 @@ def test_printed_output_and_submission_names_are_escaped(graded):
 # --- summary.html -------------------------------------------------------------------------------
 
 def named_bugs(out):
-    """{mistake: number of submissions} read back from every results.json."""
+    """{defect: number of submissions} read back from every results.json (a mistake made of several
+    defects counts as each of them)."""
     counts = {}
     for folder in (p for p in out.iterdir() if p.is_dir()):
-        mistakes = {t.get("extra_data", {}).get("mistake") for t in results(out, folder.name)["tests"]}
-        for mistake in mistakes - {None}:
+        named = [t.get("extra_data", {}) for t in results(out, folder.name)["tests"]]
+        mistakes = {d for n in named if n.get("mistake") for d in n.get("defects") or [n["mistake"]]}
+        for mistake in mistakes:
             counts[mistake] = counts.get(mistake, 0) + 1
     return counts
 

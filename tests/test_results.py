@@ -141,11 +141,36 @@ def test_the_instructors_view_states_the_total():
     assert "3 of 5 tests passed." in output, output
 
 
+def test_the_instructors_view_says_it_shows_every_test_and_when_gradescope_shows_the_hidden_ones():
+    """Gradescope shows an after_due_date test whole after the due date, and the total only then."""
+    output = results_json(MIXED)["output"]
+    assert ("This report shows every test. On Gradescope, 2 of these tests are not shown to the student at once: "
+            "they are shown after the due date, and the student's total with them.") in output, output
+    assert "details appear" not in output, output
+
+
+def test_each_visibility_is_told_as_gradescope_applies_it():
+    """after_published waits for the published grades; hidden is never shown and does not hold back the total."""
+    later = record(result("masks", 3.0), result("heads", 1.0, visibility="hidden"),
+                   result("heads", 1.0, visibility="after_published"), result("heads", 1.0, visibility="after_published"))
+    assert ("3 of these tests are not shown to the student at once: 2 are shown once the grades are published, "
+            "1 is never shown; the student's total is shown with the tests shown once the grades are published."
+            ) in results_json(later)["output"]
+    never = record(result("masks", 3.0), result("heads", 1.0, visibility="hidden"))
+    assert "1 hidden test also counts: it is never shown. A passing" in results_json(never, student_view=True)["output"]
+
+
+def test_an_all_visible_report_says_nothing_of_hidden_tests():
+    output = results_json(record(result(points=3.0), result(points=2.0, passed=False, message="no")))["output"]
+    assert "hidden" not in output and "not shown" not in output, output
+
+
 def test_a_students_view_hides_the_total_while_points_are_hidden():
     output = results_json(MIXED, student_view=True)["output"]
     assert "Score:" not in output and "12" not in output, f"the total shows before the due date:\n{output}"
     assert "tests passed" not in output, f"how many hidden tests passed shows before the due date:\n{output}"
     assert "**Visible tests: 8 / 10 points, 2 of 3 passed.**" in output, output
+    assert "2 hidden tests also count: they are shown after the due date, and your total with them." in output, output
 
 
 def test_a_students_view_states_the_total_when_every_point_is_visible():

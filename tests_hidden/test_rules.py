@@ -11,10 +11,14 @@ pytestmark = pytest.mark.part("rules")
 
 
 def _require_written(student, name, target, *args, **request):
-    """The rule's points are for code that exists: untouched stubs trivially follow it."""
+    """The rule's points are for code the grader can check: untouched stubs trivially follow it, and a file
+    that does not import cannot be checked. A crash while the code runs is no violation (the caller goes on)."""
     outcome = student.try_call(target, *args, **request)
-    if hasattr(outcome, "raised") and (outcome.raised("NotImplementedError") or "importing" in outcome.message):
-        fail(name, f"not checked yet: {outcome.message.splitlines()[0]}", "the rule applies to the code you write")
+    if hasattr(outcome, "raised") and outcome.raised("NotImplementedError"):
+        fail(name, f"not written yet: {outcome.message.splitlines()[0]}", "the rule's points are for the code you write")
+    if hasattr(outcome, "raised") and "importing" in outcome.message:
+        fail(name, f"cannot be checked, the file does not import: {outcome.message.splitlines()[0]}",
+             "the rule's points are for code the grader can import; fix that error first")
     return outcome
 
 
