@@ -9,12 +9,15 @@ SUBMISSIONS ?= examples/submissions
 OUT         ?= reports
 SUBMISSION  ?= assignment
 JOBS        ?=
+FORCE       ?=
+CONFIG      ?=
 NBGRADER_COURSE ?= dist/nbgrader-course
 
 .PHONY: help venv grade check check-fast test stubs submit gradescope nbgrader-course bench lock clean
 
 help:
-	@echo "make grade       grade the sample submissions (SUBMISSIONS=PATH OUT=DIR to grade others)"
+	@echo "make grade       grade the sample submissions (SUBMISSIONS=PATH OUT=DIR to grade others;"
+	@echo "                 JOBS=N, CONFIG=YAML, FORCE=1 regrades every report instead of resuming)"
 	@echo "make check       run the kit's own tests (all of them: what CI runs)"
 	@echo "make check-fast  the same without the tests marked slow, for the edit-test loop"
 	@echo "make test        run the public tests on assignment/ (SUBMISSION=DIR for another folder)"
@@ -23,6 +26,8 @@ help:
 	@echo "make gradescope  build dist/autograder.zip for Gradescope"
 	@echo "make nbgrader-course  write an nbgrader course folder (NBGRADER_COURSE=DIR, default dist/nbgrader-course)"
 	@echo "make bench       measure the grader against a torch import"
+	@echo "make clean       remove what the kit can rebuild (caches, dist/autograder.zip, submission.zip);"
+	@echo "                 never reports or an nbgrader course: delete those yourself"
 
 venv: $(STAMP)
 
@@ -33,15 +38,17 @@ $(STAMP): requirements/kit.lock
 	@touch $@
 
 grade: $(STAMP)
-	$(PY) -m autograder grade $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
+	$(PY) -m autograder grade $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
+		$(if $(CONFIG),--config $(CONFIG)) $(if $(FORCE),--force)
 
+# -rs: every skipped test is listed with its reason (a missing tool, not root, ...).
 check: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -rs
 
 # Skips the tests marked `slow` (nbgrader, otter, notebooks, the hostile and fairness batches,
 # the clean container, the bench); `make check` stays the complete suite.
 check-fast: $(STAMP)
-	$(PY) -m pytest tests -m "not slow" --strict-markers
+	$(PY) -m pytest tests -rs -m "not slow" --strict-markers
 
 test: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider -c assignment/tests/pytest.ini assignment/tests --submission=$(SUBMISSION)
@@ -71,5 +78,14 @@ lock:
 	$(MAKE) venv
 	$(PY) -m autograder.gradescope lock
 
+# Only what the kit rebuilds. Never OUT, reports/, an nbgrader course or anything else under dist/:
+# they hold grades (gradebook.db, submitted/, results.json) that no command can make again.
+REBUILDABLE := .pytest_cache dist/autograder.zip submission.zip assignment/submission.zip bench/tmp
+KIT_CODE    := autograder tests tests_hidden solution assignment bench examples
+KEPT        := $(sort reports $(OUT) $(NBGRADER_COURSE))
+
 clean:
-	rm -rf $(OUT) dist .pytest_cache
+	rm -rf $(REBUILDABLE)
+	find $(KIT_CODE) -name __pycache__ -type d -prune -exec rm -rf {} +
+	@rmdir dist 2>/dev/null || true
+	@for kept in $(KEPT); do test ! -e "$$kept" || echo "kept $$kept (grades: delete it yourself when you no longer need it)"; done

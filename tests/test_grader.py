@@ -6,11 +6,13 @@ import shutil
 import jsonschema
 import pytest
 
+from autograder.parts import EXTRA_PARTS, PARTS as LAB_PARTS
+from autograder.suite_points import core_max, extra_max, full_marks, part_points
 from conftest import ROOT, run_grader
 
 SAMPLES = ROOT / "examples" / "submissions"
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "gradescope_results.schema.json").read_text())
-PARTS = {"masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules"}
+PARTS = set(LAB_PARTS) - set(EXTRA_PARTS)  # the core parts, as autograder/parts.py lists them
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,8 @@ def failing(report):
 
 def test_reference_scores_full_marks(graded):
     report = results(graded[0], "reference")
-    assert report["score"] == 110, f"the reference lost points (100 core + 10 extra):\n{failing(report)}"
+    assert report["score"] == full_marks(), (
+        f"the reference lost points ({core_max():g} core + {extra_max():g} extra):\n{failing(report)}")
 
 
 def test_untouched_stubs_score_zero_without_grader_errors(graded):
@@ -48,11 +51,11 @@ def test_results_json_follows_the_gradescope_schema(graded, submission):
     jsonschema.validate(results(graded[0], submission), SCHEMA)
 
 
-def test_suite_is_worth_100_points_in_seven_parts_plus_10_extra(graded):
+def test_report_is_worth_the_suites_points_in_its_parts_plus_extra(graded):
     report = results(graded[0], "reference")
-    assert sum(t["max_score"] for t in report["tests"] if t["tags"] != ["extra"]) == 100
-    assert sum(t["max_score"] for t in report["tests"] if t["tags"] == ["extra"]) == 10
-    assert report["extra_data"]["max_score"] == 100, "extra credit goes above the maximum, not into it"
+    assert sum(t["max_score"] for t in report["tests"] if t["tags"] != ["extra"]) == core_max()
+    assert sum(t["max_score"] for t in report["tests"] if t["tags"] == ["extra"]) == extra_max()
+    assert report["extra_data"]["max_score"] == core_max(), "extra credit goes above the maximum, not into it"
     assert {t["tags"][0] for t in report["tests"]} == PARTS | {"extra"}
     assert all(len(t["tags"]) == 1 for t in report["tests"])
 
@@ -60,8 +63,8 @@ def test_suite_is_worth_100_points_in_seven_parts_plus_10_extra(graded):
 def test_buggy_samples_lose_points_in_the_part_of_their_bug(graded):
     out = graded[0]
     by_part = lambda report, part: sum(t["score"] for t in report["tests"] if t["tags"] == [part])  # noqa: E731
-    assert by_part(results(out, "mask_bug"), "attention") < 26
-    assert by_part(results(out, "head_reshape_bug"), "heads") < 10
+    assert by_part(results(out, "mask_bug"), "attention") < part_points()["attention"]
+    assert by_part(results(out, "head_reshape_bug"), "heads") < part_points()["heads"]
 
 
 def test_hidden_tests_show_details_after_the_due_date_and_the_overview_says_so(graded):
@@ -91,7 +94,7 @@ def test_gradebook_has_one_row_per_submission_and_a_column_per_part(graded):
     assert sorted(r["submission_id"] for r in rows) == sorted(p.name for p in SAMPLES.iterdir() if p.is_dir())
     assert PARTS <= set(rows[0]), f"part columns missing from {list(rows[0])}"
     reference_row = next(r for r in rows if r["submission_id"] == "reference")
-    assert float(reference_row["total"]) == 110 and float(reference_row["max"]) == 100
+    assert float(reference_row["total"]) == full_marks() and float(reference_row["max"]) == core_max()
 
 
 def test_summary_ranks_tests_by_pass_rate(graded):

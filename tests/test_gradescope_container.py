@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 
 import gradescope_image
+from autograder.suite_points import core_max, full_marks
 from conftest import ROOT
 from gradescope_image import GRADESCOPE_MEMORY, Image
 from test_gradescope import METADATA, _zip_bytes
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.slow,  # builds a clean image and grades in it (`make 
 
 SAMPLES = ROOT / "examples" / "submissions"
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "gradescope_results.schema.json").read_text())
-FULL = 110  # 100 core points + 10 extra credit: the reference earns both
+FULL = full_marks()  # every core and extra-credit point of tests_hidden/: the reference earns both
 # May fill the container to its limit (Docker gives no cgroup per submission), so that its OOM killer ends
 # student processes (oom_score_adj 1000): the grader's own report must still be whole.
 MEMORY_ATTACKS = {"memory_bomb", "memory_split"}
@@ -135,7 +136,7 @@ def test_stubs_score_zero_without_grader_errors(graded):
 
 def test_a_buggy_submission_loses_points(graded):
     results, _ = graded["mask_bug"]
-    assert 0 < results["score"] < 100 and not results["extra_data"]["grader_error"], results["output"]
+    assert 0 < results["score"] < core_max() and not results["extra_data"]["grader_error"], results["output"]
 
 
 @pytest.mark.parametrize("shape", ["zip_of_files", "zip_of_a_folder"])

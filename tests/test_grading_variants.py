@@ -1,4 +1,4 @@
-"""The grader is fair: correct code scores 100 however it is written, and every common
+"""The grader is fair: correct code scores full marks however it is written, and every common
 mistake loses points in the part it breaks.
 
 One grader run grades a batch holding the reference, every correct variant
@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from autograder.suite_points import core_max
 from variant_builder import EXTRA_VARIANTS, ROOT, build_correct, build_mutant, build_reference, correct_names, load_mutants
 
 pytestmark = pytest.mark.slow  # grades every correct variant and every mutant (`make check-fast` skips it)
@@ -53,22 +54,22 @@ def explain(tests):
 
 
 def core(tests):
-    """The tests of the 100 core points (extra credit is optional: a correct core variant may skip it)."""
+    """The tests of the core points (extra credit is optional: a correct core variant may skip it)."""
     return [t for t in tests if t["tags"] != ["extra"]]
 
 
 def assert_full_marks(result, submission, with_extra=False):
     failing = lost(result["tests"] if with_extra else core(result["tests"]))
     assert not failing, f"{submission} scored {result['score']}; it lost points in:\n{explain(failing)}"
-    assert sum(t["score"] for t in core(result["tests"])) == pytest.approx(100)
+    assert sum(t["score"] for t in core(result["tests"])) == pytest.approx(core_max())
 
 
-def test_reference_scores_100(reports):
+def test_reference_scores_full_marks(reports):
     assert_full_marks(results(reports, "reference"), "the reference", with_extra=True)
 
 
 @pytest.mark.parametrize("name", CORRECT_NAMES)
-def test_correct_variant_scores_100(reports, name):
+def test_correct_variant_scores_full_marks(reports, name):
     assert_full_marks(results(reports, f"correct-{name}"), f"correct variant {name}", with_extra=name in EXTRA_VARIANTS)
 
 

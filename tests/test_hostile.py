@@ -28,13 +28,14 @@ from pathlib import Path
 
 import pytest
 
+from autograder.suite_points import full_marks
 from readable_runtime import readable_python
 from variant_builder import FILES, ROOT, SOLUTION, build_mutant, load_mutants, without_markers
 
 pytestmark = pytest.mark.slow  # grades every attack in a batch, at two isolation levels (`make check-fast` skips it)
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
-FULL_MARKS = 110  # 100 core + 10 extra credit: the reference earns both
+FULL_MARKS = full_marks()  # every core and extra-credit point of tests_hidden/: the reference earns both
 CALL_TIMEOUT = 2  # seconds per call of student code (the grader's default, 10, would make this module slow)
 LATE_STRIKE_WAIT = 3  # seconds a daemon gets, after the grader exits, to overwrite a report
 MISSING = {"missing_file": "mha.py"}  # case -> the file it does not hand in
@@ -381,7 +382,7 @@ def test_attack_costs_only_what_it_breaks_and_says_why(run, case):
     assert not problems, "\n".join(problems)
 
 
-def test_reference_control_scores_100(run):
+def test_reference_control_scores_full_marks(run):
     """The control: the reference, graded beside all the attacks, loses nothing."""
     results = run.results("reference")
     lost = [t for t in results["tests"] if t["status"] != "passed"]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder import nbgrader_course
+from autograder.suite_points import core_max, full_marks
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/kit.lock has it)")
 
@@ -152,8 +153,8 @@ def test_nbgrader_totals_equal_make_grade_for_every_student(graded):
         assert (total, max_score) == expected_total, \
             f"{student}: nbgrader {total}/{max_score}, make grade {expected_total[0]}/{expected_total[1]}"
         assert parts == pytest.approx(make_grade_parts(expected)), f"{student}: by part, nbgrader {parts}"
-    assert scores["correct"][0] == 110 and scores["untouched"][0] == 0, f"totals: {scores}"
-    assert 0 < scores["buggy"][0] < 100, f"the buggy student should lose some points, not all: {scores['buggy']}"
+    assert scores["correct"][0] == full_marks() and scores["untouched"][0] == 0, f"totals: {scores}"
+    assert 0 < scores["buggy"][0] < core_max(), f"the buggy student should lose some points, not all: {scores['buggy']}"
 
 
 def test_an_attention_bug_keeps_the_mha_points_as_in_make_grade(graded):
@@ -343,7 +344,7 @@ def test_graded_cells_are_worth_the_points_of_make_grade(tmp_path):
     course, _, _ = nbgrader_course.build(tmp_path / "course")
     points = {c.metadata.nbgrader.grade_id: c.metadata.nbgrader.points for c in graded_cells(course)}
     expected = {**nbgrader_course.part_points(), "extra": 0}
-    assert points == expected and sum(points.values()) == 100, f"graded cells: {points}"
+    assert points == expected and sum(points.values()) == core_max(), f"graded cells: {points}"
 
 
 def test_graded_cells_run_the_public_checks_for_a_student_and_refuse_to_grade_in_the_kernel(tmp_path):

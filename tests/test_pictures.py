@@ -16,6 +16,7 @@ import pytest
 from PIL import Image, ImageStat
 
 from autograder import classbook, html_pages, parts, pictures
+from autograder.suite_points import core_max
 from autograder.discover import Submitter
 from conftest import ROOT, run_grader
 
@@ -209,7 +210,7 @@ def test_feedback_html_names_the_likely_bug(graded):
 def test_feedback_html_has_the_content_of_feedback_md(graded):
     page = (graded / "mask_bug" / "feedback.html").read_text()
     report_json = results(graded, "mask_bug")
-    assert f"Score: {report_json['score']:g} / 100" in page
+    assert f"Score: {report_json['score']:g} / {core_max():g}" in page
     for title in parts.PART_TITLES.values():
         if title != "Other":
             assert title in page, f"part {title!r} missing from the table"

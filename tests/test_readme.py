@@ -1,7 +1,9 @@
 """The README's counts are the code's: each number it states about the kit is read back here and
-compared with what the kit holds, so adding a mutant or a catalogue entry fails until the README
-says so too."""
+compared with what the kit holds, so adding a mutant, a catalogue entry or a hidden test's points
+fails until the prose says so too. The README and docs/*.md name only `make` targets and
+repository paths that exist."""
 import re
+import subprocess
 
 import pytest
 
@@ -72,3 +74,116 @@ def test_readme_states_no_measured_figure_that_goes_stale(pattern):
     """Speed ratios and zip sizes change with every release: bench/RESULTS.md and `make gradescope` print them."""
     found = re.search(pattern, README)
     assert not found, f"README.md states {found.group(0)!r}; point to where it is measured instead"
+
+
+# --- totals: every file that states the suite's totals, checked against tests_hidden/ -----------
+
+# (file, pattern): each named group is one total, by its name (a suffix _2 marks a second mention).
+TOTALS_STATED = [
+    ("README.md", r"What is graded \((?P<core>\d+) points, plus (?P<extra>\d+) extra credit\)"),
+    ("README.md", r"a full core scores (?P<core>\d+) / (?P<core_2>\d+), with extra up to (?P<full>\d+)\)"),
+    ("README.md", r"the \d+ correct ones score (?P<core>\d+) / (?P<core_2>\d+)"),
+    ("README.md", r"import it as a new assignment worth (?P<core>\d+) points"),
+    ("README.md", r"the graded suite \(pytest\), (?P<core>\d+) points in (?P<parts>\d+) parts \+ (?P<extra>\d+) extra"),
+    ("assignment/README.md", r"up to \*\*(?P<extra>\d+) points above the (?P<core>\d+)\*\*"),
+    ("assignment/README.md", r"public tests: \d+/(?P<public>\d+) points"),
+    ("assignment/README.md", r"never change the (?P<public>\d+) points"),
+    ("tests_hidden/test_extra.py", r"up to (?P<extra>\d+) points above the (?P<core>\d+)"),
+]
+
+
+def suite_totals():
+    """What the suites hold: the hidden suite's maximum, extra credit and parts; the public table's points."""
+    from autograder.generate import public_cases
+    from autograder.suite_points import core_max, core_points, extra_max, full_marks
+
+    public = sum(points for _, _, points in public_cases()[0])
+    return {"core": core_max(), "extra": extra_max(), "full": full_marks(), "parts": len(core_points()),
+            "public": public}
+
+
+@pytest.mark.parametrize("path, pattern", TOTALS_STATED, ids=[f"{path}:{pattern[:30]}" for path, pattern in TOTALS_STATED])
+def test_stated_totals_are_the_suites(path, pattern):
+    text = " ".join((ROOT / path).read_text(encoding="utf-8").split())
+    match = re.search(pattern, text)
+    assert match, f"{path} no longer says {pattern!r}: update TOTALS_STATED in tests/test_readme.py"
+    totals = suite_totals()
+    stale = {f"{name.split('_')[0]} {totals[name.split('_')[0]]:g} (not {value})"
+             for name, value in match.groupdict().items() if float(value) != totals[name.split("_")[0]]}
+    assert not stale, f"update {path}: it says {match.group(0)!r}, but the suite makes {', '.join(sorted(stale))}"
+
+
+def readme_points_table():
+    """{part: points} of the table under the README's "What is graded" heading ("+10" for extra credit)."""
+    section = README.split("### What is graded", 1)[1].split("\n\n", 2)[1]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()]
+    return {cells[0]: float(cells[1].lstrip("+")) for cells in rows if cells[1].lstrip("+").isdigit()}
+
+
+def test_readme_points_table_is_the_suites():
+    from autograder.suite_points import part_points
+
+    actual = {part: float(points) for part, points in part_points().items()}
+    assert readme_points_table() == actual, (
+        f"update README.md's points table (What is graded): it says {readme_points_table()}, the suite {actual}")
+
+
+# --- names: the make targets and repository paths the README and docs/*.md mention exist ---------
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TRACKED = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+TOP_LEVEL = {name.split("/")[0] for name in TRACKED}
+
+
+def code_of(text):
+    """The text of every code span and fenced block: where commands and paths are written."""
+    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
+    spans = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+    return fenced + spans
+
+
+def make_targets():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([a-z][\w-]*):", makefile, re.M))
+
+
+def named_paths(code):
+    """Tokens of ``code`` that name a path of the repository (their first part is a top-level entry)."""
+    for token in re.split(r"[\s=(),;\"']+", code):
+        token = token.split("::")[0].rstrip(".:").rstrip("/")
+        if token.split("/")[0] in TOP_LEVEL and not re.search(r"[<>*{}$]|\.\.\.", token):
+            yield token
+
+
+def ignored(path):
+    """A path the kit writes (reports/, dist/, submission.zip, ...): .gitignore lists them."""
+    return subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT).returncode == 0
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.relative_to(ROOT).as_posix())
+def test_docs_name_only_make_targets_that_exist(doc):
+    code = "\n".join(code_of(doc.read_text(encoding="utf-8")))
+    named = set(re.findall(r"(?<![\w./-])make ([a-z][\w-]*)", code))
+    assert named, f"{doc.name} names no make target: is code_of still finding its commands?"
+    assert not named - make_targets(), f"{doc.name} names make targets the Makefile lacks: {named - make_targets()}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.relative_to(ROOT).as_posix())
+def test_docs_name_only_paths_that_exist(doc):
+    text = doc.read_text(encoding="utf-8")
+    named = {path for code in code_of(text) for path in named_paths(code)}
+    assert named, f"{doc.name} names no repository path: is named_paths still finding them?"
+    missing = sorted(path for path in named if not (ROOT / path).exists() and not ignored(path))
+    assert not missing, f"{doc.name} names paths that are not in the kit: {missing}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.relative_to(ROOT).as_posix())
+def test_docs_links_lead_to_files_of_the_kit(doc):
+    links = re.findall(r"\]\(([^)#\s]+)", doc.read_text(encoding="utf-8"))
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    missing = [link for link in local if not (doc.parent / link).exists()]
+    assert not missing, f"{doc.name} links to files that are not there: {missing}"
+
+
+def test_readme_links_the_instructors_guide():
+    assert "(docs/instructor.md)" in README, "README.md should link docs/instructor.md"

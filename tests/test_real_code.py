@@ -3,7 +3,7 @@
 tests/real_code/ holds one submission per published source (its table, README.md, says which and
 what its bug is). An independent oracle built from torch's own attention (tests/real_code_oracle.py)
 says which parts of each are wrong; one grader run grades them all. The grader must agree with the
-oracle part by part: the correct ones score the 100 core points, and a buggy one loses points in
+oracle part by part: the correct ones score every core point, and a buggy one loses points in
 exactly the parts the oracle finds wrong, never in a part where its bug does not live.
 """
 import json
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.suite_points import core_max
 from variant_builder import FILES, ROOT, _write
 
 pytestmark = pytest.mark.slow  # grades the real-code fixtures and runs their oracle (`make check-fast` skips it)
@@ -130,6 +131,6 @@ def test_the_grader_agrees_with_the_oracle_part_by_part(verdicts, reports, name)
 
 
 @pytest.mark.parametrize("name", CORRECT)
-def test_a_correct_fixture_scores_the_100_core_points(reports, name):
+def test_a_correct_fixture_scores_every_core_point(reports, name):
     total = sum(score for score, _, _ in part_scores(reports, name).values())
-    assert total == pytest.approx(100), f"{name} scored {total:g} / 100 core points"
+    assert total == pytest.approx(core_max()), f"{name} scored {total:g} / {core_max():g} core points"
