@@ -27,6 +27,8 @@ def gradebook_csv(entries):
         scores = part_scores(results)
         per_part = [f"{scores.get(p, (0.0, 0.0))[0]:g}" for p in parts]
         total, max_score = f"{results['score']:g}", f"{results['extra_data']['max_score']:g}"
+        if status_of(results) == GRADER_ERROR:  # not a grade: an empty cell leaves the LMS's grade as it was
+            total, per_part = "", ["" for _ in parts]
         for who in submitters or [None]:
             # ID is Canvas's own user id, which the grader never knows: left empty, never guessed.
             name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
@@ -63,7 +65,8 @@ def not_graded(entries):
 
 
 NOT_GRADED_TEXT = {NO_FILES: "No files (neither attention.py nor mha.py; not graded, so not in the figures below)",
-                   GRADER_ERROR: "Grader errors (re-run to retry them)"}
+                   GRADER_ERROR: "Grader errors (not grades yet, so not in the figures below: run make grade "
+                                 "again to retry them)"}
 
 LIKELY_BUG = "Likely bug: "  # how StudentError.named starts a message
 
@@ -141,8 +144,8 @@ def summary_markdown(entries, renamed=()):
 
 
 def graded_entries(entries):
-    """The entries that have a score to count: all but those with no files."""
-    return [entry for entry in entries if status_of(entry[2]) != NO_FILES]
+    """The entries that have a score to count: all but those with no files or a grader error."""
+    return [entry for entry in entries if status_of(entry[2]) == GRADED]
 
 
 def _report_link(submission_id, submitters=()):

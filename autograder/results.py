@@ -182,8 +182,10 @@ def _overview_tail(lines, record, grader_errors):
     for event in dict.fromkeys(record.get("events", [])):  # each distinct event once, in order
         lines.append(f"- {md_text(event)}")
     if grader_errors or record.get("grader_error"):
-        lines.append("**The grader itself failed on part of this submission; your instructor has been told. "
-                     "Those tests are not counted against you yet.**")
+        failed = f"{len(grader_errors)} {'test' if len(grader_errors) == 1 else 'tests'}" if grader_errors else "it"
+        lines.append(f"**Not a grade yet: the grader itself failed on {failed} of this submission, which is not a "
+                     "problem with your code.** The score above is what the other tests earned; your instructor "
+                     "will re-run the grader before it counts.")
     return "\n\n".join(lines)
 
 

@@ -172,3 +172,23 @@ def test_the_gradebook_imports_into_canvas_with_gradescopes_fields_where_canvas_
                                      ["Alan Turing", "", "T1912", "alan@example.edu", ""],
                                      ["folder_2", "", "", "", ""]], body
     assert all(len(r) == len(header) for r in body)
+
+
+def grader_error(submission_id, score):
+    made = results_json(record(result("masks", 10.0, passed=False, message="grader error: KeyError: 'x'",
+                                      grader_error=True)))
+    made["score"] = score
+    return (submission_id, (), made)
+
+
+def test_a_grader_error_is_no_grade_in_the_gradebook():
+    """An empty cell: an LMS import leaves the student's grade as it was instead of taking a partial score."""
+    rows = list(csv.DictReader(io.StringIO(gradebook_csv(entries(7) + [grader_error("broken", 3)]))))
+    assert [(r["submission_id"], r["total"], r["masks"], r["status"]) for r in rows] == [
+        ("s0", "7", "10", "graded"), ("broken", "", "", "grader error")]
+
+
+def test_a_grader_error_is_listed_first_and_left_out_of_the_figures():
+    text = summary_markdown(entries(7, 9) + [grader_error("broken", 0)])
+    assert text.splitlines()[2].startswith("**Grader errors (not grades yet"), text
+    assert "2 submissions; mean 8.0" in text, "a grader error is not a score"

@@ -219,7 +219,8 @@ def test_a_grader_error_is_flagged_and_told_to_the_student(where):
     rec = record(failing, **({"grader_error": "RuntimeError: boom"} if where == "record" else {}))
     results = results_json(rec)
     assert results["extra_data"]["grader_error"] is True
-    assert "The grader itself failed" in results["output"]
+    assert "Not a grade yet: the grader itself failed" in results["output"]
+    assert "will re-run the grader before it counts" in results["output"]
 
 
 # --- what loading the report modules costs ----------------------------------------------------
