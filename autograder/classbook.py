@@ -7,8 +7,7 @@ import statistics
 import urllib.parse
 
 from autograder.inert_text import md_text, spreadsheet_cell
-from autograder.parts import PARTS
-from autograder.results import GRADED, GRADER_ERROR, NO_FILES, part_scores
+from autograder.results import GRADED, GRADER_ERROR, NO_FILES, part_scores, parts_in
 
 # Canvas's gradebook import needs these first, in this order; it finds each student by ID, then SIS
 # User ID, then SIS Login ID, then name or sortable name, and offers every later column as an
@@ -19,7 +18,7 @@ CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 def gradebook_csv(entries):
     """One row per student (per submission when no names are known), ready for an LMS import."""
-    parts = [p for p in PARTS if any(p in part_scores(r) for _, _, r in entries)]
+    parts = parts_in(r for _, _, r in entries)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([*CANVAS_COLUMNS, "total", *parts, "max", "status", "submission_id", "email"])

@@ -143,14 +143,14 @@ def print_table(outcome, out_dir, level, seconds):
     from rich.console import Console
     from rich.table import Table
 
-    from autograder.classbook import submission_label
+    from autograder.classbook import status_of, submission_label
     from autograder.parts import PART_TITLES
-    from autograder.results import part_scores
+    from autograder.results import GRADED, part_scores, parts_in
 
     table = Table(title=f"Graded {len(outcome.graded)}, resumed {len(outcome.skipped)} "
                         f"({level} isolation, {seconds:.1f} s)")
     table.add_column("submission")
-    parts = list(part_scores(outcome.entries[0][2])) if outcome.entries else []
+    parts = parts_in(r for _, _, r in outcome.entries)
     for part in parts:
         table.add_column(PART_TITLES.get(part, part), justify="right")
     table.add_column("total", justify="right")
@@ -158,6 +158,8 @@ def print_table(outcome, out_dir, level, seconds):
         scores = part_scores(results)
         cells = [f"{scores.get(p, (0, 0))[0]:g}/{scores.get(p, (0, 0))[1]:g}" for p in parts]
         total = f"{results['score']:g}/{results['extra_data']['max_score']:g}"
+        if status_of(results) != GRADED:  # no files, or a grader error: not a score of 0
+            cells, total = ["" for _ in parts], status_of(results)
         table.add_row(shown(submission_label(submission_id, submitters)), *cells, total)
     Console(width=160).print(table)
     print(f"reports: {out_dir}/<submission>/results.json, feedback.md, feedback.html; "

@@ -197,3 +197,9 @@ def part_scores(results):
         got, total = scores.get(part, (0.0, 0.0))
         scores[part] = (got + test["score"], total + test["max_score"])
     return dict(sorted(scores.items(), key=lambda item: part_number(item[0])))
+
+
+def parts_in(all_results):
+    """The parts any of ``all_results`` has, in the lab's order; a part missing from parts.PARTS comes last
+    rather than vanishing from a class file."""
+    return sorted({part for results in all_results for part in part_scores(results)}, key=part_number)

@@ -192,3 +192,9 @@ def test_a_grader_error_is_listed_first_and_left_out_of_the_figures():
     text = summary_markdown(entries(7, 9) + [grader_error("broken", 0)])
     assert text.splitlines()[2].startswith("**Grader errors (not grades yet"), text
     assert "2 submissions; mean 8.0" in text, "a grader error is not a score"
+
+
+def test_a_part_the_lab_does_not_list_still_has_its_gradebook_column():
+    made = results_json(record(result("masks", 10.0, passed=True), result("long_inputs", 4.0, passed=True)))
+    header = gradebook_csv([("s0", (), made)]).splitlines()[0].split(",")
+    assert header.index("masks") < header.index("long_inputs") < header.index("max"), header
