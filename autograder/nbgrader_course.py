@@ -20,7 +20,6 @@ kept as you changed it when the kit's version is the same, and otherwise the com
 """
 import argparse
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -45,7 +44,9 @@ MARKER = "# nbgrader configuration for LAB-03, written by `make nbgrader-course`
 # `grader.check_all()` at the end becomes the cells of the parts that have no public checks.
 GRADED_IN_PLACE = {"part1_masks": "masks", "part1_attention": "attention", "part2_init": "mha_init",
                    "part2_heads": "heads", "part2_forward": "mha_forward"}
-GRADED_AT_END = ("gradients", "rules", "extra")
+def graded_at_end():
+    """The parts whose graded cells come at the end: every part of the suite without a public check."""
+    return tuple(part for part in part_points() if part not in PUBLIC_PART)
 PUBLIC_PART = {part: public for public, part in GRADED_IN_PLACE.items()}
 EXTRA_PART = "extra"
 
@@ -133,42 +134,20 @@ NO_PUBLIC_TEXT = {
     "gradients": ("Graded by hidden tests: float64 stays float64, large scores stay finite, ",
                   "gradients reach query, key and value, and the inputs are left as they were."),
     "extra": ("Optional: tiled_attention and MultiHeadAttention.step with a KV cache (section 8); ",
-              "their points count above the 100."),
+              "their points count above the maximum."),
 }
+OTHER_PART_TEXT = ("Graded by hidden tests that have no public checks; ", "the grader's report appears here.")
 GRADED_INTRO = '''## Graded at autograde: gradients, the from-scratch rule, extra credit
 
 The cells below stand for the parts of the grade that no earlier cell checks. Like every graded
 cell, nbgrader's autograde scores them with the kit's grader and shows its report in their output.'''
 
 
-@functools.lru_cache(maxsize=None)
 def part_points():
     """{part: points} of the hidden suite, in the lab's order, read from its markers (nothing runs)."""
-    import pytest
+    from autograder.suite_points import part_points as suite_part_points
 
-    from autograder.parts import PARTS
-    from autograder.runner import HIDDEN_TESTS, PYTEST_ARGS, _quiet
-
-    class Collector:
-        def __init__(self):
-            self.points = {}
-
-        def pytest_collection_finish(self, session):
-            for item in session.items:
-                part, points = item.get_closest_marker("part"), item.get_closest_marker("points")
-                self.points[part.args[0]] = self.points.get(part.args[0], 0) + (points.args[0] if points else 0)
-
-    collector, before = Collector(), set(sys.modules)
-    try:
-        with _quiet():
-            code = pytest.main([HIDDEN_TESTS, "--collect-only", *PYTEST_ARGS], plugins=[collector])
-    finally:  # the suite's own modules (cases, attention_checks, ...) must not shadow others of that name
-        for name in set(sys.modules) - before:
-            if (getattr(sys.modules[name], "__file__", None) or "").startswith(HIDDEN_TESTS):
-                del sys.modules[name]
-    if code != 0 or not collector.points:
-        raise RuntimeError(f"could not collect the hidden suite in {HIDDEN_TESTS} (pytest exit code {int(code)})")
-    return {part: collector.points[part] for part in PARTS if part in collector.points}
+    return suite_part_points()
 
 
 def nbgrader_metadata(grade_id, *, grade, solution, points=None):
@@ -184,17 +163,19 @@ def graded_cell(part):
     import nbformat
 
     from autograder.parts import PART_TITLES
+    from autograder.suite_points import core_max
 
     points = 0 if part == EXTRA_PART else part_points()[part]
-    worth = f"up to {part_points()[part]:g} points above the 100" if part == EXTRA_PART else f"{points:g} points"
+    worth = (f"up to {part_points()[part]:g} points above the {core_max():g}" if part == EXTRA_PART
+             else f"{points:g} points")
     if part in PUBLIC_PART:
         now, body = NOW["public"], PUBLIC_BODY.format(public=PUBLIC_PART[part])
     elif part == "rules":
         now, body = NOW["rules"], RULES_BODY
     else:
-        first, second = NO_PUBLIC_TEXT[part]
+        first, second = NO_PUBLIC_TEXT.get(part, OTHER_PART_TEXT)
         now, body = NOW["none"], NO_PUBLIC_BODY.format(first=first, second=second)
-    source = GRADED_CELL.format(title=PART_TITLES[part], points=worth, now=now, body=body)
+    source = GRADED_CELL.format(title=PART_TITLES.get(part, part), points=worth, now=now, body=body)
     cell = nbformat.v4.new_code_cell(source, id=f"graded-{part.replace('_', '-')}")
     cell.metadata["nbgrader"] = nbgrader_metadata(part, grade=True, solution=False, points=points)
     return cell
@@ -216,7 +197,7 @@ def course_notebook(nb):
                     cells.append(graded_cell(part))
             if source == "grader.check_all()":
                 cells.append(nbformat.v4.new_markdown_cell(GRADED_INTRO, id="graded-intro"))
-                cells += [graded_cell(part) for part in GRADED_AT_END]
+                cells += [graded_cell(part) for part in graded_at_end()]
             continue
         if "### BEGIN SOLUTION" in cell.source:
             cell.metadata["nbgrader"] = nbgrader_metadata(cell.id, grade=False, solution=True)

@@ -160,7 +160,8 @@ def report_outputs(part, results, parts, overview=False):
     tests = [t for t in results["tests"] if t["tags"][0] == part]
     passed = sum(1 for t in tests if t["status"] == "passed")
     if part == EXTRA_PART:
-        head = f"Extra credit: {got:g} of {total:g} points, counted above the 100 (this cell's extra credit)."
+        head = (f"Extra credit: {got:g} of {total:g} points, counted above the {results['extra_data']['max_score']:g} "
+                "(this cell's extra credit).")
         score = 0
     else:
         head = f"{got:g} / {total:g} points."

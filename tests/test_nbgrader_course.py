@@ -392,3 +392,11 @@ def test_the_course_grading_module_is_the_kits(tmp_path):
     for setting in ("c.CourseDirectory.course_id = ", "c.Exchange.root = ", "c.Autograde.exclude_overwriting = "):
         assert setting in config, f"nbgrader_config.py lacks {setting}"
     assert "ClearHiddenTests" not in config, "there are no hidden tests in the notebook to clear"
+
+
+def test_a_part_added_to_the_suite_gets_a_graded_cell_worth_its_points(monkeypatch):
+    points = {**nbgrader_course.part_points(), "long_inputs": 4.0}
+    monkeypatch.setattr(nbgrader_course, "part_points", lambda: points)
+    assert "long_inputs" in nbgrader_course.graded_at_end()
+    cell = nbgrader_course.graded_cell("long_inputs")
+    assert cell.metadata["nbgrader"]["points"] == 4.0 and "no public checks" in cell.source
