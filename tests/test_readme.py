@@ -150,7 +150,7 @@ def make_targets():
 def named_paths(code):
     """Tokens of ``code`` that name a path of the repository (their first part is a top-level entry)."""
     for token in re.split(r"[\s=(),;\"']+", code):
-        token = token.split("::")[0].rstrip(".:").rstrip("/")
+        token = re.sub(r":\d+$", "", token.split("::")[0].rstrip(".:")).rstrip("/")  # file:line names the file
         if token.split("/")[0] in TOP_LEVEL and not re.search(r"[<>*{}$]|\.\.\.", token):
             yield token
 
