@@ -48,6 +48,10 @@ class Config:
 SETTINGS = {f.metadata["key"]: f for f in dataclasses.fields(Config)}
 
 
+# Inside a memory-limited container (Gradescope's) the grader keeps this much beside a child for itself.
+GRADER_MARGIN_MB = 128
+
+
 @dataclass(frozen=True)
 class Limits:
     """What student code may take, as the sandbox applies it: grading.yaml's limits (``Limits.of(config)``;

@@ -8,6 +8,7 @@ import re
 import sys
 import zipfile
 
+from autograder.config import GRADER_MARGIN_MB
 from autograder.paths import KIT_ROOT
 
 FILES_DIR = os.path.join(KIT_ROOT, "autograder", "gradescope_files")
@@ -25,22 +26,19 @@ PACKED = {  # folder -> what of it goes into the zip
 # Gradescope's default memory per autograder container (its autograder troubleshooting page; the
 # assignment's Autograder Settings may raise it).
 GRADESCOPE_MEMORY_MB = 768
-# What the grader holds beside the children: the grader and the zygote, each with torch (about 290 MiB of
-# anonymous memory, measured while grading the reference), plus the margin the grader keeps for itself
-# when it fits the children into a container (student.GRADER_MARGIN, 128 MiB).
-GRADER_OWN_MB = 290 + 128
 
 
 def memory_warning(config, container_mb=GRADESCOPE_MEMORY_MB):
-    """One line when grading.yaml's limits.memory_mb does not fit beside the grader in Gradescope's container,
-    or None. Grading still works there: each child gets what the container has left (student.py)."""
-    needed = config.memory_mb + GRADER_OWN_MB
+    """One line when grading.yaml's limits.memory_mb cannot fit in Gradescope's default container beside
+    the margin the grader keeps for itself, or None. Grading still works there: each child gets what
+    the container has left (student.py), and its report says so."""
+    needed = config.memory_mb + GRADER_MARGIN_MB
     if needed <= container_mb:
         return None
-    return (f"warning: limits.memory_mb is {config.memory_mb} MiB, but in Gradescope's default {container_mb} MiB "
-            f"container the grader (about {GRADER_OWN_MB} MiB) leaves each child only about "
-            f"{max(container_mb - GRADER_OWN_MB, 0)} MiB: raise the assignment's memory in Gradescope's Autograder "
-            f"Settings to at least {needed} MiB, or lower memory_mb (until then the grader gives each child what is left)")
+    return (f"warning: limits.memory_mb is {config.memory_mb} MiB, more than Gradescope's default {container_mb} MiB "
+            f"container can give a child beside the grader's {GRADER_MARGIN_MB} MiB margin: raise the assignment's "
+            f"memory in Gradescope's Autograder Settings to at least {needed} MiB plus what the grader itself holds "
+            "(make bench's memory row), or lower memory_mb")
 
 
 def build(out_path):

@@ -28,12 +28,13 @@ import time
 import torch
 
 from autograder import rules
+from autograder.config import GRADER_MARGIN_MB
 from autograder.error_hints import error_hint
 from autograder.protocol import Answer, Import, Probe, request_body, untag
 from autograder.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
-GRADER_MARGIN = 128 << 20  # what the grader may still need beside a child in a memory-limited container
+GRADER_MARGIN = GRADER_MARGIN_MB << 20  # what the grader may still need beside a child in a memory-limited container
 MIN_CHILD_MB = 96  # below this even honest code cannot run; the container's OOM killer then decides
 # What a child's op record may name (autograder/probes.py); anything else means it was forged.
 KNOWN_FORBIDDEN = rules.watched_builtins()

@@ -21,7 +21,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder.config import Config
+from autograder.config import GRADER_MARGIN_MB, Config
 from autograder.gradescope_zip import GRADESCOPE_MEMORY_MB
 from autograder.measure import measure
 from autograder.suite_points import core_max, full_marks
@@ -389,14 +389,15 @@ def test_make_gradescope_refuses_a_grading_yaml_the_grader_would_refuse(tmp_path
 
 # --- make gradescope: grading.yaml's memory against Gradescope's container -------------------------
 
-def test_a_memory_limit_that_fits_beside_the_grader_builds_without_a_word():
-    from autograder.gradescope_zip import GRADER_OWN_MB, GRADESCOPE_MEMORY_MB, memory_warning
-    assert memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_OWN_MB)) is None
+def test_a_memory_limit_that_fits_beside_the_graders_margin_builds_without_a_word():
+    from autograder.gradescope_zip import GRADESCOPE_MEMORY_MB, memory_warning
+    assert memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_MARGIN_MB)) is None
+    assert memory_warning(Config()) is None, "the shipped grading.yaml fits"
 
 
 def test_a_memory_limit_beyond_the_container_is_named_in_one_line_with_the_setting_to_raise():
-    from autograder.gradescope_zip import GRADER_OWN_MB, GRADESCOPE_MEMORY_MB, memory_warning
-    warning = memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_OWN_MB + 1))
+    from autograder.gradescope_zip import GRADESCOPE_MEMORY_MB, memory_warning
+    warning = memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_MARGIN_MB + 1))
     assert warning and "\n" not in warning and "limits.memory_mb" in warning, warning
     assert f"at least {GRADESCOPE_MEMORY_MB + 1} MiB" in warning and "Autograder Settings" in warning, warning
 
