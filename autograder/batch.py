@@ -16,9 +16,10 @@ import sys
 import time
 import traceback
 
-from autograder import fingerprint, reference_check, report
+from autograder import fingerprint, isolation, reference_check, report
 from autograder.inert_text import clean
-from autograder.runner import grade_one
+from autograder.runner import HIDDEN_TESTS, Engine, grade_one
+from autograder.zygote import Zygote
 
 
 class BatchOutcome:
@@ -57,7 +58,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
         todo.append((source, current, regraded))
     if progress:
         progress.start(len(todo), len(outcome.skipped), outcome.regraded)
-    running = {}  # read fd -> (pid, source, slot, chunks)
+    running = {}  # read fd -> (pid, source, slot, chunks, stamp)
     free_slots = list(range(max(1, jobs)))
     queue = list(todo)
     preloaded = False
@@ -124,19 +125,12 @@ def grade_forked(engine, source_path, slot=0):
 def verify_suite(config):
     """The reference's verdict (``reference_check.verify``) for commands that ship the suite rather than
     grade (``make gradescope``, ``make nbgrader-course``): graded in a sandbox of its own when not cached."""
-    from autograder import isolation
-    from autograder.runner import HIDDEN_TESTS
-
     level = isolation.choose_level()
     parts = fingerprint.grader_parts(config, level, HIDDEN_TESTS)
     return reference_check.verify(parts, lambda: _grade_reference_alone(config, level))
 
 
 def _grade_reference_alone(config, level):
-    from autograder import isolation
-    from autograder.runner import Engine
-    from autograder.zygote import Zygote
-
     layers = isolation.detect_layers(level)
     zygote = Zygote(level, layers=layers)
     try:
