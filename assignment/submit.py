@@ -13,6 +13,7 @@ the standard library only and does nothing at import time.
 """
 import argparse
 import ast
+import builtins
 import io
 import os
 import subprocess
@@ -40,48 +41,64 @@ TRANSFORMERS = ("Transformer", "TransformerEncoder", "TransformerDecoder", "Tran
                 "TransformerDecoderLayer")
 STUDENT_MODULES = {"attention", "mha"}  # your own modules: their names are always fine
 
-# Parts of torch that run code the grader cannot read, or watch it: the compiler, operator
-# registries, the profiler and C++ extensions. None of them is needed to write attention.
-TORCH_HIDDEN = ("torch.ops", "torch.jit", "torch.library", "torch.hub", "torch.package", "torch.classes",
-                "torch.profiler", "torch.autograd.profiler", "torch.autograd.profiler_legacy",
-                "torch.overrides", "torch.utils.cpp_extension", "torch.nn.attention", "torch.multiprocessing",
-                "torch.distributed")
-# Modules that run code from strings, reach into other modules' objects, or start other programs.
-HIDDEN_MODULES = {"importlib", "ctypes", "gc", "inspect", "builtins", "marshal", "pickle", "copyreg",
-                  "shelve", "dill", "runpy", "code", "codeop", "subprocess", "multiprocessing", "concurrent",
-                  "pkgutil", "zipimport", "imp", "autograder", "site", "sysconfig", "pty", "asyncio"}
-# Allowed beside torch and the standard library (the lab needs none of them, but they hide nothing).
-THIRD_PARTY = {"torch", "numpy", "einops", "matplotlib", "typing_extensions"}
-# Names that run code from strings or hand out a namespace (and so any name in it).
-HIDDEN_BUILTINS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "__builtins__",
-                   "breakpoint"}
-ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "delattr"}
-# Attributes that reach inside functions, frames, classes or modules (how a closure is
-# unwrapped or a module's namespace read), on any object.
-INTROSPECTION = {"__dict__", "__globals__", "__closure__", "__code__", "__builtins__", "__subclasses__", "__bases__",
-                 "__base__", "__mro__", "__getattribute__", "__getattr__", "__wrapped__", "__func__", "__defaults__",
-                 "__kwdefaults__", "__traceback__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__",
-                 "__setattr__", "__delattr__", "__import__", "f_globals", "f_locals", "f_back", "f_builtins",
-                 "tb_frame", "gi_frame", "cr_frame", "ag_frame", "cell_contents"}
-# Attributes of os, sys and operator that reach other modules, start other programs or look
-# attributes up by computed name (os.fork, sys.modules, operator.attrgetter), ...
-MODULE_DOORS = {"os": {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
-                       "execle", "execlp", "execlpe", "spawnv", "spawnve", "spawnl", "spawnle", "posix_spawn",
-                       "posix_spawnp"},
-                "sys": {"modules", "meta_path", "path_hooks", "settrace", "setprofile", "addaudithook"},
-                "operator": {"attrgetter", "methodcaller"},
-                # ... and the debugging, profiling and testing helpers that run code given as a string
-                "pdb": {"run", "runeval", "runctx", "runcall"}, "cProfile": {"run", "runctx"},
-                "profile": {"run", "runctx"}, "trace": {"Trace"}, "timeit": {"timeit", "repeat", "Timer"},
-                "doctest": {"testmod", "testfile", "run_docstring_examples", "script_from_examples", "debug_src",
-                            "debug_script", "DocTestRunner", "DebugRunner"}}
+# What a file may use is an allow-list (README.md, section 5): what correct attention code needs,
+# collected from the kit's correct submissions and from published implementations (the Annotated
+# Transformer, minGPT, nanoGPT, d2l, einops-style code). Anything else is refused, with one line.
+ALL_PUBLIC = None  # a module that only computes: every public name of it is fine
+MODULES = {
+    "torch": ALL_PUBLIC,  # minus private names and TORCH_REFUSED, below
+    "math": ALL_PUBLIC,
+    "itertools": ALL_PUBLIC,
+    "__future__": ALL_PUBLIC,
+    "typing": {"Any", "Callable", "ClassVar", "Dict", "Final", "FrozenSet", "Generic", "Iterable", "Iterator",
+               "List", "Literal", "Mapping", "NamedTuple", "Optional", "Protocol", "Sequence", "Set", "Tuple",
+               "Type", "TypeVar", "Union", "TYPE_CHECKING", "Annotated", "TypeAlias", "cast", "overload"},
+    "dataclasses": {"dataclass", "field"},
+    "copy": {"copy", "deepcopy"},
+    "functools": {"partial", "lru_cache", "cache", "cached_property", "wraps", "reduce"},
+    "collections": {"namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"},
+    "warnings": {"warn"},
+    "sys": {"stdout", "stderr", "exit", "float_info", "maxsize"},
+    "time": {"time", "perf_counter", "monotonic"},
+    "numpy": {"array", "asarray", "ndarray", "ones", "zeros", "ones_like", "zeros_like", "full", "eye", "arange",
+              "triu", "tril", "sqrt", "exp", "log", "sum", "max", "min", "maximum", "minimum", "where", "matmul",
+              "dot", "einsum", "transpose", "reshape", "concatenate", "stack", "inf", "pi", "newaxis",
+              "float16", "float32", "float64", "int32", "int64", "uint8", "bool_", "finfo", "iinfo"},
+    "einops": {"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"},
+    "einops.layers.torch": {"Rearrange", "Reduce", "EinMix"},
+}
+ALLOWED_IMPORTS = ", ".join(sorted(m for m in MODULES if m != "__future__")) + " and your own attention"
+# Parts of torch's public API that run or load code the grader cannot read (the compiler, operator
+# registries, loaders, C++ extensions), watch it (the profiler), or are attention built-ins
+# (torch.nn.attention). Refused wherever they appear in a torch path (torch.nn.functional.torch.jit too).
+TORCH_REFUSED = {"ops", "jit", "compile", "compiler", "library", "hub", "package", "classes", "profiler",
+                 "overrides", "utils", "multiprocessing", "distributed", "fx", "export", "onnx", "load",
+                 "serialization", "attention"}
+# Python's built-ins correct code uses: any other one, unless the file defines that name itself, is refused.
+ALLOWED_BUILTINS = {
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
+    "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
+    "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object", "oct", "ord", "pow", "print",
+    "property", "range", "repr", "reversed", "round", "set", "slice", "sorted", "staticmethod", "str", "sum",
+    "super", "tuple", "type", "zip", "None", "True", "False", "NotImplemented", "Ellipsis", "__name__", "__doc__",
+    "__file__"} | {name for name in dir(builtins) if name.endswith(("Error", "Exception", "Warning"))} | {
+    "StopIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+# Built-ins that run strings as code, hand out namespaces, or reach objects by computed name: refused
+# wherever the name appears (as a parameter, an import alias...), so no redefinition hides a use.
+# getattr and its kin are fine only when called with a literal name: getattr(obj, "name", default).
+REFUSED_NAMES = {"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "open",
+                 "help", "__builtins__", "__build_class__", "__loader__", "__spec__"}
+ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "delattr", "hasattr"}
+# Special (dunder) attributes correct code reads: super().__init__, type(self).__name__, torch.__version__.
+# Every other one (__dict__, __globals__, __closure__, __class__.__mro__, __self__, ...) reaches inside objects.
+ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__class__", "__doc__", "__version__"}
 # What is a module (not a function or a value) among the paths a file can name without importing them.
 TORCH_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.special",
                  "torch.fft", "torch.autograd", "torch.func"}
 
 BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
 HIDDEN_HINT = "write the call out plainly, e.g. torch.softmax(scores, dim=-1)"
-IMPORT_HINT = "remove it; the lab needs only torch and math"
+IMPORT_HINT = f"this lab's files may import only {ALLOWED_IMPORTS}"
 
 
 class Violation(NamedTuple):
@@ -168,44 +185,101 @@ def _private(part):
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
 
-def _hidden_path(path):
-    """Why a dotted path hides what is called, or None: private torch, torch.ops, os.fork, ..."""
+def _dunder(part):
+    return part.startswith("__") and part.endswith("__") and len(part) > 4
+
+
+def _module_of(path):
+    """The allow-listed module a dotted path starts with ('numpy' for 'numpy.triu'), or None."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in MODULES:
+            return ".".join(parts[:i])
+    return None
+
+
+def _path_problem(path):
+    """Why the dotted path of a module's name (torch.nn.functional.softmax, numpy.triu) is refused, or None."""
     parts = path.split(".")
     root = parts[0]
     if root in STUDENT_MODULES or root.startswith("<"):
         return None
     if root == "torch":
-        for prefix in TORCH_HIDDEN:
-            if path == prefix or path.startswith(prefix + "."):
-                return f"{prefix} runs code the grader cannot read"
-        if any(_private(p) for p in parts[1:]):
-            return "private torch functions are not allowed"
-    elif any(_private(p) for p in parts[1:]):
-        return "private functions of other modules are not allowed"
-    if len(parts) > 1 and parts[1] in MODULE_DOORS.get(root, ()):
-        return "it reaches other modules, starts other programs or looks names up at run time"
+        for part in parts[1:]:
+            if _dunder(part):
+                if part not in ALLOWED_DUNDERS:
+                    return f"{part} reaches inside torch"
+            elif part.startswith("_"):
+                return "private torch names are not allowed"
+            if part in TORCH_REFUSED:
+                return f"torch's {part} runs or loads code the grader cannot read"
+        return None
+    module = _module_of(path)
+    if module is None:
+        return f"{root} is not a module this lab allows"
+    rest = parts[len(module.split(".")):]
+    if rest:
+        name, allowed = rest[0], MODULES[module]
+        if allowed is ALL_PUBLIC and (name.startswith("_") and name not in ALLOWED_DUNDERS):
+            return f"private names of {module} are not allowed"
+        if allowed is not ALL_PUBLIC and name not in allowed:
+            listed = f" ({', '.join(sorted(allowed))})" if len(allowed) <= 8 else ""
+            return f"{module}.{name} is not among the names this lab allows from {module}{listed}"
     return None
 
 
 def _module_allowed(module):
-    """May the lab's code import ``module``? torch, the standard library (minus the modules that
-    run strings or reach into other objects) and your own two files."""
+    """May the lab's code import ``module``? Only the allow-listed modules, torch's public modules and
+    your own two files."""
     root = module.split(".")[0]
-    if not root or root in STUDENT_MODULES or root in THIRD_PARTY:
-        return True
-    if root in HIDDEN_MODULES:
-        return False
-    stdlib = getattr(sys, "stdlib_module_names", None)  # Python 3.10+
-    return stdlib is None or root in stdlib
+    if root in STUDENT_MODULES:
+        return module in STUDENT_MODULES
+    if root == "torch":
+        return _path_problem(module) is None
+    return module in MODULES
 
 
 def _is_str(node):
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
+def _bound_names(tree):
+    """Every name the file binds somewhere: a built-in of that name is then the file's own."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return names
+
+
+def _defined_names(node):
+    """The names ``node`` itself defines (a def, a parameter, an import alias, ...), for REFUSED_NAMES."""
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return node.names
+    return []
+
+
 class _Scanner(ast.NodeVisitor):
-    """Finds forbidden functions by resolving names through imports and simple aliases, and code
-    that could hide what it calls: a call is only judged fairly if the grader can read it."""
+    """Finds forbidden functions by resolving names through imports and simple aliases, and refuses
+    whatever is not on the lab's allow-lists: a call is only judged fairly if the grader can read it."""
 
     def __init__(self, filename):
         self.filename = filename
@@ -214,6 +288,7 @@ class _Scanner(ast.NodeVisitor):
         self.star_modules = set()  # modules imported with `from M import *`
         self.violations = {}  # (line, name) -> Violation
         self.attribute_bases = set()  # ids of nodes that are the object of an attribute access
+        self.bound = set()  # every name the file binds
 
     # -- names
 
@@ -236,6 +311,7 @@ class _Scanner(ast.NodeVisitor):
 
     def bind(self, tree):
         """Record what each imported or simply assigned name stands for."""
+        self.bound = _bound_names(tree)
         for _ in range(3):  # a few rounds resolve chains like `nn = torch.nn; F = nn.functional`
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import):
@@ -256,6 +332,8 @@ class _Scanner(ast.NodeVisitor):
                             self.star_modules.add(module)
                         else:
                             self.bindings[alias.asname or alias.name] = f"{module}.{alias.name}"
+                            if f"{module}.{alias.name}" in TORCH_MODULES | set(MODULES):
+                                self.modules.add(f"{module}.{alias.name}")
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     self.bindings[node.name] = f"<local>.{node.name}"
                 elif isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -265,6 +343,10 @@ class _Scanner(ast.NodeVisitor):
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute):
                 self.attribute_bases.add(id(node.value))
+
+    def module_path(self, path):
+        """Is ``path`` rooted at a module (torch, numpy, an import), rather than at a local value?"""
+        return path is not None and (self.is_module(path.split(".")[0]) or path.split(".")[0] in self.modules)
 
     # -- reports
 
@@ -277,8 +359,12 @@ class _Scanner(ast.NodeVisitor):
 
     def report(self, node, used):
         shown = used if isinstance(node, (ast.Import, ast.ImportFrom)) else ast.unparse(node)
-        why = _hidden_path(used) if self.is_module(used.split(".")[0]) else None
-        if why is not None:  # first: torch._scaled_dot_product_attention_math hides more than it names
+        why = _path_problem(used) if self.module_path(used) else None
+        if why is not None and _builtin(used) is None:  # torch._scaled_dot_product_attention_math hides more than it names
+            hint = HIDDEN_HINT if used.split(".")[0] == "torch" else "use torch's own function for it"
+            self.hidden(node, used, f"{shown} is not allowed: {why}", hint)
+            return
+        if why is not None and used.split(".")[0] == "torch" and any(_private(p) for p in used.split(".")):
             self.hidden(node, used, f"{shown} is not allowed: {why}")
             return
         name = _builtin(used)
@@ -286,51 +372,104 @@ class _Scanner(ast.NodeVisitor):
             what = f"{shown} is {name}, which" if shown != name else name
             self.add(node, name, f"{what} is not allowed in this lab; {BUILTIN_HINT}", "builtin")
 
-    def hidden(self, node, name, message):
-        self.add(node, name, f"{message}; {HIDDEN_HINT}", "hidden")
+    def hidden(self, node, name, message, hint=HIDDEN_HINT):
+        self.add(node, name, f"{message}; {hint}", "hidden")
+
+    def refuse_import(self, node, module, detail=""):
+        self.hidden(node, module, f"importing {module} is not allowed{detail}", IMPORT_HINT)
 
     def visit_ImportFrom(self, node):
         module = "." * node.level + (node.module or "")
+        if node.level:
+            self.hidden(node, module, f"the relative import from {module} is not allowed",
+                        "write `from attention import ...`")
+            return
         if not _module_allowed(module):
-            self.add(node, module, f"importing {module} is not allowed: {IMPORT_HINT}", "hidden")
+            self.refuse_import(node, module)
+            return
         for alias in node.names:
-            if alias.name != "*":
-                self.report(node, f"{module}.{alias.name}")
+            if alias.name == "*":
+                if module not in STUDENT_MODULES:
+                    self.hidden(node, f"{module}.*", f"from {module} import * is not allowed",
+                                f"import the names you use, e.g. from {module} import ...")
+                continue
+            self.check_defined(node, alias.asname or alias.name)
+            if module in STUDENT_MODULES:
+                continue
+            self.report(node, f"{module}.{alias.name}")
 
     def visit_Import(self, node):
         for alias in node.names:
             if not _module_allowed(alias.name):
-                self.add(node, alias.name, f"importing {alias.name} is not allowed: {IMPORT_HINT}", "hidden")
+                self.refuse_import(node, alias.name)
             else:
                 self.report(node, alias.name)
+            if alias.asname:
+                self.check_defined(node, alias.asname)
+
+    def check_defined(self, node, name):
+        if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
+            self.hidden(node, name, f"the name {name} is reserved for Python's own built-in",
+                        "give it another name")
+
+    def generic_visit(self, node):
+        for name in _defined_names(node):
+            self.check_defined(node, name)
+        super().generic_visit(node)
 
     def visit_Attribute(self, node):
         path = self.path(node)
+        patched = isinstance(node.ctx, ast.Store) and _dunder(node.attr)  # torch.Tensor.__eq__ = f only patches
         if path is not None:
-            self.report(node, path)
-        if node.attr in INTROSPECTION:
-            self.hidden(node, node.attr, f"{ast.unparse(node)} is not allowed: {node.attr} reaches inside other objects")
+            self.report(node.value if patched else node, self.path(node.value) if patched else path)
+        self.check_attribute(node, node.value, node.attr, isinstance(node.ctx, ast.Store))
         self.check_value_use(node, path)
         self.generic_visit(node)
 
+    def check_attribute(self, node, owner, attr, store=False):
+        """The allow-list for attribute names on any object: special names from ALLOWED_DUNDERS only
+        (an assignment such as torch.Tensor.__eq__ = f only patches), private names on your own self/cls."""
+        if _dunder(attr):
+            if attr not in ALLOWED_DUNDERS and not store:
+                self.hidden(node, attr, f"{ast.unparse(node)} is not allowed: {attr} reaches inside other objects")
+            return
+        if _private(attr) or attr.startswith("__"):
+            root = owner
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            own = isinstance(root, ast.Name) and root.id in ("self", "cls") and root.id not in self.bindings
+            if not own:
+                self.hidden(node, attr, f"{ast.unparse(node)} is not allowed: private names are only for your "
+                                        "own objects (self._name)")
+
     def visit_Call(self, node):
-        func = self.path(node.func)
-        if func in ATTRIBUTE_FUNCTIONS and isinstance(node.func, ast.Name):
-            if len(node.args) >= 2 and _is_str(node.args[1]):
-                self.report(node, self.path(node) or "")
-            elif node.args and self.may_be_module(node.args[0]):
+        func = node.func.id if isinstance(node.func, ast.Name) else None
+        if func in ATTRIBUTE_FUNCTIONS:
+            literal = len(node.args) >= 2 and _is_str(node.args[1])
+            if not literal or node.keywords or len(node.args) > (3 if func in ("getattr", "setattr") else 2):
                 self.hidden(node, f"{func} with a computed name",
-                            f"{func}({ast.unparse(node.args[0])}, <computed name>) hides which function is used")
+                            f"{func}({', '.join(ast.unparse(a) for a in node.args[:1])}, <computed name>) is not "
+                            "allowed: it hides which attribute is used",
+                            f"name the attribute, e.g. self.w_q, or {func}(obj, \"name\")")
+            else:
+                if self.module_path(self.path(node.args[0])):
+                    self.report(node, f"{self.path(node.args[0])}.{node.args[1].value}")
+                self.check_attribute(node, node.args[0], node.args[1].value, store=False)
         self.generic_visit(node)
 
     def visit_Name(self, node):
         bound = self.bindings.get(node.id, node.id)
+        self.check_defined(node, node.id) if not isinstance(node.ctx, ast.Load) else None
         if not isinstance(node.ctx, ast.Load):
             return
-        if bound in HIDDEN_BUILTINS:
-            self.hidden(node, bound, f"{node.id} is not allowed: it can run or reach code the grader cannot read")
-        elif bound in ATTRIBUTE_FUNCTIONS and not self._called(node):
-            self.hidden(node, bound, f"{node.id} passed around as a value is not allowed")
+        if node.id in REFUSED_NAMES or (_dunder(node.id) and node.id not in ALLOWED_BUILTINS):
+            self.hidden(node, node.id, f"{node.id} is not allowed: it can run or reach code the grader cannot read")
+        elif node.id in ATTRIBUTE_FUNCTIONS:
+            if not self._called(node):
+                self.hidden(node, node.id, f"{node.id} passed around as a value is not allowed")
+        elif node.id not in self.bound and hasattr(builtins, node.id) and node.id not in ALLOWED_BUILTINS:
+            self.hidden(node, node.id, f"the built-in {node.id} is not allowed in this lab's files",
+                        "correct attention code does not need it")
         elif node.id in FORBIDDEN and node.id not in self.bindings:
             # A bare forbidden name that nothing in the file defines came from a star import.
             torch_stars = sorted(m for m in self.star_modules if m.split(".")[0] == "torch")
@@ -350,7 +489,7 @@ class _Scanner(ast.NodeVisitor):
         self.hidden(node, f"module {path} as a value", f"the module {ast.unparse(node)} used as a value hides "
                                                        "what is called from it")
 
-    # -- what surrounds a node (ast has no parent links; _Scanner.visit sets them)
+    # -- what surrounds a node (ast has no parent links; _link_parents sets them)
 
     def _called(self, node):
         parent = getattr(node, "_parent", None)
@@ -363,25 +502,9 @@ class _Scanner(ast.NodeVisitor):
 
     def _getattr_base(self, node):
         parent = getattr(node, "_parent", None)
-        return (isinstance(parent, ast.Call) and self.path(parent.func) in ATTRIBUTE_FUNCTIONS | {"hasattr"}
-                and parent.args
-                and parent.args[0] is node and len(parent.args) >= 2 and _is_str(parent.args[1]))
-
-    def may_be_module(self, node):
-        """Can ``node`` be a module or a namespace (torch, F, globals(), sys.modules[...])? Your
-        own objects (self, cls, your classes) and plain variables cannot: modules only reach them
-        by being passed around as values, which is flagged where it happens."""
-        if isinstance(node, ast.Subscript):
-            return True  # globals()["torch"], sys.modules["torch"], a dict of modules
-        if isinstance(node, ast.Call):
-            return self.path(node.func) in HIDDEN_BUILTINS | ATTRIBUTE_FUNCTIONS
-        path = self.path(node)
-        if path is None:
-            return isinstance(node, ast.Attribute) and self.may_be_module(node.value)
-        root = path.split(".")[0]
-        if root in ("self", "cls") or root.startswith("<") or root in STUDENT_MODULES:
-            return False
-        return root in self.modules or root in TORCH_MODULES
+        return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                and parent.func.id in ATTRIBUTE_FUNCTIONS and parent.args and parent.args[0] is node
+                and len(parent.args) >= 2 and _is_str(parent.args[1]))
 
 
 def _link_parents(tree):

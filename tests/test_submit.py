@@ -182,7 +182,6 @@ FLAGGED = {
     "functional as": ("from torch.nn import functional as fn\nfn.scaled_dot_product_attention(q, k, v)", SDPA),
     "assigned alias": ("import torch\nnn = torch.nn\nF = nn.functional\nF.scaled_dot_product_attention(q)", SDPA),
     "getattr": ("import torch\ngetattr(torch.nn.functional, 'scaled_dot_product_attention')", SDPA),
-    "star import": ("from torch.nn.functional import *\nscaled_dot_product_attention(q, k, v)", SDPA),
     "nn.MultiheadAttention": ("import torch.nn as nn\nnn.MultiheadAttention(8, 2)", MHA),
     "torch.nn.MultiheadAttention": ("import torch\ntorch.nn.MultiheadAttention(8, 2)", MHA),
     "from torch import nn": ("from torch import nn\nlayer = nn.MultiheadAttention(8, 2)", MHA),
@@ -223,6 +222,29 @@ HIDDEN = {
     "pdb.run": "import pdb\npdb.run('import torch')",
     "doctest runner": "import doctest\ndoctest.run_docstring_examples(f, {})",
     "timeit string": "from timeit import timeit\ntimeit('x', number=1)",
+    # The allow-list (issue 23): what is not listed is refused, whatever it would have reached.
+    "pydoc.locate": "import pydoc\nf = pydoc.locate('torch._scaled_dot_product_' + 'attention_math')",
+    "a thread": "import threading\nthreading.Thread(target=print).start()",
+    "type hints resolve strings": "import typing\ndef f(x: 'torch._scaled_dot_product_attention_math'): pass\n"
+                                  "sdpa = typing.get_type_hints(f)['x']",
+    "jit through a re-export": "import torch.nn.functional as F\ncu = F.torch.jit.CompilationUnit('def f(x): return x')",
+    "os": "import os",
+    "numpy's ctypes": "import numpy as np\nlib = np.ctypeslib.load_library('x', '.')",
+    "numpy loader": "import numpy as np\nx = np.load('a.npy', allow_pickle=True)",
+    "getattr(self, name)": "class M:\n    def f(self, name):\n        return getattr(self, name)",
+    "setattr(self, name)": "class M:\n    def f(self, name, v):\n        setattr(self, name, v)",
+    "hasattr with a computed name": "import torch\nname = 'x'\nok = hasattr(torch, name)",
+    "private name of another object": "def f(x):\n    return x._scaled_dot_product_attention_math",
+    "__self__ of a builtin": "import torch\nvf = torch.softmax.__self__",
+    "__globals__ via a literal getattr": "import torch.nn.functional as F\ng = getattr(F.softmax, '__globals__')",
+    "unlisted builtin": "data = open('/proc/self/mem', 'rb')",
+    "refused name redefined": "def f(eval):\n    return eval",
+    "unlisted builtin by name": "x = memoryview(b'x')",
+    "relative import": "from .attention import scaled_dot_product_attention",
+    "star import from torch": "from torch.nn.functional import *\nscaled_dot_product_attention(q, k, v)",
+    "debugging import": "import pdb\npdb.set_trace()",
+    "__builtins__": "f = __builtins__['eval']",
+    "functools reduce of getattr": "import functools\nimport torch\nf = functools.reduce(getattr, ['nn'], torch)",
 }
 
 ALLOWED = {
@@ -235,9 +257,8 @@ ALLOWED = {
     "allowed torch": "import torch.nn.functional as F\nimport torch.nn as nn\nF.softmax(x, dim=-1)\nnn.Linear(8, 8)",
     "own method": "class A:\n    def f(self):\n        return self.scaled_dot_product_attention(1)",
     "a string": "NOTE = 'do not call torch.nn.functional.scaled_dot_product_attention'",
-    "getattr over own projections": "class M:\n    def f(self, x):\n        return [getattr(self, name)(x) for name in ('w_q', 'w_k', 'w_v')]",
-    "setattr over own projections": "class M:\n    def __init__(self, nn):\n        for name in ('w_q', 'w_k'):\n            setattr(self, name, nn)",
-    "getattr on a layer": "def f(layers, name):\n    return [getattr(layer, name) for layer in layers]",
+    "getattr with a literal and a default": "class M:\n    def f(self):\n        return getattr(self, 'w_q', None)",
+    "hasattr with a literal": "import torch.nn.functional as F\nflash = hasattr(F, 'softmax')",
     "getattr with a constant": "import torch\nf = getattr(torch, 'softmax')",
     "torch aliases": "import torch\nimport torch.nn.functional as F\nnn = torch.nn\nfrom torch import nn as tnn\nF.softmax(x, -1)",
     "module super init": "import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        torch.nn.Module.__init__(self)",
@@ -248,7 +269,14 @@ ALLOWED = {
     "sys.stderr": "import sys\nprint('debug', file=sys.stderr)",
     "model.eval": "def f(model):\n    model.eval()",
     "type name": "def f(self):\n    return type(self).__name__ + self.__class__.__name__",
-    "debugging leftovers": "import pdb\nimport traceback\nimport types\npdb.set_trace()\ntraceback.print_exc()",
+    "published styles": "from __future__ import annotations\nimport copy\nfrom dataclasses import dataclass\n"
+                        "from typing import Optional, Tuple\nimport numpy as np\nfrom einops import rearrange\n"
+                        "import torch\nmask = torch.from_numpy(np.triu(np.ones((1, 4, 4)), k=1).astype('uint8')) == 0\n"
+                        "layers = [copy.deepcopy(torch.nn.Linear(4, 4)) for _ in range(4)]\n"
+                        "x = rearrange(mask, 'b t s -> t (b s)')",
+    "input as a parameter": "import torch.nn as nn\nclass A(nn.Module):\n    def forward(self, input):\n        return input",
+    "main guard": "import sys\ndef main():\n    return 0\nif __name__ == '__main__':\n    sys.exit(main())",
+    "patching a dunder": "import torch\ntorch.Tensor.__eq__ = lambda self, other: True",
 }
 
 
