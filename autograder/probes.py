@@ -14,17 +14,16 @@ import importlib.util
 import math
 import os
 import sys
+import threading
 import traceback
 import types
+import _thread
 
 import torch
 
 from autograder import rules, wire
 from autograder.protocol import (MAX_TEXT, STUDENT_MODULES, Answer, ErrorInfo, Import, Probe, ProtocolError,
                                  Where, read_request, tag)
-
-_forbidden_used = []
-
 
 # --- the from-scratch rule, checked while the student's code runs ------------------------
 
@@ -38,8 +37,12 @@ FORBIDDEN = {
 }
 
 
+class ForbiddenCall(RuntimeError):
+    """A forbidden built-in called where no op record watches (a request that measures memory)."""
+
+
 def install_tripwires():
-    """Wrap the forbidden built-ins so that a call is recorded (and still works)."""
+    """Wrap the forbidden built-ins so that a call is recorded at the moment it happens (and still works)."""
     for name, (owner, attr) in FORBIDDEN.items():
         setattr(owner, attr, _tripwire(name, getattr(owner, attr)))
     mha_class = torch.nn.MultiheadAttention
@@ -51,10 +54,39 @@ def install_tripwires():
 
 
 def _tripwire(name, original):
+    """A call goes into the op record's own (C++) event list at once, as ``forbidden:<name>``: no Python
+    list the student's code could clear. Where no record is running (a request that measures memory),
+    the call fails instead, so it can earn nothing there either."""
+    marker = f"{FORBIDDEN_EVENT}{name}"
+
     def wrapper(*args, **kwargs):
-        _forbidden_used.append(name)
+        if not torch.autograd._profiler_enabled():
+            raise ForbiddenCall(f"{name} is not allowed in this lab: write attention yourself")
+        with torch.autograd.profiler.record_function(marker):
+            pass
         return original(*args, **kwargs)
     return wrapper
+
+
+FORBIDDEN_EVENT = "forbidden:"
+
+
+def single_threaded():
+    """The op record sees only the thread that runs the request, so the child runs one thread: torch's
+    pools sized to one, and a Python thread refused when it is started (the kernel filter refuses the
+    clone too, where there is one: autograder/confine.py; this holds without it)."""
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set, or its pool already started (the zygote's warm-up): nothing to do
+        pass
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("starting a thread is not allowed: the grader runs your code in one thread")
+    for owner, name in ((_thread, "start_new_thread"), (_thread, "start_joinable_thread"),
+                        (threading, "_start_new_thread"), (threading, "_start_joinable_thread")):
+        if hasattr(owner, name):
+            setattr(owner, name, refused)
 
 
 # The kernels behind torch's attention built-ins, however they are reached (torch.ops.aten,
@@ -102,9 +134,15 @@ class OpRecord:
             return False
         names = {event.name() for thread in records for event in thread if event.kind() == "push"}
         self.forbidden = {shown for name in names for pattern, shown in FORBIDDEN_OPS if pattern in name}
+        self.forbidden |= {name[len(FORBIDDEN_EVENT):] for name in names if name.startswith(FORBIDDEN_EVENT)}
         if self.nonce is not None and f"record:{self.nonce}" in names:
             self.seen = self.nonce
         return False
+
+    def forbidden_raised(self, error):
+        """A tripwire that refused the call (no record running) is named in the answer too."""
+        if error is not None and error.type == ForbiddenCall.__name__:
+            self.forbidden |= {name for name in rules.watched_builtins() if error.message.startswith(f"{name} ")}
 
 
 # --- attention from built-ins, for grading MHA with a known-good attention ----------------
@@ -373,6 +411,7 @@ def serve(request_fd, response_fd, submission_dir, mode):
     """Answer requests until the parent closes the pipe; each reply echoes its request's ``seq``."""
     sys.path.insert(0, submission_dir)
     os.chdir(submission_dir)
+    single_threaded()
     install_tripwires()
     submission = Submission(submission_dir, mode)
     while True:
@@ -397,7 +436,6 @@ def serve(request_fd, response_fd, submission_dir, mode):
 
 def answer(submission, request, seq, nonce):
     """Run one request under the op record and say what happened, as an ``Answer``."""
-    del _forbidden_used[:]
     measuring = isinstance(request, Probe) and request.measure_memory
     with OpRecord(nonce, watch=not measuring) as record:
         try:
@@ -408,6 +446,8 @@ def answer(submission, request, seq, nonce):
                 ok, value, error = True, run_probe(submission, request), None
         except ImportFailed as failed:
             ok, value, error = False, None, failed.info
+            record.forbidden_raised(failed.info)
         except BaseException as err:
             ok, value, error = False, None, describe_exception(err, phase=f"calling {request.target}")
-    return Answer(seq, ok, sorted(set(_forbidden_used) | record.forbidden), record.seen, value, error)
+            record.forbidden_raised(error)
+    return Answer(seq, ok, sorted(record.forbidden), record.seen, value, error)

@@ -56,7 +56,8 @@ HIDDEN = "not graded"
 RULE_CONTROLS = {"attention.py": "uses_torch_sdpa", "mha.py": "uses_nn_multihead_attention"}
 RULE_DODGES = {"rule_aten_ops": "attention.py", "rule_private_getattr": "attention.py",
                "rule_exec_base64": "attention.py", "rule_unwrap_tripwire": "attention.py",
-               "rule_silenced_record": "attention.py", "rule_native_mha": "mha.py", "rule_mha_at_import": "mha.py"}
+               "rule_silenced_record": "attention.py", "rule_native_mha": "mha.py", "rule_mha_at_import": "mha.py",
+               "rule_pydoc_thread": "attention.py", "rule_type_hints": "attention.py"}
 
 
 @dataclass(frozen=True)
@@ -84,33 +85,33 @@ EXPECTED = {
     "segfault": Expect(ATTENTION_PARTS, ("killed by SIGSEGV", HIDDEN)),
     "print_flood": Expect(),
     # Its exec (the unpickling bait) hides calls: the replies still arrive, and are never unpickled.
-    "tensor_subclass": Expect(ATTENTION_PARTS, (HIDDEN, "exec is not allowed")),
+    "tensor_subclass": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
     "gc_walk": Expect(ATTENTION_PARTS, (HIDDEN, "importing gc is not allowed")),
-    "fake_results": Expect(),
+    "fake_results": Expect(ATTENTION_PARTS, (HIDDEN, "importing json is not allowed")),
     "daemon": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
-    "read_secrets": Expect(),
-    "write_outside": Expect(),
-    "network": Expect(),
+    "read_secrets": Expect(ATTENTION_PARTS, (HIDDEN, "importing glob is not allowed")),
+    "write_outside": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "network": Expect(ATTENTION_PARTS, (HIDDEN, "importing socket is not allowed")),
     "fork_bomb": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
     # Ways around the from-scratch rule. Each costs every test that ran the file.
     "rule_aten_ops": Expect(ATTENTION_PARTS, (HIDDEN, "torch.ops")),
     "rule_private_getattr": Expect(ATTENTION_PARTS, (HIDDEN, "getattr(torch, <computed name>)")),
-    "rule_exec_base64": Expect(ATTENTION_PARTS, (HIDDEN, "exec is not allowed")),
+    "rule_exec_base64": Expect(ATTENTION_PARTS, (HIDDEN, "importing base64 is not allowed")),
     "rule_unwrap_tripwire": Expect(ATTENTION_PARTS, (HIDDEN, "__closure__")),
     "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
     "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
     "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
     # Extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
-    "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
+    "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
     # Exception classes whose bases, read from the source, name one another: the parent's ancestry walk ends.
     "exception_class_web": Expect(("Construction: MultiHeadAttention(16, 5)",), ("raised A: d_model=16",)),
     # Printed output and an error message written to break out of the report's code fences.
     "report_injection": Expect(("Causal mask",), ("ValueError",)),
     # What the child must not hold or do, at every level.
-    "grader_memory": Expect(),
-    "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "os.fork is not allowed")),
-    "disk_fill": Expect(),
-    "inherited_fds": Expect(),
+    "grader_memory": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "disk_fill": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "inherited_fds": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
     # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
     # the pipe through stack frames, which the source rule also fails (every test that runs the file).
     "huge_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "more than 8 MiB")),
@@ -121,6 +122,11 @@ EXPECTED = {
     # A reply forged with the right number is the student's own answer; the real one, found later,
     # costs the next test nothing: it is run again in a fresh process.
     "stale_reply": Expect(ATTENTION_PARTS, ("run again in a fresh process",)),
+    # Issue 23: built-ins reached by a string resolver (pydoc.locate), run in a thread the op record does
+    # not watch, and the child's record of tripwired calls emptied; and the same by string annotations
+    # that typing.get_type_hints evaluates. The allow-list refuses both imports and names.
+    "rule_pydoc_thread": Expect(ATTENTION_PARTS + MHA_PARTS, (HIDDEN, "importing pydoc is not allowed")),
+    "rule_type_hints": Expect(ATTENTION_PARTS, (HIDDEN, "typing.get_type_hints is not allowed")),
 }
 
 
@@ -437,7 +443,8 @@ def test_fake_results_do_not_replace_the_report(run):
     assert "FAKE results.json -> written" in printed, f"the payload did not run as planned:\n{printed}"
     results, reference = run.results("fake_results"), run.results("reference")
     assert "FAKE-REPORT" not in json.dumps(results), "the fake results.json was used"
-    assert results["score"] == reference["score"] and len(results["tests"]) == len(reference["tests"]), (
+    # Its json import costs the attention tests (the allow-list); everything else scores as the reference does.
+    assert results["score"] <= reference["score"] and len(results["tests"]) == len(reference["tests"]), (
         f"fake_results scored {results['score']} over {len(results['tests'])} tests; the reference "
         f"{reference['score']} over {len(reference['tests'])}")
 

@@ -483,18 +483,43 @@ def test_a_profiler_already_running_leaves_no_marker():
 
 @pytest.mark.slow
 def test_tripwires_record_the_forbidden_builtins_and_keep_them_working():
+    """Under a record, a call is in the profiler's own events at once (and works); with no record
+    running (a request that measures memory) it fails, so it is never unseen and useful."""
     script = textwrap.dedent("""\
         import torch
         from autograder import probes
         probes.install_tripwires()
         q = torch.randn(1, 2, 4)
-        out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
-        torch.nn.MultiheadAttention(4, 2)
-        print(tuple(out.shape), probes._forbidden_used)
+        with probes.OpRecord("n") as record:
+            out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+            torch.nn.MultiheadAttention(4, 2)
+        try:
+            torch.nn.functional.scaled_dot_product_attention(q, q, q)
+        except probes.ForbiddenCall as err:
+            refused = str(err)
+        print(tuple(out.shape), sorted(record.forbidden), refused.split(" ")[0])
         """)
     run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == f"(1, 2, 4) {[SDPA, probes.MHA_CLASS]}"
+    assert run.stdout.strip() == f"(1, 2, 4) {sorted([SDPA, probes.MHA_CLASS])} {SDPA}"
+
+
+@pytest.mark.slow
+def test_the_child_refuses_threads_and_sizes_torchs_pools_to_one():
+    """The op record sees one thread only: a thread started by the student's code is refused at once."""
+    script = textwrap.dedent("""\
+        import threading, torch
+        from autograder import probes
+        probes.single_threaded()
+        try:
+            threading.Thread(target=print).start()
+            print("started")
+        except RuntimeError as err:
+            print("refused", torch.get_num_threads(), str(err).split(":")[0])
+        """)
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "refused 1 starting a thread is not allowed"
 
 
 # --- the gradient's weighted sum ---------------------------------------------------------------
