@@ -3,9 +3,9 @@
     python submit.py          # the files next to this script
     python submit.py DIR      # the files in DIR
 
-Both files must exist, parse, import, and stay away from the functions this lab
-forbids and from code that could hide what it calls (exec, getattr(torch, name), private
-torch functions...: README.md, section 5). The zip is written to the current folder and
+Both files must exist, parse, import, stay away from the functions this lab forbids, and
+use only what the lab allows (README.md, section 5): the modules and names in MODULES, torch's
+public API, the built-ins that compute, getattr with a written name only. The zip is written to the current folder and
 holds exactly the two files.
 
 The grader reuses :func:`find_forbidden_calls` by importing this file, so it uses
@@ -514,19 +514,19 @@ def _link_parents(tree):
 
 
 def find_forbidden_calls(source: str, filename: str) -> "list[Violation]":
-    """Every use of a forbidden torch function in ``source``, and every piece of code that could
-    hide what it calls, in line order.
+    """Every use of a forbidden torch function in ``source``, and everything the lab's allow-lists
+    do not hold, in line order.
 
     Flags torch's attention built-ins (torch.nn.functional.scaled_dot_product_attention,
     torch.nn.MultiheadAttention, torch.nn.functional.multi_head_attention_forward, the
     torch.nn.Transformer* layers, flex_attention) through any alias (``import torch.nn.functional
-    as F``, ``from torch import nn``, ``x = torch.nn``); and, as kind "hidden": exec, eval,
-    compile, __import__, globals(), vars(), private torch functions (torch._...), torch.ops and
-    torch.jit, getattr/setattr with a computed name on a module, a module passed around as a value,
-    introspection (__closure__, __dict__, frames) and imports beyond torch and the standard library
-    (importlib, ctypes, gc, inspect, sys.modules, the grader's own modules excepted).
-    Your own ``scaled_dot_product_attention``, names from your own ``attention`` module and
-    ``getattr(self, name)`` over your own layers are fine. Raises SyntaxError if ``source`` does not parse.
+    as F``, ``from torch import nn``, ``x = torch.nn``); and, as kind "hidden", whatever is not
+    allowed: an import or a name outside MODULES, a private or refused torch name (TORCH_REFUSED), a
+    built-in outside ALLOWED_BUILTINS, getattr and its kin with a computed name, a special attribute
+    outside ALLOWED_DUNDERS, a private name on anything but self/cls, a module passed around as a
+    value, a star import from anything but your own attention. Your own
+    ``scaled_dot_product_attention`` and names from your own ``attention`` module are fine.
+    Raises SyntaxError if ``source`` does not parse.
     """
     tree = ast.parse(source, filename=filename)
     _link_parents(tree)
