@@ -42,7 +42,7 @@ TRANSFORMERS = ("Transformer", "TransformerEncoder", "TransformerDecoder", "Tran
 STUDENT_MODULES = {"attention", "mha"}  # your own modules: their names are always fine
 
 # What a file may use is an allow-list (README.md, section 5): what correct attention code needs,
-# collected from the kit's correct submissions and from published implementations (the Annotated
+# collected from correct submissions and from published implementations (the Annotated
 # Transformer, minGPT, nanoGPT, d2l, einops-style code). Anything else is refused, with one line.
 ALL_PUBLIC = None  # a module that only computes: every public name of it is fine
 MODULES = {
