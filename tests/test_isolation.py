@@ -152,3 +152,49 @@ def test_a_readable_file_is_exposed_and_a_missing_path_is_not(open_tmp):
     os.chmod(open_tmp / "grades.csv", 0o644)
     paths = [str(open_tmp / "grades.csv"), str(open_tmp / "missing"), ""]
     assert isolation.exposed_to_sandbox(paths) == [str(open_tmp / "grades.csv")]
+
+
+# --- what a sandbox uid leaves behind --------------------------------------------------------------
+
+@pytest.fixture
+def sandbox_uid():
+    if os.getuid() != 0:
+        pytest.skip("only root purges a sandbox uid")
+    return isolation.LAST_SANDBOX_UID - 7  # no child of a real run gets it for two billion children
+
+
+def test_a_uids_files_in_a_shared_folder_are_removed_and_no_one_elses(tmp_path, sandbox_uid):
+    shared = tmp_path / "tmp"
+    shared.mkdir(mode=0o1777)
+    (shared / "left").write_text("x")
+    (shared / "left-folder").mkdir()
+    (shared / "left-folder" / "inside").write_text("x")
+    (shared / "linked").symlink_to(tmp_path / "victim")
+    (tmp_path / "victim").write_text("kept")
+    (shared / "someone-elses").write_text("kept")
+    for name in ("left", "left-folder", "left-folder/inside"):
+        os.chown(shared / name, sandbox_uid, sandbox_uid)
+    os.chown(shared / "linked", sandbox_uid, sandbox_uid, follow_symlinks=False)
+    isolation.remove_files({sandbox_uid}, folders=[str(shared)])
+    assert sorted(p.name for p in shared.iterdir()) == ["someone-elses"]
+    assert (tmp_path / "victim").read_text() == "kept", "a link was followed"
+
+
+def test_a_uids_system_v_shared_memory_is_removed(sandbox_uid):
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    segment = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT
+    assert segment >= 0, os.strerror(ctypes.get_errno())
+    try:
+        # struct shmid_ds begins with struct ipc_perm: key, uid, gid, cuid, cgid, mode (x86_64 and aarch64)
+        info = (ctypes.c_uint32 * 64)()
+        assert libc.shmctl(segment, 2, info) == 0  # IPC_STAT
+        info[1] = sandbox_uid
+        assert libc.shmctl(segment, 1, info) == 0  # IPC_SET: the segment is now the sandbox uid's
+        isolation.remove_ipc({sandbox_uid})
+        with open("/proc/sysvipc/shm") as f:
+            ids = [int(line.split()[1]) for line in list(f)[1:]]
+        assert segment not in ids, "the uid's shared memory outlived the purge"
+    finally:
+        libc.shmctl(segment, 0, None)
