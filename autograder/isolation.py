@@ -37,25 +37,45 @@ _SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126}, "aarch64": {"pivot_ro
 LEVELS = ("namespaces", "uid", "rlimits")
 DEFAULT_SANDBOX_UID = 65534  # nobody: only for trying a level out
 
-# Every child gets a uid of its own when the grader is root, so that killing "every process of the
-# child's uid" can never touch another child, another grader run, or a person. The uids lie far
-# above what useradd gives system users (100-999) and login users (1000-60000) and above nobody:
-# no real account can have one. Each zygote takes a block keyed by its pid; each slot (a submission
-# graded at the same time as others) a part of it, and its children take the next uid in turn.
+# Every child gets a uid of its own when the grader is root, one no child on this machine had before:
+# what a uid leaves behind (a keyring, System V IPC, a file in /tmp) then reaches nobody, and killing
+# "every process of the child's uid" can never touch another child, another grader run, or a person.
+# The uids lie far above what useradd gives system users (100-999) and login users (1000-60000) and
+# above nobody: no real account can have one. The counter lives in a root-only file, taken under a
+# lock by whichever process asks (the per-submission graders are forks: a counter in memory would
+# restart in each), so it holds across forks, concurrent runs and runs on other days; it wraps only
+# after 2.29 billion children.
 FIRST_SANDBOX_UID = 2_000_000_000
-UIDS_PER_SLOT = 256
-SLOTS_PER_RUN = 64
-UIDS_PER_RUN = UIDS_PER_SLOT * SLOTS_PER_RUN
+LAST_SANDBOX_UID = 2 ** 32 - 2  # (uid_t)-1 means "no uid" to the kernel
+UID_STATE = "/var/lib/attention-kit/sandbox-uid"
 
 
-def sandbox_uid_block(zygote_pid):
-    """The first uid of a zygote's block of ``UIDS_PER_RUN`` sandbox uids."""
-    return FIRST_SANDBOX_UID + UIDS_PER_RUN * (zygote_pid % 100_000)
+def allocate_uid(record=None):
+    """The next sandbox uid, never handed out before on this machine (root only). ``record(uid)`` is
+    called while the lock is held (``zygote.Zygote`` keeps its run's uids for the final sweep)."""
+    import fcntl
+    import stat
 
-
-def sandbox_uid(block, slot, serial):
-    """The uid of the ``serial``-th child of ``slot``."""
-    return block + UIDS_PER_SLOT * (slot % SLOTS_PER_RUN) + serial % UIDS_PER_SLOT
+    folder = os.path.dirname(UID_STATE)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+        raise CannotIsolate(f"{folder} must be a folder only root can write (it holds the sandbox uid counter)")
+    fd = os.open(UID_STATE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released by the close
+        text = os.pread(fd, 64, 0).strip()
+        if text and not text.isdigit():
+            raise CannotIsolate(f"{UID_STATE} holds no uid counter ({text[:20]!r}): remove it")
+        uid = int(text) + 1 if text else FIRST_SANDBOX_UID
+        uid = uid if FIRST_SANDBOX_UID <= uid <= LAST_SANDBOX_UID else FIRST_SANDBOX_UID
+        if record is not None:
+            record(uid)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, b"%d\n" % uid, 0)
+    finally:
+        os.close(fd)
+    return uid
 
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
@@ -379,14 +399,16 @@ def confinement_paths():
 
 
 def detect_layers(level):
-    """The confinement layers (``confine.LAYERS``) that work here at ``level``, each tried in a throwaway child."""
-    if level == "namespaces":
-        return []
+    """The confinement layers (``confine.LAYERS``) that work here at ``level``, each tried in a throwaway child.
+    With namespaces, the private root and the empty network namespace do what Landlock would: only the
+    seccomp filter is added (the system calls a child may make: no new process or thread, no IPC, no keys)."""
     from autograder import confine
 
     # AUTOGRADER_LAYERS=none (or a comma list) withholds layers, to test what happens without them.
     allowed = os.environ.get("AUTOGRADER_LAYERS")
     candidates = confine.possible_layers()
+    if level == "namespaces":
+        candidates = [c for c in candidates if c == "seccomp"]
     if allowed is not None:
         candidates = [c for c in candidates if c in allowed.split(",")]
     return [layer for layer in candidates if _try_layer(level, layer)]
@@ -481,3 +503,98 @@ def _signal_if_still(pid, uid, sig):
         pass  # exited after the check: nothing to signal
     finally:
         os.close(fd)
+
+
+# --- what a sandbox uid leaves behind (root only) ------------------------------------------------
+
+# World-writable places outside every sandbox folder, where a uid without Landlock could leave files.
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
+_IPC_RMID = 0
+_KEYCTL_GET_KEYRING_ID, _KEYCTL_CLEAR = 0, 7
+_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+
+
+def purge_uid(uid, level):
+    """When a child has ended: nothing of its ``uid`` may reach a later child. At the uid level, kill
+    every process of the uid (True when done), remove its System V IPC objects, its files at the top
+    of the shared folders and its keys; with namespaces (whose IPC, mounts and processes die with
+    them) only the keys, which live in the host's user namespace when the grader is root."""
+    if os.getuid() != 0 or _in_user_namespace():
+        return False
+    if level != "uid":
+        remove_keys({uid})
+        return False
+    swept = kill_all_of_uid(uid)
+    remove_leftovers({uid})
+    return swept
+
+
+def remove_leftovers(uids):
+    """Remove the System V IPC objects, files in ``SHARED_FOLDERS`` and keys of ``uids`` (their
+    processes are gone: nothing can make more meanwhile)."""
+    uids = {uid for uid in uids if uid >= FIRST_SANDBOX_UID}  # never a real account's
+    if uids and os.getuid() == 0:
+        remove_ipc(uids)
+        remove_files(uids)
+        remove_keys(uids)
+
+
+def remove_ipc(uids):
+    """Every shared memory segment, message queue and semaphore set that a uid of ``uids`` created or owns."""
+    for kind, remove in (("shm", lambda i: _libc.shmctl(i, _IPC_RMID, None)),
+                         ("msg", lambda i: _libc.msgctl(i, _IPC_RMID, None)),
+                         ("sem", lambda i: _libc.semctl(i, 0, _IPC_RMID))):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                header, *rows = [line.split() for line in f]
+        except (OSError, ValueError):
+            continue
+        owner, creator = header.index("uid"), header.index("cuid")
+        for row in rows:
+            if int(row[owner]) in uids or int(row[creator]) in uids:
+                remove(int(row[1]))  # its id
+
+
+def remove_files(uids, folders=SHARED_FOLDERS):
+    """Whatever a uid of ``uids`` owns at the top of ``folders`` (a folder with all it holds). Sticky
+    folders: no other user can swap such an entry between the check and the removal."""
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid not in uids:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)  # by descriptor: a link inside is removed, never followed
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def remove_keys(uids):
+    """Empty the user and user-session keyrings of each uid of ``uids`` that holds keys. Only the uid
+    itself may (root cannot clear another user's keyring): a throwaway process becomes it to do so."""
+    number = _SYS_KEYCTL.get(platform.machine())
+    try:
+        with open("/proc/key-users") as f:
+            holders = {int(line.split(":")[0]) for line in f if line.strip()}
+    except (OSError, ValueError):
+        return
+    for uid in sorted(set(uids) & holders):
+        def clear(uid=uid):
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for spec in (_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING):
+                keyring = _libc.syscall(number, _KEYCTL_GET_KEYRING_ID, ctypes.c_long(spec), 0)
+                if keyring > 0:
+                    _libc.syscall(number, _KEYCTL_CLEAR, keyring)
+            return True
+
+        if number is not None:
+            in_throwaway_child(clear)

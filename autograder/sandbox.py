@@ -88,8 +88,9 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
         os.write(status_w, json.dumps({"pid": pid}).encode() + b"\n")
         _, status = os.waitpid(pid, 0)
         # At the uid level, what the child started outside its process group dies here, in this
-        # process that exists anyway, before the grader hears that the child is gone.
-        swept = level == "uid" and isolation.kill_all_of_uid(uid)
+        # process that exists anyway, before the grader hears that the child is gone; and what its
+        # uid left (IPC objects, keys, files in /tmp) goes with it.
+        swept = isolation.purge_uid(uid, level)
         os.write(status_w, json.dumps({"status": status, "swept": swept}).encode() + b"\n")
     except BaseException as err:  # a failure here is the grader's, not the student's
         try:
@@ -366,8 +367,8 @@ class Child:
         """End the child (whatever it is doing), and everything it started, and release the pipes."""
         self.kill()
         self._collect_death(time.monotonic() + 5)
-        if self.level == "uid" and not self.swept:  # the waiter did not say it killed the uid's processes
-            isolation.kill_all_of_uid(self.uid)
+        if self.level == "uid" and not self.swept:  # the waiter did not say it purged the uid
+            isolation.purge_uid(self.uid, self.level)
         for fd in (self.request_w, self.response_r, self.output_r, self.status_r):
             if fd is not None:
                 try:

@@ -5,6 +5,7 @@ torch: the two imports, the slowest part of starting, then run at once on two co
 one after the other. The zygote's own side (``zygote_main``) and the child's are in ``sandbox``.
 """
 import json
+import mmap
 import os
 import socket
 import subprocess
@@ -18,6 +19,7 @@ from autograder.paths import KIT_ROOT
 # Gradescope's, only what the runtime needs. OPENBLAS_* describe this machine's processor, where
 # older OpenBLAS builds need them to compute right.
 ENV_PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+LEDGER_BYTES = 1 << 20  # room for 262,143 children's uids per run
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandbox import zygote_main; zygote_main()"
 
 
@@ -46,8 +48,9 @@ class Zygote:
             env=child_environment(), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
         theirs.close()
         self.pid = self.process.pid
-        self.uid_block = isolation.sandbox_uid_block(self.pid)
-        self.children_started = {}  # slot -> children started so far, in this process
+        # The uids this run's children got, for the final sweep: shared memory, so that the
+        # per-submission graders (forks of this process) add theirs where this process reads them.
+        self.ledger = mmap.mmap(-1, LEDGER_BYTES)
 
     def failure(self):
         """The zygote's last words, if it died (for a grader error)."""
@@ -58,12 +61,24 @@ class Zygote:
         return f"the sandbox's zygote exited ({self.process.returncode}): {tail or 'no message'}"
 
     def next_uid(self, slot=0):
-        """A uid no running child has: the next of this slot's (see ``isolation.sandbox_uid``).
+        """A uid no child on this machine had before (``isolation.allocate_uid``), when the grader is root;
+        ``slot`` is not needed for that. Called before the child's folder is made, which that uid then owns alone.
+        Without root no uid is set (a user namespace maps its own)."""
+        if os.getuid() != 0:
+            return isolation.DEFAULT_SANDBOX_UID
+        return isolation.allocate_uid(record=self._record)
 
-        Called before the child's folder is made, which is then owned by that uid alone."""
-        serial = self.children_started.get(slot, 0)
-        self.children_started[slot] = serial + 1
-        return isolation.sandbox_uid(self.uid_block, slot, serial)
+    def _record(self, uid):
+        count = int.from_bytes(self.ledger[:4], "little")
+        if 4 * (count + 2) > LEDGER_BYTES:
+            raise RuntimeError(f"more than {count} sandboxed children in one run: the uid sweep could not cover them")
+        self.ledger[4 * (count + 1):4 * (count + 2)] = uid.to_bytes(4, "little")
+        self.ledger[:4] = (count + 1).to_bytes(4, "little")
+
+    def uids(self):
+        """Every uid handed to a child of this zygote so far, by this process or its forks."""
+        count = int.from_bytes(self.ledger[:4], "little")
+        return [int.from_bytes(self.ledger[4 * i:4 * (i + 1)], "little") for i in range(1, count + 1)]
 
     def spawn(self, submission_dir, mode, limits, uid, cgroup_procs=()):
         """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``), in the
@@ -85,16 +100,17 @@ class Zygote:
 
     def kill_sandbox_users(self):
         """Final sweep before results are written, at the uid level (root only): no process of any of
-        this zygote's sandbox uids survives. Namespaces need no sweep: a PID namespace dies with its init."""
+        this zygote's sandbox uids survives, nor anything they left (``isolation.remove_leftovers``). Namespaces need no sweep: a PID namespace dies with its init."""
         if self.level != "uid":
             return
-        first, last = self.uid_block, self.uid_block + isolation.UIDS_PER_RUN
+        ours = set(self.uids())
         for _ in range(5):  # a process may fork while its uid is being swept; its uid's kill(-1) gets the fork
-            uids = {uid for uid in isolation.process_uids() if first <= uid < last}
+            uids = ours & set(isolation.process_uids())
             if not uids:
-                return
+                break
             for uid in uids:
                 isolation.kill_all_of_uid(uid)
+        isolation.remove_leftovers(ours)  # each waiter did so already, unless it was killed first
 
     def stop(self):
         try:

@@ -13,21 +13,22 @@ import sys
 import pytest
 
 from autograder import confine, isolation
+from autograder.zygote import child_environment  # as a child has it: one OpenBLAS thread
 from conftest import ROOT
 
 OFFERED = confine.possible_layers()
 
 ATTEMPT = r"""
-import json, os, socket, sys
+import ctypes, json, os, socket, sys, threading
 from autograder import confine
 layers, readable, writable, tries = json.loads(sys.argv[1])
 confine.apply(layers, readable=readable, writable=writable)
 outcome = {}
 for name, code in tries.items():
     try:
-        exec(code, {"os": os, "socket": socket})
+        exec(code, {"os": os, "socket": socket, "ctypes": ctypes, "threading": threading})
         outcome[name] = "ok"
-    except OSError as err:
+    except (OSError, RuntimeError) as err:
         outcome[name] = type(err).__name__
 print(json.dumps(outcome))
 """
@@ -40,7 +41,7 @@ def confined(layers, tries, writable, readable=None):
             pytest.skip(f"this kernel does not offer {layer} (Landlock ABI {confine.landlock_abi()})")
     readable = isolation.confinement_paths() if readable is None else readable
     run = subprocess.run([sys.executable, "-c", ATTEMPT, json.dumps([layers, readable, [str(writable)], tries])],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+                         cwd=ROOT, capture_output=True, text=True, timeout=60, env=child_environment())
     assert run.returncode == 0, f"the confined process failed:\n{run.stderr[-2000:]}"
     return json.loads(run.stdout)
 
@@ -85,13 +86,50 @@ def test_landlock_tcp_refuses_connecting_to_a_listening_port(tmp_path):
             "connect": "PermissionError"}
 
 
-def test_seccomp_refuses_every_socket_family_but_unix(tmp_path):
+# A libc call that fails sets errno: raise it as Python would, so the outcome names it.
+LIBC = "libc = ctypes.CDLL(None, use_errno=True)\ndef check(r):\n    if r < 0:\n        raise OSError(ctypes.get_errno(), 'refused')\n"
+
+
+def test_seccomp_refuses_what_grading_does_not_need(tmp_path):
+    """Default-deny: sockets of every family (a named Unix socket on the host included), new threads and
+    processes, System V IPC, keyrings, ptrace, io_uring and memfd fail with one errno, not a killed process."""
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "host.sock"))
+    listening.listen()
     tries = {"udp": "socket.socket(socket.AF_INET, socket.SOCK_DGRAM)",
-             "tcp6": "socket.socket(socket.AF_INET6, socket.SOCK_STREAM)",
-             "netlink": "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)",
-             "unix": "socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()"}
-    assert confined(["seccomp-net"], tries, writable=tmp_path, readable=["/"]) == {
-        "udp": "PermissionError", "tcp6": "PermissionError", "netlink": "PermissionError", "unix": "ok"}
+             "unix connect": f"socket.socket(socket.AF_UNIX).connect({str(tmp_path / 'host.sock')!r})",
+             "socketpair": "socket.socketpair()",
+             "thread": "threading.Thread(target=print).start()",
+             "fork": "os.fork()",
+             "shared memory": LIBC + "check(libc.shmget(0x4147, 4096, 0o1666))",
+             "message queue": LIBC + "check(libc.msgget(0x4147, 0o1666))",
+             "keyring": LIBC + "check(libc.syscall(248, b'user', b'hx', b'x', 1, -4))",  # add_key (x86_64)
+             "ptrace": LIBC + "check(libc.ptrace(16, os.getppid(), None, None))",  # PTRACE_ATTACH
+             "io_uring": LIBC + "check(libc.syscall(425, 8, ctypes.create_string_buffer(120)))",
+             "memfd": "os.memfd_create('x')"}
+    if confine.platform.machine() != "x86_64":
+        del tries["keyring"], tries["io_uring"]  # raw numbers of x86_64
+    outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"])
+    listening.close()
+    refused = {name: "PermissionError" for name in tries}
+    refused["thread"] = "RuntimeError"  # Python's "can't start new thread"
+    assert outcome == refused
+
+
+def test_seccomp_allows_what_an_honest_child_does(tmp_path):
+    """What grading needs after the filter is in place: import a module not loaded yet, compute with torch
+    (forward and backward), write its own files, read the clock, sleep, raise and print a traceback."""
+    tries = {"import": "import numpy; numpy.ones(3).sum()",
+             "torch": "import torch; torch.set_num_threads(1); x = torch.randn(64, 64, requires_grad=True); "
+                      "(x @ x).softmax(-1).sum().backward(); torch.zeros(2048, 2048).sum()",
+             "files": f"open({str(tmp_path / 'own')!r}, 'w').write('x'); os.listdir({str(tmp_path)!r}); "
+                      f"os.unlink({str(tmp_path / 'own')!r})",
+             "clock and sleep": "import time; time.time(); time.monotonic(); time.sleep(0.01)",
+             "traceback": "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.format_exc()",
+             "own name": LIBC + "check(libc.prctl(15, b'probe', 0, 0, 0))",
+             "urandom": "os.urandom(8)"}
+    outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"])
+    assert outcome == {name: "ok" for name in tries}
 
 
 def test_landlock_scope_stops_signals_to_processes_outside(tmp_path):

@@ -266,7 +266,12 @@ def _attack():
             print("READ REFERENCE:", f.read()[:80])
     except OSError as err:
         print("reference not readable:", err)
-    if os.fork() == 0:  # a daemon that comes back after grading
+    try:
+        daemon = os.fork() == 0  # a daemon that comes back after grading
+    except OSError as err:  # the kernel filter refuses new processes
+        print("fork refused:", err)
+        return
+    if daemon:
         os.setsid()
         if os.fork() == 0:
             time.sleep(4)

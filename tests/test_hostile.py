@@ -127,6 +127,9 @@ EXPECTED = {
     # that typing.get_type_hints evaluates. The allow-list refuses both imports and names.
     "rule_pydoc_thread": Expect(ATTENTION_PARTS + MHA_PARTS, (HIDDEN, "importing pydoc is not allowed")),
     "rule_type_hints": Expect(ATTENTION_PARTS, (HIDDEN, "typing.get_type_hints is not allowed")),
+    # What one submission could leave for the next (a key, System V shared memory, a file in /dev/shm),
+    # a named Unix socket on the host, a thread, a user namespace, memfd: the kernel filter refuses each.
+    "leftovers": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
 }
 
 
@@ -186,6 +189,7 @@ class Run:
     peak_named: int  # most processes named by a payload alive at once during grading
     survivors: list  # processes named by a payload, still alive after the wait
     connections: list  # what reached the test's listener
+    unix_connections: list  # what reached the test's named Unix socket, in a folder every user may write
 
     def results(self, case):
         path = self.out / case / "results.json"
@@ -200,6 +204,18 @@ class Run:
         match = re.search(r"## What your code printed\n\n```\n(.*?)\n```", self.feedback(case), re.DOTALL)
         assert match, f"feedback.md of {case} shows nothing the code printed"
         return match.group(1)
+
+
+def shared_unix_listener(base):
+    """A named Unix socket any user may connect to, in a world-writable folder (as /tmp holds them on a host)."""
+    shared = base / "shared"
+    shared.mkdir(mode=0o1777)
+    shared.chmod(0o1777)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(shared / "host.sock"))
+    (shared / "host.sock").chmod(0o777)
+    listener.listen()
+    return listener, shared
 
 
 def snapshot(out):
@@ -243,6 +259,7 @@ def escaped_files(run):
     """Files a payload created outside its sandbox (their names hold the token), or fake reports."""
     pattern = f"*hx-{run.token}*"
     found = [*run.markers.iterdir(), *Path("/tmp").glob(pattern), *ROOT.glob(pattern), *ROOT.glob(f"*/{pattern}"),
+             *Path("/dev/shm").glob(pattern), *Path("/var/tmp").glob(pattern),
              *run.out.rglob(pattern), *run.batch.rglob(pattern)]
     fake = f"FAKE-REPORT-{run.token}".encode()
     found += [run.out / name for name, data in run.reports_later.items() if fake in data]
@@ -295,6 +312,7 @@ def run(request):
     markers.mkdir(mode=0o1777)
     markers.chmod(0o1777)
     listener = socket.create_server(("127.0.0.1", 0))
+    unix_listener, shared = shared_unix_listener(base)
     # What only the grader holds: a secret in its environment, and a descriptor of a folder that the
     # shell which started it left open (as `exec 7</some/dir; make grade` would).
     environment["AG_GRADER_SECRET"] = GRADER_SECRET
@@ -302,7 +320,7 @@ def run(request):
     survivors = []
     try:
         build_batch(batch, {"TOKEN": token, "MARKERS": markers, "KIT": ROOT, "OUT": out, "BATCH": batch,
-                            "PORT": listener.getsockname()[1]})
+                            "PORT": listener.getsockname()[1], "SHARED": shared})
         command = [python, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2",
                    "--call-timeout", str(CALL_TIMEOUT)]
         process, peak = grade_watching(command, f"hx{token}", env=environment, pass_fds=(inherited,))
@@ -310,10 +328,11 @@ def run(request):
         time.sleep(LATE_STRIKE_WAIT)
         survivors = processes_named(f"hx{token}")
         yield Run(token, base, batch, out, markers, process, at_exit, snapshot(out), peak, survivors,
-                  accepted(listener))
+                  accepted(listener), accepted(unix_listener))
     finally:
         os.close(inherited)
         listener.close()
+        unix_listener.close()
         for pid, _ in survivors + processes_named(f"hx{token}"):  # only processes this run started
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -452,7 +471,11 @@ def test_fake_results_do_not_replace_the_report(run):
 def test_reports_do_not_change_after_the_grader_exits(run):
     changed = [name for name in run.reports_at_exit if run.reports_later.get(name) != run.reports_at_exit[name]]
     assert not changed, f"reports changed {LATE_STRIKE_WAIT} s after the grader exited: {changed}"
-    assert "DAEMON started" in run.printed("daemon"), "the daemon payload did not run"
+    started = "DAEMON started" in run.printed("daemon")
+    refused = "DAEMON refused (PermissionError" in run.printed("daemon")
+    assert started or refused, "the daemon payload did not run"
+    assert started or "seccomp" in run.results("daemon")["extra_data"]["containment"], (
+        "the daemon could not fork, although no kernel filter was in force")
 
 
 def test_no_process_outlives_the_grader(run):
@@ -548,6 +571,11 @@ def test_a_submissions_processes_share_one_memory_limit(run):
     containment = run.results("memory_split")["extra_data"]["containment"]
     if "cgroup-memory" not in containment:
         pytest.skip(f"no cgroup here ({containment}): limits are per process, as the report says")
+    if "seccomp" in containment and "HELD call" not in run.feedback("memory_split"):
+        # The kernel filter refuses the payload's fork (the fork bomb's report shows it): there is no
+        # second process to hold memory.
+        assert "FORKS started=0 error=PermissionError" in run.printed("fork_bomb"), run.printed("fork_bomb")[:500]
+        return
     since, most = most_held_at_once(run.printed("memory_split"))
     assert since, f"no process of the payload held anything:\n{run.printed('memory_split')[:500]}"
     if not most:
@@ -704,7 +732,7 @@ def test_uid_level_without_landlock_refuses_when_the_kit_is_readable_by_others(t
     """Without namespaces or Landlock, only file permissions keep student code out of the kit, the
     other submissions and the reports: where they are open to other users, grading must not start."""
     python, environment = grader_for("uid")
-    environment["AUTOGRADER_LAYERS"] = "seccomp-net"  # withhold Landlock, as a kernel without it would
+    environment["AUTOGRADER_LAYERS"] = "seccomp"  # withhold Landlock, as a kernel without it would
     assert os.stat(ROOT).st_mode & 0o005, "this test needs a kit folder readable by others, as a checkout usually is"
     run = subprocess.run([python, "-m", "autograder", "grade", str(ROOT / "examples" / "submissions" / "reference"),
                           "--out", str(tmp_path / "out")], cwd=ROOT, env=environment, capture_output=True, text=True,
@@ -766,6 +794,8 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     from autograder.by_hand import standalone_student
 
     monkeypatch.setattr(rules, "hidden_calls", lambda path: [])
+    # Without the kernel filter (which refuses the helper's fork): what is tested is the measurement.
+    monkeypatch.setenv("AUTOGRADER_LAYERS", "landlock-fs,landlock-tcp,landlock-scope")
     reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
     payload = (HOSTILE / "memory_forged" / "attention.py.payload").read_text()
     write_submission(tmp_path / "memory_forged", {**reference, "attention.py": reference["attention.py"] + payload})
@@ -779,3 +809,64 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     assert isinstance(reply.result, torch.Tensor) and reply.result.shape == (t, d), "the payload did not run as planned"
     assert reply.peak_bytes is not None and reply.peak_bytes > matrix / 2, (
         f"peak memory measured as {reply.peak_bytes} bytes while a forked helper built a {matrix >> 20} MiB matrix")
+
+
+# --- what one submission leaves for the next (issue 23, finding 4) ---------------------------------
+
+def test_the_kernel_filter_refuses_ipc_keys_sockets_threads_and_namespaces(run):
+    printed = run.printed("leftovers")
+    for line in ("LEAVE key -> refused", "LEAVE shm -> refused", "UNIX -> failed", "THREAD -> refused",
+                 "USERNS -> refused", "MEMFD -> refused"):
+        assert line in printed, f"the leftovers payload did not report {line!r}:\n{printed[:1500]}"
+    assert "THREAD ran" not in printed and "can't start new thread" in printed, printed[:1500]
+    assert not run.unix_connections, f"the test's named Unix socket received {run.unix_connections}"
+
+
+def leftovers_found(printed):
+    found = re.findall(r"^FOUND key=(\w+) shm=(\w+) file=(\w+)$", printed, re.MULTILINE)
+    assert found, f"the leftovers payload did not report what it found:\n{printed[:1500]}"
+    return found
+
+
+@pytest.mark.parametrize("level_run", LEVEL_RUNS)
+def test_nothing_one_submission_leaves_reaches_the_next(level_run):
+    """Two submissions graded one after the other in one batch (so in the same slot): the first leaves a
+    world-readable key in its uid's keyring and System V shared memory, the second looks for them. The
+    kernel filter is withheld, as where seccomp is refused: what is tested is that the second child
+    has another uid (a uid allocated in the forked grader was reused) and that the first's uid was purged."""
+    python, environment = grader_for(level_run)
+    environment["AUTOGRADER_LAYERS"] = "landlock-fs,landlock-tcp,landlock-scope"  # no seccomp
+    token = secrets.token_hex(4)
+    base = Path(tempfile.mkdtemp(prefix=f"leftovers-{token}-"))
+    base.chmod(0o755)
+    try:
+        unix_listener, shared = shared_unix_listener(base)
+        unix_listener.close()
+        reference = without_markers((SOLUTION / "attention.py").read_text())
+        payload = fill((HOSTILE / "leftovers" / "attention.py.payload").read_text(), {"TOKEN": token, "SHARED": shared})
+        batch, out = base / "batch", base / "reports"
+        for name in ("a_first", "b_second"):
+            write_submission(batch / name, {"attention.py": reference + payload,
+                                            "mha.py": without_markers((SOLUTION / "mha.py").read_text())})
+        command = [python, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "1",
+                   "--call-timeout", str(CALL_TIMEOUT)]
+        process = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
+        assert process.returncode == 0, process.stderr[-2000:]
+        printed = {name: re.search(r"## What your code printed\n\n```\n(.*?)\n```",
+                                   (out / name / "feedback.md").read_text(), re.DOTALL).group(1)
+                   for name in ("a_first", "b_second")}
+        if "LEAVE key -> ok" not in printed["a_first"] or "LEAVE shm -> ok" not in printed["a_first"]:
+            pytest.skip(f"this machine refuses keys or System V IPC even without the filter:\n{printed['a_first']}")
+        first_child = leftovers_found(printed["a_first"])[0]
+        assert first_child == ("False", "False", "False"), f"a run before this one left something: {first_child}"
+        # The first submission's later children (a fresh one per failure) and the whole second submission
+        # must see nothing of the first child's.
+        found = leftovers_found(printed["a_first"])[1:] + leftovers_found(printed["b_second"])
+        assert found and all(f == ("False", "False", "False") for f in found), (
+            f"a later child found what an earlier one left (key, shm, file): {found}")
+        shm_key = 0x4147_0000 | int(token[:4], 16)
+        with open("/proc/sysvipc/shm") as f:
+            keys = [int(line.split()[0]) for line in list(f)[1:]]
+        assert shm_key not in keys, "the System V shared memory outlived the batch"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
