@@ -196,7 +196,7 @@ def _figure_html(test, result, figure, drawn):
             return _png_img(png, f"{figure['what']}: expected, got and their difference")
         why = "the picture could not be drawn"
     note = f" ({_e(why)})" if why else ""
-    return f'<p class="note">As text{note}:</p><pre>{_e(pictures.text_heatmap(figure))}</pre>'
+    return f'<p class="note">As text{note}:</p><pre>{_e(pictures.text_or_note(figure))}</pre>'
 
 
 def summary_html(entries, out_dir, renamed=()):
