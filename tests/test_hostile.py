@@ -121,6 +121,14 @@ EXPECTED = {
     # A reply forged with the right number is the student's own answer; the real one, found later,
     # costs the next test nothing: it is run again in a fresh process.
     "stale_reply": Expect(ATTENTION_PARTS, ("run again in a fresh process",)),
+    # Issue 23. A "setup error" written while the grader's next request sits unread: still the student's reply.
+    "forged_grader_error": Expect(("Causal mask",), ("sent a malformed reply",)),
+    # The grader's "more bytes not kept" marker printed, with 4,301 digits and with 123456789: only text.
+    "printed_marker": Expect(),
+    # The request pipe shrunk to 4 KiB and never read again: the call times out, the grader never blocks.
+    "pipe_shrink": Expect(("Extra: tiled_attention",), ("did not finish within", "timed out")),
+    # Weights of ±1.7e308 (finite float64): compared and drawn like any wrong answer.
+    "extreme_values": Expect(("gradients",), ("weights values differ",)),
 }
 
 
@@ -772,3 +780,21 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     assert isinstance(reply.result, torch.Tensor) and reply.result.shape == (t, d), "the payload did not run as planned"
     assert reply.peak_bytes is not None and reply.peak_bytes > matrix / 2, (
         f"peak memory measured as {reply.peak_bytes} bytes while a forked helper built a {matrix >> 20} MiB matrix")
+
+
+def test_no_submission_can_claim_the_graders_words(run):
+    """Issue 23: a forged setup error is no grader error (which Gradescope's daily limit does not count), and
+    a printed copy of the grader's "bytes not kept" marker is shown as printed text, never as the grader's count."""
+    for case in ("forged_grader_error", "printed_marker", "pipe_shrink", "extreme_values"):
+        results = run.results(case)
+        assert not results["extra_data"]["grader_error"], f"{case} became a grader error: {results['output'][-500:]}"
+    printed = run.printed("printed_marker")
+    assert "[... 123456789 more bytes of output not kept]" in printed and "9" * 4301 in printed, printed[:300]
+    outside = run.feedback("printed_marker").split("## What your code printed", 1)[1].replace(printed, "")
+    assert "123456789" not in outside and "more bytes" not in outside, outside
+    assert run.results("printed_marker")["score"] == run.results("reference")["score"]
+
+
+def test_a_child_that_stops_reading_its_requests_costs_one_call_limit(run):
+    """The pipe-shrink hang: the grader's writes are non-blocking under the call's deadline."""
+    assert run.results("pipe_shrink")["execution_time"] < 3 * CALL_TIMEOUT + 30, run.results("pipe_shrink")["execution_time"]
