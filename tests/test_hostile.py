@@ -122,7 +122,7 @@ EXPECTED = {
     # costs the next test nothing: it is run again in a fresh process.
     "stale_reply": Expect(ATTENTION_PARTS, ("run again in a fresh process",)),
     # Issue 23. A "setup error" written while the grader's next request sits unread: still the student's reply.
-    "forged_grader_error": Expect(("Causal mask",), ("sent a malformed reply",)),
+    "forged_grader_error": Expect(("Causal mask: True on", "Causal mask: accepts"), ("sent a malformed reply",)),
     # The grader's "more bytes not kept" marker printed, with 4,301 digits and with 123456789: only text.
     "printed_marker": Expect(),
     # The request pipe shrunk to 4 KiB and never read again: the call times out, the grader never blocks.

@@ -328,8 +328,10 @@ def test_a_setup_error_on_the_reply_pipe_is_the_students_even_with_the_request_u
     assert fake.killed()
 
 
-def test_a_setup_error_sent_after_the_request_was_read_is_a_forgery(fake):
-    fake.answer({"ok": False, "setup_error": "OSError: forged"})
+@pytest.mark.parametrize("numbered", [False, True])
+def test_a_setup_error_sent_after_the_request_was_read_is_a_forgery(fake, numbered):
+    """Numbered for the request or not, a "setup_error" on the reply pipe is no grader error."""
+    fake.answer({"ok": False, "setup_error": "OSError: forged", **({"seq": 1} if numbered else {})})
     with pytest.raises(ChildDied, match="malformed reply") as died:
         fake.child.call({"import": "attention"})
     assert not died.value.reason.startswith("grader error"), died.value.reason
