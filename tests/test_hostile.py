@@ -126,9 +126,10 @@ EXPECTED = {
     # The grader's "more bytes not kept" marker printed, with 4,301 digits and with 123456789: only text.
     "printed_marker": Expect(),
     # The request pipe shrunk to 4 KiB and never read again: the call times out, the grader never blocks.
-    "pipe_shrink": Expect(("Extra: tiled_attention",), ("did not finish within", "timed out")),
+    # Only extra-credit tests call tiled_attention: test_a_child_that_stops_reading_its_requests_... checks them.
+    "pipe_shrink": Expect((), (f"did not finish within {CALL_TIMEOUT:g} s",)),
     # Weights of ±1.7e308 (finite float64): compared and drawn like any wrong answer.
-    "extreme_values": Expect(("gradients",), ("weights values differ",)),
+    "extreme_values": Expect(("Dtypes: float64", "Stability:", "Gradients:"), ("weights values differ",)),
 }
 
 
@@ -789,12 +790,18 @@ def test_no_submission_can_claim_the_graders_words(run):
         results = run.results(case)
         assert not results["extra_data"]["grader_error"], f"{case} became a grader error: {results['output'][-500:]}"
     printed = run.printed("printed_marker")
-    assert "[... 123456789 more bytes of output not kept]" in printed and "9" * 4301 in printed, printed[:300]
+    assert "[... 123456789 more bytes of output not kept]" in printed and "9" * 3000 in printed, printed[:300]
     outside = run.feedback("printed_marker").split("## What your code printed", 1)[1].replace(printed, "")
-    assert "123456789" not in outside and "more bytes" not in outside, outside
+    # The report shows the first 4,000 characters and counts the rest itself: far fewer than the claims printed.
+    counts = re.findall(r"(\d+) more bytes", outside)
+    assert "123456789" not in outside and all(len(c) < 7 for c in counts), outside
     assert run.results("printed_marker")["score"] == run.results("reference")["score"]
 
 
 def test_a_child_that_stops_reading_its_requests_costs_one_call_limit(run):
     """The pipe-shrink hang: the grader's writes are non-blocking under the call's deadline."""
-    assert run.results("pipe_shrink")["execution_time"] < 3 * CALL_TIMEOUT + 30, run.results("pipe_shrink")["execution_time"]
+    results = run.results("pipe_shrink")
+    assert results["execution_time"] < 3 * CALL_TIMEOUT + 30, results["execution_time"]
+    tiled = [t for t in results["tests"] if "tiled_attention" in t["name"]]
+    assert tiled and all(t["status"] == "failed" and ("did not finish within" in t["output"] or "timed out" in t["output"])
+                         for t in tiled), explain(tiled)
