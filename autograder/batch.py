@@ -6,6 +6,12 @@ reports (and their pictures) are made ``jobs`` at a time. If a grader fails, the
 its report. Each report is written as soon as its submission finishes, so a killed batch keeps
 what it finished and a re-run grades only the rest. Results do not depend on ``jobs`` or on the
 order: every case is seeded and no state is shared between submissions.
+
+The batch never waits on a grader without a deadline: one that has not sent its results within the
+submission's time limit plus ``SUPERVISOR_MARGIN`` is stopped from here (SIGTERM, then SIGKILL; its
+sandboxed children die with it, see ``sandbox._wait_or_kill``) and its submission is reported as timed
+out: a grade of 0 with the reason, not a grader error. Only student code makes a grader that slow (the
+grader's own work is bounded), and a grader error would let a student skip the daily limit at will.
 """
 import gc
 import json
@@ -18,8 +24,15 @@ import traceback
 
 from autograder import fingerprint, isolation, reference_check, report
 from autograder.inert_text import clean
+from autograder.parts import PART_TITLES
 from autograder.runner import HIDDEN_TESTS, Engine, grade_one
 from autograder.zygote import Zygote
+
+# What a per-submission grader may take beyond the submission's time limit (its calls never run past it):
+# starting pytest and the children, closing them, drawing the report's pictures. Measured: the reference,
+# pictures included, takes under 15 s on a loaded two-core machine.
+SUPERVISOR_MARGIN = 60.0
+STOP_GRACE = 5.0  # seconds a grader gets after SIGTERM to kill its children and remove its files
 
 
 class BatchOutcome:
@@ -58,7 +71,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
         todo.append((source, current, regraded))
     if progress:
         progress.start(len(todo), len(outcome.skipped), outcome.regraded)
-    running = {}  # read fd -> (pid, source, slot, chunks, stamp)
+    running = {}  # read fd -> (pid, source, slot, chunks, stamp, deadline)
     free_slots = list(range(max(1, jobs)))
     queue = list(todo)
     preloaded = False
@@ -68,26 +81,34 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
             slot = free_slots.pop(0)
             stamp = {"fingerprint": current, "regraded": regraded}
             fd, pid = _fork_grader(engine, source.path, slot, write_to=(out_dir, source, stamp))
-            running[fd] = (pid, source, slot, [], stamp)
+            running[fd] = (pid, source, slot, [], stamp, time.monotonic() + _grader_seconds(engine))
         if queue and not preloaded:  # while the first graders run, for the ones forked after them
             _preload_pictures()
             preloaded = True
-        ready, _, _ = select.select(list(running), [], [])
-        for fd in ready:
-            pid, source, slot, chunks, stamp = running[fd]
-            chunk = os.read(fd, 1 << 20)
-            if chunk:
-                chunks.append(chunk)
-                continue
+        soonest = min(entry[5] for entry in running.values())
+        ready, _, _ = select.select(list(running), [], [], max(0.0, soonest - time.monotonic()))
+        overdue = [fd for fd, entry in running.items() if fd not in ready and time.monotonic() > entry[5]]
+        for fd in ready + overdue:
+            pid, source, slot, chunks, stamp, _ = running[fd]
+            if fd in ready:
+                chunk = os.read(fd, 1 << 20)
+                if chunk:
+                    chunks.append(chunk)
+                    continue
+                _, status = os.waitpid(pid, 0)
+                data = b"".join(chunks)
+                written = (_decoded(data) or {}).get("written")
+                if written is None:  # the grader failed: its report says so
+                    record = {**_record_from(data, status), **stamp}
+                    sys.stderr.write(f"grader error on {clean(source.id)}: {record['grader_error']}\n")
+            else:  # past its deadline: stopped from here, whatever it was waiting on
+                _stop(pid)
+                written, record = None, {**_timed_out_record(engine), **stamp}
+                sys.stderr.write(f"timed out: {clean(source.id)} was stopped after {_grader_seconds(engine):g} s\n")
             os.close(fd)
             del running[fd]
-            _, status = os.waitpid(pid, 0)
             free_slots.append(slot)
-            data = b"".join(chunks)
-            written = (_decoded(data) or {}).get("written")
-            if written is None:  # the grader failed: its report says so
-                record = {**_record_from(data, status), **stamp}
-                sys.stderr.write(f"grader error on {clean(source.id)}: {record['grader_error']}\n")
+            if written is None:
                 written = report.write_submission(out_dir, source.id, record, source.submitters)
             if written["extra_data"]["grader_error"]:
                 outcome.grader_errors.append(source.id)
@@ -112,14 +133,65 @@ def _check_one_maximum(entries):
 
 
 def grade_forked(engine, source_path, slot=0):
-    """Grade one submission in a forked grader and return its record (Gradescope's single-submission path)."""
+    """Grade one submission in a forked grader and return its record (Gradescope's single-submission path);
+    past the grader's deadline it is stopped and the record says the submission timed out."""
     fd, pid = _fork_grader(engine, source_path, slot)
+    deadline = time.monotonic() + _grader_seconds(engine)
     chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    os.close(fd)
+    try:
+        while True:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                _stop(pid)
+                return _timed_out_record(engine)
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
     _, status = os.waitpid(pid, 0)
     return _record_from(b"".join(chunks), status)
+
+
+def _grader_seconds(engine):
+    return engine.limits.submission_seconds + SUPERVISOR_MARGIN
+
+
+def _stop(pid):
+    """End a per-submission grader: SIGTERM lets it close its children and remove its scratch files
+    (``_interrupted``); SIGKILL after ``STOP_GRACE`` whatever it does. Its children die with it either way."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass
+    ends = time.monotonic() + STOP_GRACE
+    while time.monotonic() < ends:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+
+
+def _timed_out_record(engine):
+    """The record of a submission whose grader was stopped: every part failed, with the reason.
+
+    Its parts and points are the suite's (``suite_points``), so the report is out of the same maximum as
+    every other. Visible at once: a student sees why the grade is 0, and it reveals no hidden test."""
+    from autograder.suite_points import part_points
+
+    seconds = _grader_seconds(engine)
+    reason = (f"timed out: grading this submission took longer than {seconds:g} s, so it was stopped "
+              f"(its code kept the grader waiting past the submission's {engine.limits.submission_seconds:g} s limit)")
+    tests = [{"name": f"{PART_TITLES.get(part, part)}: not graded (timed out)", "part": part, "points": points,
+              "passed": False, "message": reason, "visibility": "visible", "nodeid": f"{part} (timed out)"}
+             for part, points in part_points(engine.tests_dir).items()]
+    return {"tests": tests, "problems": [], "output": "", "events": [reason], "timed_out": True,
+            "isolation": engine.level, "containment": list(engine.layers), "execution_time": round(seconds, 3)}
 
 
 def verify_suite(config):
@@ -156,28 +228,37 @@ def _fork_grader(engine, source_path, slot, write_to=None):
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(read_fd)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        try:
-            record = grade_one(engine, source_path, slot=slot)
-        except BaseException as err:  # the grader's own failure: report it as such
-            record = {"grader_error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-4000:]}
-        if write_to:
-            record.update(write_to[2])  # the fingerprint, and why it is regraded
-        if write_to and not record.get("grader_error"):
-            out_dir, source, _ = write_to
+        try:  # whatever happens here, this process never returns into the caller's code
+            os.close(read_fd)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, _interrupted)
             try:
-                record = {"written": report.write_submission(out_dir, source.id, record, source.submitters)}
-            except BaseException as err:
-                record = {"grader_error": f"writing the report: {type(err).__name__}: {err}",
-                          "trace": traceback.format_exc()[-4000:]}
-        data = json.dumps(record).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write_fd, view):]
-        os._exit(0)
+                record = grade_one(engine, source_path, slot=slot)
+            except BaseException as err:  # the grader's own failure: report it as such
+                record = {"grader_error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-4000:]}
+            if write_to:
+                record.update(write_to[2])  # the fingerprint, and why it is regraded
+            if write_to and not record.get("grader_error"):
+                out_dir, source, _ = write_to
+                try:
+                    record = {"written": report.write_submission(out_dir, source.id, record, source.submitters)}
+                except BaseException as err:
+                    record = {"grader_error": f"writing the report: {type(err).__name__}: {err}",
+                              "trace": traceback.format_exc()[-4000:]}
+            data = json.dumps(record).encode()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+        finally:
+            os._exit(0)
     os.close(write_fd)
     return read_fd, pid
+
+
+def _interrupted(signum, frame):
+    """SIGTERM from the batch (``_stop``): unwind like Ctrl-C, which pytest does not count as a test's
+    failure, so ``grade_one`` closes the submission's children and removes its files on the way out."""
+    raise KeyboardInterrupt
 
 
 def _decoded(data):

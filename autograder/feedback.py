@@ -1,8 +1,6 @@
 """feedback.md: one submission's report for a person (parts, failures with their messages, and
 what the code printed), and the sentences it shares with feedback.html.
 """
-import re
-
 from autograder.inert_text import fenced
 from autograder.parts import PART_TITLES
 from autograder.results import NO_FILES, part_scores
@@ -23,8 +21,9 @@ def feedback_markdown(record, results, submitters=()):
     notes = [t for t in results["tests"] if t["status"] == "passed" and t["output"]]
     if notes:
         lines += ["", "## Notes", ""] + [f"- {t['name']}: {t['output']}" for t in notes]
-    if record.get("output"):
-        lines += ["", "## What your code printed", "", fenced("\n".join(printed_output(record["output"])))]
+    shown, note = printed_output(record)
+    if shown or note:
+        lines += ["", "## What your code printed", "", fenced(shown)] + (["", f"_{note}_"] if note else [])
     lines += ["", f"_Sandbox: {sandbox_description(record)}; graded in "
                   f"{record.get('execution_time', 0):.1f} s._", ""]
     return "\n".join(lines)
@@ -46,12 +45,16 @@ def sandbox_description(record):
     return f"{text} ({', '.join(layers)})"
 
 
-def printed_output(output):
-    """The start of what the submission printed, and how much more there was (the sandbox keeps 64 KiB)."""
-    dropped = sum(int(n) for n in re.findall(r"\[\.\.\. (\d+) more bytes of output not kept\]", output))
-    kept = re.sub(r"\n?\[\.\.\. \d+ more bytes of output not kept\]", "", output)
-    dropped += max(len(kept.encode()) - OUTPUT_SHOWN, 0)
-    lines = [kept[:OUTPUT_SHOWN]]
-    if dropped:
-        lines.append(f"[... {dropped} more bytes of output not kept; printing does not affect grading]")
-    return lines
+def printed_output(record):
+    """(the start of what the submission printed, the grader's note on how much more there was or None).
+
+    The text is the student's alone; the count is the grader's (``output_dropped``: what each child printed
+    past the sandbox's 64 KiB, plus what is cut here), kept apart so that no printed line can pass for it."""
+    output = record.get("output")
+    output = output if isinstance(output, str) else ""
+    dropped = record.get("output_dropped")
+    dropped = dropped if type(dropped) is int and dropped > 0 else 0
+    shown = output[:OUTPUT_SHOWN]
+    dropped += len(output[OUTPUT_SHOWN:].encode("utf-8", "replace"))
+    note = f"{dropped} more bytes of output not kept; printing does not affect grading." if dropped else None
+    return shown, note

@@ -153,8 +153,10 @@ def feedback_html(record, results):
         body += [f'<li><strong>{_e(t["name"])}</strong>: <span class="pre">{_e(t["output"])}</span></li>'
                  for t in notes]
         body.append("</ul>")
-    if record.get("output"):
-        body += ["<h2>What your code printed</h2>", f"<pre>{_e(chr(10).join(printed_output(record['output'])))}</pre>"]
+    shown, note = printed_output(record)
+    if shown or note:
+        body += ["<h2>What your code printed</h2>", f"<pre>{_e(shown)}</pre>"]
+        body += [f'<p class="note">{_e(note)}</p>'] if note else []
     body.append(f'<p class="note">Sandbox: {_e(sandbox_description(record))}; graded in '
                 f'{record.get("execution_time", 0):.1f} s.</p>')
     return _page("Attention from Scratch: feedback", "\n".join(body))
@@ -194,7 +196,7 @@ def _figure_html(test, result, figure, drawn):
             return _png_img(png, f"{figure['what']}: expected, got and their difference")
         why = "the picture could not be drawn"
     note = f" ({_e(why)})" if why else ""
-    return f'<p class="note">As text{note}:</p><pre>{_e(pictures.text_heatmap(figure))}</pre>'
+    return f'<p class="note">As text{note}:</p><pre>{_e(pictures.text_or_note(figure))}</pre>'
 
 
 def summary_html(entries, out_dir, renamed=()):

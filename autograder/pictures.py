@@ -3,7 +3,8 @@
 A ``figure`` is what the grader keeps of a failed matrix comparison (``compare.matrix_figure``):
 ``{"what": "weights" | "mask" | ..., "expected": rows, "got": rows}`` and, when the tensor holds several
 matrices, ``"where"`` (e.g. "batch 1, head 2": the one with the largest error), at most 16 x 16, and
-the values may be NaN or inf. matplotlib is imported only inside the PNG functions, so grading
+the values may be NaN, inf or any finite float64 (±1.7e308 too: every step below is total, and
+``text_or_note`` drops a picture with a note rather than fail the report it is in). matplotlib is imported only inside the PNG functions, so grading
 pays for it only when a picture is drawn (and Gradescope, which shows no images, never does).
 """
 import io
@@ -39,6 +40,14 @@ def text_heatmap(figure):
     return "\n".join(lines)
 
 
+def text_or_note(figure):
+    """``text_heatmap(figure)``, or one line saying it could not be drawn: a picture never costs a grade."""
+    try:
+        return text_heatmap(figure)
+    except Exception as err:  # noqa: BLE001 - the report comes first
+        return f"(the picture could not be drawn: {type(err).__name__})"
+
+
 def _which(figure):
     """Which matrix of the tensor is drawn: " of batch 1, head 2 (the largest error)", or nothing for one matrix."""
     where = figure.get("where")
@@ -60,6 +69,13 @@ def _finite_range(*matrices):
     return (min(values), max(values)) if values else (0.0, 0.0)
 
 
+def _fraction(value, low, high):
+    """Where ``value`` lies from ``low`` (0) to ``high`` (1), for finite values of any size: halved first,
+    so that high - low cannot overflow (1.7e308 - -1.7e308 is inf, and inf / inf is NaN)."""
+    span = high / 2 - low / 2
+    return min(max((value / 2 - low / 2) / span, 0.0), 1.0) if span > 0 else 0.0
+
+
 def _shade(value, low, high):
     if math.isnan(value):
         return NAN
@@ -67,7 +83,7 @@ def _shade(value, low, high):
         return INF
     if high <= low:
         return SHADES[-1] if value > 0 else SHADES[0]
-    return SHADES[round((value - low) / (high - low) * (len(SHADES) - 1))]
+    return SHADES[round(_fraction(value, low, high) * (len(SHADES) - 1))]
 
 
 # --- PNG --------------------------------------------------------------------------------------
@@ -83,7 +99,8 @@ def png_heatmap(figure):
 
     expected, got = (np.asarray(figure[key], dtype=float) for key in ("expected", "got"))
     same = (expected == got) | (np.isnan(expected) & np.isnan(got))
-    diff = np.where(same, 0.0, np.abs(expected - got))  # NaN/inf where only one side is finite
+    with np.errstate(over="ignore", invalid="ignore"):  # 1.7e308 - -1.7e308 is inf: shown as such
+        diff = np.where(same, 0.0, np.abs(expected - got))  # NaN/inf where only one side is finite
     rows, cols = expected.shape
     low, high = _finite_range(expected.tolist(), got.tolist())
     weights = figure["what"] == "weights"
@@ -93,7 +110,11 @@ def png_heatmap(figure):
     for k, (title, matrix, cmap, vmin, vmax) in enumerate(panels):
         x0 = k * (cols + GAP)
         cmap = _colormap(cmap)
-        ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, extent=(x0, x0 + cols, rows, 0), interpolation="nearest")
+        # Colours from fractions computed here (NaN and inf stay "bad"): matplotlib's own scaling overflows
+        # between -1.7e308 and 1.7e308.
+        shown = np.vectorize(lambda v: _fraction(v, vmin, vmax) if math.isfinite(v) else math.nan, otypes=[float])
+        ax.imshow(shown(matrix) if matrix.size else matrix, cmap=cmap, vmin=0.0, vmax=1.0,
+                  extent=(x0, x0 + cols, rows, 0), interpolation="nearest")
         ax.add_patch(_frame(x0, cols, rows))
         _label(ax, x0 + cols / 2, -0.4, title, ha="center", va="bottom", fontsize=10)
         for j in range(cols):
@@ -144,7 +165,7 @@ def _colour_ramp(ax, x0, rows, cmap, low, high):
 
     ax.imshow(np.linspace(1, 0, 64)[:, None], cmap=cmap, extent=(x0, x0 + 0.5, rows, 0), aspect="auto")
     ax.add_patch(_frame(x0, 0.5, rows))
-    labels = [(0, high), (rows / 2, (low + high) / 2), (rows, low)] if rows >= 3 else [(0, high), (rows, low)]
+    labels = [(0, high), (rows / 2, low / 2 + high / 2), (rows, low)] if rows >= 3 else [(0, high), (rows, low)]
     for y, value in labels:
         _label(ax, x0 + 0.7, y, f"{value:.3g}", va="center", fontsize=8)
 

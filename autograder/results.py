@@ -90,7 +90,7 @@ def _test_output(result):
     if not text or result["passed"]:
         return text
     if result.get("figure"):
-        text += "\n\n" + pictures.text_heatmap(result["figure"])
+        text += "\n\n" + pictures.text_or_note(result["figure"])
     return fenced(text)
 
 

@@ -93,6 +93,7 @@ def grade_one(engine, source_path, slot=0):
             "problems": staged.problems,
             "found": staged.found,
             "output": "\n".join(student.output),
+            "output_dropped": student.output_dropped,  # the grader's count, apart from the student's text
             "events": student.events,
             "isolation": engine.level,
             "containment": engine.layers + (["cgroup-memory", "cgroup-pids"] if student.cgroup else [])

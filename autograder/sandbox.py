@@ -12,8 +12,6 @@ The zygote is a fresh interpreter started by ``zygote.Zygote``, never a fork of 
 child that walks ``gc`` or stack frames finds nothing of the class, the reference or the tests. A child answers probe requests over pipes
 (see ``wire``); its stdout and stderr go to a third pipe that the grader drains and caps.
 """
-import array
-import fcntl
 import gc
 import json
 import os
@@ -21,7 +19,6 @@ import select
 import signal
 import socket
 import sys
-import termios
 import time
 
 from autograder import cgroups, isolation, replies, wire
@@ -82,11 +79,10 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
             isolation.enter_namespaces()
         pid = os.fork()
         if pid == 0:
-            os.close(status_w)
-            _child(config, request_r, response_w, output_w, level, uid, hidden, layers)
+            _child(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers)
         os.close(request_r), os.close(response_w), os.close(output_w)
         os.write(status_w, json.dumps({"pid": pid}).encode() + b"\n")
-        _, status = os.waitpid(pid, 0)
+        status = _wait_or_kill(pid, status_w)
         # At the uid level, what the child started outside its process group dies here, in this
         # process that exists anyway, before the grader hears that the child is gone; and what its
         # uid left (IPC objects, keys, files in /tmp) goes with it.
@@ -101,19 +97,47 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
     os._exit(code)
 
 
-REQUEST_FD, RESPONSE_FD = 3, 4  # where the child keeps its two protocol pipes; every other descriptor is closed
+def _wait_or_kill(pid, status_w):
+    """The child's exit status. Should the grader that holds this child's pipes die first (the batch
+    killed it past its deadline), the child dies now: nobody is left to close its request pipe, and
+    a child that swapped that pipe for one of its own would otherwise wait forever."""
+    try:
+        child = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        child = None
+    watch = select.poll()
+    watch.register(status_w, 0)  # POLLERR: the grader closed (or lost) the status pipe's read end
+    if child is not None:
+        watch.register(child, select.POLLIN)
+    while True:
+        events = dict(watch.poll(None if child is not None else 200))
+        if events.get(status_w):
+            for target in (pid, -pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+        done, status = os.waitpid(pid, 0 if events.get(status_w) else os.WNOHANG)
+        if done:
+            return status
 
 
-def _child(config, request_r, response_w, output_w, level, uid, hidden, layers):
-    """The sandboxed child: isolate, limit, then serve probes until the grader hangs up."""
+REQUEST_FD, RESPONSE_FD, SETUP_FD = 3, 4, 5  # where the child keeps its pipes; every other descriptor is closed
+
+
+def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers):
+    """The sandboxed child: isolate, limit, then serve probes until the grader hangs up.
+
+    A setup error goes to the waiter's status pipe, which the child closes before any student code
+    runs: only that pipe, never the reply pipe that student code can write, can name a grader error."""
     from autograder import confine, probes  # already imported in the zygote: costs nothing
 
-    reply_fd = response_w
+    setup_fd = status_w
     try:
         cgroups.join(config["cgroups"])  # first: everything this process starts is counted with it
         os.setsid()
-        _keep_only_protocol_fds(request_r, response_w, output_w)
-        reply_fd = RESPONSE_FD
+        _keep_only_protocol_fds(request_r, response_w, output_w, status_w)
+        setup_fd = SETUP_FD
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")  # under memory pressure the kernel kills the student's code, never the grader
         submission_dir = config["dir"]
@@ -130,8 +154,13 @@ def _child(config, request_r, response_w, output_w, level, uid, hidden, layers):
             confine.apply(layers, readable=isolation.confinement_paths(), writable=[submission_dir, own_proc])
             os.environ["TMPDIR"] = submission_dir  # /tmp is out of reach
     except BaseException as err:
-        wire.send(reply_fd, {"ok": False, "setup_error": f"{type(err).__name__}: {err}"})
+        line = json.dumps({"setup_error": f"{type(err).__name__}: {err}"[:2000]}).encode() + b"\n"
+        try:
+            os.write(setup_fd, line)  # one write under PIPE_BUF: never interleaved with the waiter's lines
+        except OSError:
+            pass
         os._exit(70)
+    os.close(SETUP_FD)  # before student code: from here on the child can reach only its reply pipe
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     try:
@@ -140,16 +169,18 @@ def _child(config, request_r, response_w, output_w, level, uid, hidden, layers):
         os._exit(0)
 
 
-def _keep_only_protocol_fds(request_r, response_w, output_w):
-    """stdin from /dev/null, stdout and stderr to the output pipe, the protocol pipes at fixed numbers,
-    and nothing else: no descriptor of the zygote's, or of whoever started the grader, reaches student code."""
-    high = [os.dup(fd) for fd in (request_r, response_w, output_w)]  # out of the way of 0-4
+def _keep_only_protocol_fds(request_r, response_w, output_w, status_w):
+    """stdin from /dev/null, stdout and stderr to the output pipe, the protocol pipes at fixed numbers
+    (and the status pipe, for a setup error, until setup is done), and nothing else: no descriptor of
+    the zygote's, or of whoever started the grader, reaches student code."""
+    high = [os.dup(fd) for fd in (request_r, response_w, output_w, status_w)]  # out of the way of 0-5
     _stdin_from_devnull()
     os.dup2(high[2], 1)
     os.dup2(high[2], 2)
     os.dup2(high[0], REQUEST_FD)
     os.dup2(high[1], RESPONSE_FD)
-    os.closerange(RESPONSE_FD + 1, _max_fd())  # the dups in `high` too
+    os.dup2(high[3], SETUP_FD)
+    os.closerange(SETUP_FD + 1, _max_fd())  # the dups in `high` too
 
 
 def _stdin_from_devnull():
@@ -190,10 +221,11 @@ class Child:
         self.status_eof = False
         self.exit_status = None
         self.swept = False  # the waiter killed every process of the child's uid (uid level)
+        self.setup_error = None  # what the child's setup wrote on the status pipe, before any student code ran
         self.dead = None
         self.seq = 0  # requests sent so far; a reply must carry its request's number
         self.reader = wire.Reader(self.MAX_REPLY_BYTES, self.MAX_REPLY_HEADER_BYTES)
-        for fd in (response_r, output_r, status_r):
+        for fd in (request_w, response_r, output_r, status_r):  # the grader never blocks on a child
             os.set_blocking(fd, False)
         self._wait_for_pid()
 
@@ -206,9 +238,12 @@ class Child:
             if time.monotonic() > deadline:
                 raise ChildDied("the sandbox did not start")
 
-    def call(self, request, timeout=None):
+    def call(self, request, timeout=None, deadline=None):
         """Send one probe request and return the child's decoded reply, checked by ``replies.check``.
 
+        The call's time limit (``timeout``, else ``limits.call_seconds``; never past ``deadline``, the
+        submission's) counts from before the request is written: the request pipe is non-blocking, and a
+        child that does not read it times out like one that does not answer.
         A reply that is too large, malformed, or numbered for another request is the student's
         failure: the child is killed and ``ChildDied`` says why. ``OutOfTurn`` means the child
         misbehaved after its previous reply; the caller may retry this request on a fresh child.
@@ -217,42 +252,48 @@ class Child:
             raise ChildDied(self.dead)
         self._check_silent()
         timeout = self.limits.call_seconds if timeout is None else timeout
+        ends = time.monotonic() + timeout
+        if deadline is not None and deadline < ends:
+            ends, timeout = deadline, max(deadline - time.monotonic(), 0.0)
         self.seq += 1
-        try:
-            wire.send(self.request_w, dict(request, seq=self.seq))
-        except (BrokenPipeError, OSError):
-            self._collect_death(time.monotonic() + 2)
-            if self.seq == 1:
-                self._setup_error_left()
-            raise ChildDied(self.dead or "the submission's process exited") from None
-        deadline = time.monotonic() + timeout
+        unsent = memoryview(wire.encode(dict(request, seq=self.seq)))
         while True:
             try:
+                if unsent:
+                    unsent = unsent[self._write_some(unsent):]
                 message = self.reader.message()
                 if message is not None:
                     return self._accept(message)
                 if self.dead:
                     raise ChildDied(self.dead)
-                if time.monotonic() > deadline:
+                if time.monotonic() > ends:
                     self.kill()
                     self.dead = f"timed out after {timeout:g} s"
                     raise ChildDied(self.dead, timed_out=True)
-                self._pump([self.response_r, self.output_r, self.status_r], deadline, self.reader)
+                self._pump([self.response_r, self.output_r, self.status_r], ends, self.reader,
+                           write=self.request_w if unsent else None)
             except (wire.WireError, replies.BadReply) as err:
                 self.kill()
                 self.dead = f"sent a malformed reply ({err})"
                 raise ChildDied(self.dead) from None
 
+    def _write_some(self, data):
+        """Write what the request pipe takes now; 0 if it is full. A pipe the child closed means it is gone
+        (a setup error it left on the status pipe, read by ``_collect_death``, names the death)."""
+        try:
+            return os.write(self.request_w, data)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            self._collect_death(time.monotonic() + 2)
+            self.dead = self.dead or "the submission's process exited"
+            raise ChildDied(self.dead) from None
+
     def _accept(self, message):
-        """The reply to request ``self.seq``, or an exception saying why ``message`` is not it."""
+        """The reply to request ``self.seq``, or an exception saying why ``message`` is not it.
+        Nothing on this pipe is the grader's word: a "setup_error" here is a malformed reply like any other."""
         if type(message) is not dict:
             raise replies.BadReply(f"the reply is a {type(message).__name__}, not an object")
-        if "setup_error" in message and self._request_unread():
-            # Sent before the child read a request, so before any student code ran: the
-            # sandbox failed, not the submission. Sent later, it is a forgery like any other.
-            self.kill()
-            self.dead = self._setup_failed(message)
-            raise ChildDied(self.dead)
         seq = message.get("seq")
         if type(seq) is int and 0 < seq < self.seq:
             self.kill()
@@ -265,7 +306,7 @@ class Child:
     def _check_silent(self):
         """Between requests the probe loop is silent and alive. Bytes or an exit now come from
         student code that ran on after its reply, so that reply was not the probe loop's. Before
-        the first request no student code has run: what waits then is the sandbox's setup error."""
+        the first request no student code has run: the sandbox's setup error, if any, is on the status pipe."""
         if self.seq == 0:
             return
         try:
@@ -277,34 +318,11 @@ class Child:
             self.dead = "wrote to the grader's pipe or exited between two requests"
             raise OutOfTurn(self.dead)
 
-    def _setup_error_left(self):
-        """The child is gone and never read its first request, so no student code ran: a setup
-        error waiting on the pipe is the sandbox's, and names the death."""
-        try:
-            self._pump([self.response_r], time.monotonic(), self.reader)
-            message = self.reader.message()
-        except wire.WireError:
-            return
-        if type(message) is dict and "setup_error" in message:
-            self.dead = self._setup_failed(message)
-
-    @staticmethod
-    def _setup_failed(message):
-        return f"grader error: the sandbox could not start ({str(message['setup_error'])[:500]})"
-
-    def _request_unread(self):
-        """Whether the last request still sits in the pipe, unread by the child."""
-        waiting = array.array("i", [0])
-        try:
-            fcntl.ioctl(self.request_w, termios.FIONREAD, waiting)
-        except OSError:
-            return False
-        return waiting[0] > 0
-
-    def _pump(self, fds, deadline, reader=None):
-        """Wait for any of ``fds`` and move what arrived into its buffer."""
+    def _pump(self, fds, deadline, reader=None, write=None):
+        """Wait for any of ``fds`` (or for room in ``write``) and move what arrived into its buffer."""
         fds = [fd for fd in fds if fd is not None]
-        ready, _, _ = select.select(fds, [], [], max(0.0, min(deadline - time.monotonic(), 1.0)))
+        ready, _, _ = select.select(fds, [write] if write is not None else [], [],
+                                    max(0.0, min(deadline - time.monotonic(), 1.0)))
         for fd in ready:
             if fd not in (self.response_r, self.output_r, self.status_r):
                 continue  # closed while handling an earlier descriptor
@@ -344,9 +362,10 @@ class Child:
             elif "status" in info:
                 self.exit_status = info["status"]
                 self.swept = info.get("swept") is True
-                self.dead = describe_status(info["status"])
-            elif "setup_error" in info:
-                self.dead = f"grader error: the sandbox could not start ({info['setup_error']})"
+                self.dead = self.setup_error or describe_status(info["status"])
+            elif "setup_error" in info:  # the waiter's, or the child's before any student code ran
+                self.setup_error = f"grader error: the sandbox could not start ({str(info['setup_error'])[:500]})"
+                self.dead = self.setup_error
 
     def _collect_death(self, deadline):
         """After EOF, wait briefly for the waiter's exit-status line to name the cause."""
@@ -378,10 +397,9 @@ class Child:
         self.request_w = self.response_r = self.output_r = self.status_r = None
 
     def output_text(self):
-        text = self.output.decode("utf-8", "replace")
-        if self.output_dropped:
-            text += f"\n[... {self.output_dropped} more bytes of output not kept]"
-        return text
+        """What the child printed and the grader kept (the first ``OUTPUT_CAP`` bytes): the student's text
+        only. How much more there was is the grader's count, ``output_dropped``, never part of the text."""
+        return self.output.decode("utf-8", "replace")
 
 
 def describe_status(status):

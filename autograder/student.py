@@ -93,7 +93,8 @@ class Student:
         self.timed_out = {}  # target -> reason
         self.import_failures = {}  # (mode, module) -> message
         self.timeouts = 0
-        self.output = []
+        self.output = []  # what each child printed (the student's text only)
+        self.output_dropped = 0  # bytes printed past each child's cap: the grader's count, kept apart from the text
         self.events = []  # crashes and timeouts, for the report
         self.memory_fitted, self.memory_note = False, None  # see _fit_memory_to_container
         self.cgroup = None  # the submission's cgroup, made with its first child where the machine allows
@@ -173,7 +174,8 @@ class Student:
         sent with the request and name only watched built-ins. Ops recorded while the modules were
         imported count in every call of that child."""
         nonce = secrets.token_hex(8)
-        answer = Answer.from_body(child.call(request_body(request, record=nonce)))  # checked by replies
+        body = child.call(request_body(request, record=nonce), deadline=self.deadline)  # checked by replies
+        answer = Answer.from_body(body)
         claimed = set(answer.forbidden)
         forbidden = claimed & KNOWN_FORBIDDEN
         if answer.record != nonce or not claimed <= KNOWN_FORBIDDEN:
@@ -220,8 +222,8 @@ class Student:
         except OutOfTurn:
             raise
         except ChildDied as died:
-            reason = (f"importing {module}.py did not finish within {self.limits.call_seconds:g} s"
-                      if died.timed_out else f"the submission's process {died.reason} while importing {module}.py")
+            reason = (self._timeout_reason(f"importing {module}.py") if died.timed_out
+                      else f"the submission's process {died.reason} while importing {module}.py")
             if died.timed_out:
                 self.timeouts += 1
             self.events.append(reason)
@@ -321,7 +323,7 @@ class Student:
         if died.timed_out:
             self.timeouts += 1
             self.timed_out[target] = f"timed out (limit {self.limits.call_seconds:g} s)"
-            reason = f"{func} did not finish within {self.limits.call_seconds:g} s (an infinite loop?)"
+            reason = self._timeout_reason(func) + " (an infinite loop?)"
         elif died.reason.startswith("grader error"):
             raise RuntimeError(died.reason)  # not the student's fault: the test becomes a grader error
         else:
@@ -332,11 +334,19 @@ class Student:
             del self.children[mode]
         return reason
 
+    def _timeout_reason(self, what):
+        """Why a call timed out: its own limit, or the submission's time budget, which ended it sooner."""
+        if time.monotonic() >= self.deadline:
+            return (f"{what} was stopped: the submission used up its time budget "
+                    f"({self.limits.submission_seconds:g} s for all calls)")
+        return f"{what} did not finish within {self.limits.call_seconds:g} s"
+
     def _retire(self, child):
         child.close()
         text = child.output_text()
         if text:
             self.output.append(text)
+        self.output_dropped += child.output_dropped
 
 
 def _runs(module, mode):

@@ -24,7 +24,7 @@ class ForgingChild:
         self.answer, self.echo, self.import_forbidden, self.dead = answer, echo, list(import_forbidden), None
         self.requests = []
 
-    def call(self, request):
+    def call(self, request, deadline=None):
         """As ``sandbox.Child.call`` returns it: numbered, and checked by ``replies``."""
         self.requests.append(request)
         if "import" in request:
@@ -37,6 +37,8 @@ class ForgingChild:
 
     def close(self):
         pass
+
+    output_dropped = 0
 
     def output_text(self):
         return ""

@@ -1,5 +1,8 @@
 """feedback.md (autograder/feedback.py), from records written by hand: what a student reads."""
+import pytest
+
 from autograder.feedback import OUTPUT_SHOWN, feedback_markdown, printed_output, sandbox_description
+from autograder.inert_text import fenced
 from autograder.parts import PART_TITLES
 from autograder.results import results_json
 from test_results import MIXED, record, result
@@ -37,12 +40,33 @@ def test_what_the_code_printed_is_shown_in_a_fence_it_cannot_close():
 
 
 def test_long_output_is_cut_and_the_rest_counted_with_what_the_sandbox_dropped():
-    lines = printed_output("x" * (OUTPUT_SHOWN + 100) + "\n[... 500 more bytes of output not kept]")
-    assert lines == ["x" * OUTPUT_SHOWN, "[... 600 more bytes of output not kept; printing does not affect grading]"]
+    shown, note = printed_output({"output": "x" * (OUTPUT_SHOWN + 100), "output_dropped": 500})
+    assert shown == "x" * OUTPUT_SHOWN
+    assert note == "600 more bytes of output not kept; printing does not affect grading."
 
 
 def test_short_output_is_shown_whole():
-    assert printed_output("done\n") == ["done\n"]
+    assert printed_output({"output": "done\n", "output_dropped": 0}) == ("done\n", None)
+
+
+@pytest.mark.parametrize("digits", [9, 4301, 100_000])
+def test_printed_text_that_looks_like_the_graders_count_is_only_text(digits):
+    """The student's text and the grader's count travel apart: a printed marker is shown as printed, counts
+    nothing, and cannot crash the report (int() refuses more than 4,300 digits)."""
+    forged = f"[... {'1' * digits} more bytes of output not kept]"
+    record_ = record(result("masks", 1.0), output="hi\n" + forged)
+    shown, note = printed_output(record_)
+    cut = len(("hi\n" + forged)[OUTPUT_SHOWN:])  # what the report itself cuts, counted by the grader
+    assert shown == ("hi\n" + forged)[:OUTPUT_SHOWN]
+    assert note == (f"{cut} more bytes of output not kept; printing does not affect grading." if cut else None)
+    outside = feedback(record_).split(fenced(shown), 1)[1]
+    assert ("more bytes" in outside) == bool(cut) and "1" * 9 not in outside, outside
+
+
+def test_the_graders_count_is_said_outside_the_printed_text():
+    text = feedback(record(result("masks", 1.0), output="hello", output_dropped=70_000))
+    printed, after = text.split("## What your code printed", 1)[1].split(fenced("hello"), 1)
+    assert "_70000 more bytes of output not kept" in after, text
 
 
 def test_the_footer_names_the_isolation_layers_and_time():

@@ -130,6 +130,15 @@ EXPECTED = {
     # What one submission could leave for the next (a key, System V shared memory, a file in /dev/shm),
     # a named Unix socket on the host, a thread, a user namespace, memfd: the kernel filter refuses each.
     "leftovers": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
+    # Issue 23. A "setup error" written while the grader's next request sits unread: still the student's reply.
+    "forged_grader_error": Expect(("Causal mask: True on", "Causal mask: accepts"), ("sent a malformed reply",)),
+    # The grader's "more bytes not kept" marker printed, with 4,301 digits and with 123456789: only text.
+    "printed_marker": Expect(),
+    # The request pipe shrunk to 4 KiB and never read again: the call times out, the grader never blocks.
+    # Only extra-credit tests call tiled_attention: test_a_child_that_stops_reading_its_requests_... checks them.
+    "pipe_shrink": Expect((), (f"did not finish within {CALL_TIMEOUT:g} s",)),
+    # Weights of ±1.7e308 (finite float64): compared and drawn like any wrong answer.
+    "extreme_values": Expect(("Dtypes: float64", "Stability:", "Gradients:"), ("weights values differ",)),
 }
 
 
@@ -870,3 +879,27 @@ def test_nothing_one_submission_leaves_reaches_the_next(level_run):
         assert shm_key not in keys, "the System V shared memory outlived the batch"
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_no_submission_can_claim_the_graders_words(run):
+    """Issue 23: a forged setup error is no grader error (which Gradescope's daily limit does not count), and
+    a printed copy of the grader's "bytes not kept" marker is shown as printed text, never as the grader's count."""
+    for case in ("forged_grader_error", "printed_marker", "pipe_shrink", "extreme_values"):
+        results = run.results(case)
+        assert not results["extra_data"]["grader_error"], f"{case} became a grader error: {results['output'][-500:]}"
+    printed = run.printed("printed_marker")
+    assert "[... 123456789 more bytes of output not kept]" in printed and "9" * 3000 in printed, printed[:300]
+    outside = run.feedback("printed_marker").split("## What your code printed", 1)[1].replace(printed, "")
+    # The report shows the first 4,000 characters and counts the rest itself: far fewer than the claims printed.
+    counts = re.findall(r"(\d+) more bytes", outside)
+    assert "123456789" not in outside and all(len(c) < 7 for c in counts), outside
+    assert run.results("printed_marker")["score"] == run.results("reference")["score"]
+
+
+def test_a_child_that_stops_reading_its_requests_costs_one_call_limit(run):
+    """The pipe-shrink hang: the grader's writes are non-blocking under the call's deadline."""
+    results = run.results("pipe_shrink")
+    assert results["execution_time"] < 3 * CALL_TIMEOUT + 30, results["execution_time"]
+    tiled = [t for t in results["tests"] if "tiled_attention" in t["name"]]
+    assert tiled and all(t["status"] == "failed" and ("did not finish within" in t["output"] or "timed out" in t["output"])
+                         for t in tiled), explain(tiled)

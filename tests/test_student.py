@@ -172,7 +172,7 @@ class StandInChild:
         self.script, self.imports, self.dead = script, imports, None
         self.requests, self.closed = [], False
 
-    def call(self, request):
+    def call(self, request, deadline=None):
         self.requests.append(request)
         reply = self.imports(request["import"]) if "import" in request else self.script(request)
         reply = {"forbidden": [], "record": request["record"], **reply}
@@ -180,6 +180,8 @@ class StandInChild:
 
     def close(self):
         self.closed = True
+
+    output_dropped = 0
 
     def output_text(self):
         return f"printed by child {id(self)}"

@@ -5,6 +5,7 @@ refuse every malformed one as the student's failure (``ChildDied`` from ``Child.
 the hidden tests turn into a failed test with a plain message), never raise anything else, and
 never hold more than the reply cap in memory.
 """
+import fcntl
 import json
 import os
 import signal
@@ -317,28 +318,58 @@ def test_an_oversized_reply_kills_the_child_once_its_header_is_in(fake):
     assert fake.child.reader.pending() < CAP
 
 
-def test_a_setup_error_is_the_graders_only_while_the_request_is_unread(fake):
-    """The sandbox's setup writes it before reading any request: no student code has run yet."""
-    fake.reply({"ok": False, "setup_error": "OSError: no namespaces"})
-    with pytest.raises(ChildDied, match="grader error: the sandbox could not start"):
+def test_a_setup_error_on_the_reply_pipe_is_the_students_even_with_the_request_unread(fake):
+    """The child decides whether it reads its request: a "setup_error" on the reply pipe is a malformed
+    reply whether or not the request was read, never a grader error (which Gradescope's daily limit skips)."""
+    fake.reply({"ok": False, "setup_error": "OSError: [Errno 28] No space left on device"})
+    with pytest.raises(ChildDied, match="malformed reply") as died:
         fake.child.call({"import": "attention"})
+    assert not died.value.reason.startswith("grader error"), died.value.reason
+    assert fake.killed()
 
 
-def test_a_setup_error_left_by_a_child_gone_before_its_first_request_is_the_graders(fake):
-    fake.reply({"ok": False, "setup_error": "PermissionError: no such uid"})
+@pytest.mark.parametrize("numbered", [False, True])
+def test_a_setup_error_sent_after_the_request_was_read_is_a_forgery(fake, numbered):
+    """Numbered for the request or not, a "setup_error" on the reply pipe is no grader error."""
+    fake.answer({"ok": False, "setup_error": "OSError: forged", **({"seq": 1} if numbered else {})})
+    with pytest.raises(ChildDied, match="malformed reply") as died:
+        fake.child.call({"import": "attention"})
+    assert not died.value.reason.startswith("grader error"), died.value.reason
+    assert fake.killed()
+
+
+def test_a_setup_error_on_the_status_pipe_is_the_graders(fake):
+    """Only the status pipe (the waiter's, and the child's until its setup is done) names a grader error."""
+    os.write(fake.status_w, json.dumps({"setup_error": "PermissionError: no such uid"}).encode() + b"\n")
+    os.write(fake.status_w, json.dumps({"status": 70 << 8, "swept": False}).encode() + b"\n")
     os.close(fake.request_r)  # the child exited: nobody will read the request
     fake.request_r = os.open(os.devnull, os.O_RDONLY)  # (for close())
     with pytest.raises(ChildDied, match="grader error: the sandbox could not start .PermissionError"):
         fake.child.call({"import": "attention"})
 
 
-def test_a_setup_error_sent_after_the_request_was_read_is_a_forgery(fake):
-    """Student code runs only once a request has been read, so a setup error sent after that is its own."""
-    fake.answer({"ok": False, "setup_error": "OSError: forged"})
-    with pytest.raises(ChildDied, match="malformed reply") as died:
-        fake.child.call({"import": "attention"})
-    assert not died.value.reason.startswith("grader error"), died.value.reason
+def test_a_request_the_child_does_not_read_times_out_within_the_call_limit(fake):
+    """The request pipe shrunk to 4 KiB and never read: writing a large request must not block the grader;
+    the call's limit counts from before the write."""
+    fcntl.fcntl(fake.request_r, 1031, 4096)  # F_SETPIPE_SZ, as a child can do to its own pipe
+    fake.child.limits = Limits(call_seconds=0.5)
+    started = time.monotonic()
+    with pytest.raises(ChildDied) as died:
+        fake.child.call({"import": "attention", "pad": "x" * (1 << 20)})
+    assert died.value.timed_out and time.monotonic() - started < 3, time.monotonic() - started
     assert fake.killed()
+
+
+def test_a_call_ends_at_the_submissions_deadline_when_that_comes_first(fake):
+    started = time.monotonic()
+    with pytest.raises(ChildDied) as died:
+        fake.child.call({"import": "attention"}, deadline=started + 0.3)  # the call's own limit is 5 s
+    assert died.value.timed_out and time.monotonic() - started < 2
+
+
+def test_a_large_request_is_written_while_the_child_reads_it(fake):
+    fake.answer(good_reply(seq=1, result=1))
+    assert fake.child.call({"import": "attention", "pad": "x" * (2 << 20)})["value"] == {"result": 1}
 
 
 # --- a real sandboxed child forging a 250 MiB reply -----------------------------------------------
