@@ -114,7 +114,7 @@ def test_an_upload_without_the_files_says_what_it_held_once_and_is_marked_no_fil
     assert "ModuleNotFoundError" not in (out / submission / "feedback.md").read_text()
     assert gradebook(out)[submission]["status"] == "no files"
     top = (out / "summary.md").read_text().splitlines()[2]
-    assert top.startswith("**No files") and "empty, notebook" in top
+    assert top.startswith("**No files") and "[empty](empty/feedback.md), [notebook](notebook/feedback.md)" in top
 
 
 def test_two_different_copies_say_which_one_was_graded(graded):
