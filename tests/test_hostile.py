@@ -40,6 +40,7 @@ CALL_TIMEOUT = 2  # seconds per call of student code (the grader's default, 10, 
 LATE_STRIKE_WAIT = 3  # seconds a daemon gets, after the grader exits, to overwrite a report
 MISSING = {"missing_file": "mha.py"}  # case -> the file it does not hand in
 PATCH_BLOCK = re.compile(r"^# BEGIN PATCH\n.*?^# END PATCH\n", re.MULTILINE | re.DOTALL)
+BALLAST_BLOCK = re.compile(r"^ *# BEGIN BALLAST\n.*?^ *# END BALLAST\n", re.MULTILINE | re.DOTALL)
 ISOLATION_LEVELS = ("namespaces", "uid", "rlimits")
 GRADER_SECRET = "AGSECRET-" + secrets.token_hex(8)  # the grader_memory payload hunts for this pattern
 
@@ -121,6 +122,10 @@ EXPECTED = {
     # A reply forged with the right number is the student's own answer; the real one, found later,
     # costs the next test nothing: it is run again in a fresh process.
     "stale_reply": Expect(ATTENTION_PARTS, ("run again in a fresh process",)),
+    # Extra credit's memory test, not a graded part here: see test_the_memory_points_count_what_the_call_allocated.
+    "memory_ballast": Expect(),
+    "memory_ballast_control": Expect(),
+    "memory_clear_refs": Expect(),
 }
 
 
@@ -144,6 +149,8 @@ def build_batch(batch, values):
         write_submission(batch / folder.name, texts)
         if folder.name == "monkeypatch":
             write_submission(batch / "monkeypatch_control", {n: PATCH_BLOCK.sub("", t) for n, t in texts.items()})
+        if folder.name == "memory_ballast":
+            write_submission(batch / "memory_ballast_control", {n: BALLAST_BLOCK.sub("", t) for n, t in texts.items()})
     write_submission(batch / "not_implemented", {name: (ROOT / "assignment" / name).read_text() for name in FILES})
     mutants = {m["name"]: m for m in load_mutants()}
     for name in RULE_CONTROLS.values():
@@ -747,6 +754,28 @@ def test_student_text_reaches_the_reports_as_text_only(run):
     assert not leaks, f"results.json outputs render student text as markup: {leaks}"
     page = (run.out / "report_injection" / "feedback.html").read_text()
     assert "<script>alert" not in page and "<img src=x" not in page and "\x1b" not in page
+
+
+MEMORY_TEST = "Extra: tiled_attention's peak memory"
+
+
+@pytest.mark.parametrize("case", ["memory_ballast", "memory_ballast_control", "memory_clear_refs"])
+def test_the_memory_points_count_what_the_call_allocated(run, case):
+    """Issue 23, 5: a naive tiled_attention loses the memory points however it hides its (T, T) matrix:
+    a ballast taken at import and freed inside the call (the call's net growth stays small), or a reset
+    of its own peak-RSS mark; the same code without the ballast (the control) loses them too, and the
+    reference, graded beside them, keeps them."""
+    def memory_test(results):
+        found = [t for t in results["tests"] if t["name"].startswith(MEMORY_TEST)]
+        assert len(found) == 1, f"no single memory test in {[t['name'] for t in results['tests']]}"
+        return found[0]
+
+    assert memory_test(run.results("reference"))["status"] == "passed", "the reference lost the memory points"
+    test = memory_test(run.results(case))
+    assert test["status"] == "failed", f"{case} kept the memory points:\n{explain([test])}"
+    assert "peak memory grew by" in test["output"], f"{case} failed for another reason:\n{explain([test])}"
+    if case == "memory_clear_refs":
+        assert "CLEAR_REFS ->" in run.printed(case), f"the payload did not run:\n{run.printed(case)[:500]}"
 
 
 def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, monkeypatch):
