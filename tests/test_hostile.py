@@ -801,3 +801,36 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     assert isinstance(reply.result, torch.Tensor) and reply.result.shape == (t, d), "the payload did not run as planned"
     assert reply.peak_bytes is not None and reply.peak_bytes > matrix / 2, (
         f"peak memory measured as {reply.peak_bytes} bytes while a forked helper built a {matrix >> 20} MiB matrix")
+
+
+@pytest.mark.parametrize("case", ["reference", "memory_ballast", "memory_clear_refs"])
+def test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc(tmp_path, monkeypatch, case):
+    """Gradescope's container gives no cgroup: the figure is then the child's VmHWM, read by the grader
+    from /proc since before the import. A ballast freed in the call, or a reset of the peak through
+    /proc/self/clear_refs (refused: a read-only /proc at the namespaces level, Landlock at the uid level),
+    must not hide the matrix; the reference stays far below."""
+    import torch
+
+    from autograder import cgroups, isolation
+    from autograder.by_hand import standalone_student
+
+    level = isolation.choose_level()
+    if case == "memory_clear_refs" and level != "namespaces" and not any(
+            layer.startswith("landlock") for layer in isolation.detect_layers(level)):
+        pytest.skip(f"{level} level without Landlock: the child may reset its own peak (README)")
+    monkeypatch.setattr(cgroups, "create", lambda *args, **kwargs: None)
+    reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
+    payload = (HOSTILE / case / "attention.py.payload").read_text() if case != "reference" else ""
+    write_submission(tmp_path / case, {**reference, "attention.py": reference["attention.py"] + payload})
+    os.chmod(tmp_path, 0o755)
+    t, d = 4096, 16
+    q, k, v = (torch.randn(t, d, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    with standalone_student(str(tmp_path / case)) as (student, _):
+        reply = student.call("attention.tiled_attention", q, k, v, kwargs={"causal": True}, measure_memory=True)
+    matrix = t * t * 4
+    assert reply.memory_measured_by == "process" and reply.peak_bytes is not None, (
+        reply.memory_measured_by, reply.peak_bytes)
+    if case == "reference":
+        assert reply.peak_bytes < matrix / 4, f"the reference's tiling measured {reply.peak_bytes >> 20} MiB"
+    else:
+        assert reply.peak_bytes > matrix / 2, f"{case} measured {reply.peak_bytes >> 20} MiB: the matrix was hidden"
