@@ -59,24 +59,36 @@ class SubmissionCgroup:
 
     def reset_peak(self):
         """Start a new peak from the current usage; returns that usage (bytes), or None where the kernel
-        cannot reset a peak (cgroup v2 before per-file resets: the caller then has no measurement)."""
+        cannot reset a peak (cgroup v2 before per-file resets: the caller then has no measurement).
+        A v2 reset holds only for reads through the descriptor it was written to: that one is kept."""
         folder = self.folders["memory"]
         try:
             if self.version == 1:
                 (folder / "memory.max_usage_in_bytes").write_text("0")
                 return int((folder / "memory.usage_in_bytes").read_text())
-            (folder / "memory.peak").write_text("0")  # resets it (Linux 6.12+); raises where unsupported
+            self._close_peak()
+            self._peak_fd = os.open(folder / "memory.peak", os.O_RDWR | os.O_CLOEXEC)
+            os.write(self._peak_fd, b"reset")  # Linux 6.12+; raises where unsupported
             return int((folder / "memory.current").read_text())
         except (OSError, ValueError):
+            self._close_peak()
             return None
 
     def peak_memory(self):
         folder = self.folders["memory"]
-        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
         try:
-            return int((folder / name).read_text())
+            if self.version == 1:
+                return int((folder / "memory.max_usage_in_bytes").read_text())
+            if getattr(self, "_peak_fd", None) is not None:
+                return int(os.pread(self._peak_fd, 64, 0))
+            return int((folder / "memory.peak").read_text())
         except (OSError, ValueError):
             return None
+
+    def _close_peak(self):
+        if getattr(self, "_peak_fd", None) is not None:
+            os.close(self._peak_fd)
+        self._peak_fd = None
 
     def pids(self):
         found = set()
@@ -89,6 +101,7 @@ class SubmissionCgroup:
 
     def remove(self):
         """Remove the cgroup once its processes are gone (the kernel may still be tearing them down)."""
+        self._close_peak()
         for folder in {f for f in self.folders.values()}:
             for _ in range(50):
                 try:

@@ -29,6 +29,12 @@ METADATA = "submission_metadata.yml"
 GRADESCOPE_PREFIX = "submission_"
 BATCH_ZIP_MAX_BYTES = 4 * 2**30   # a whole class's export, PDFs and all
 BATCH_ZIP_MAX_FILES = 200_000
+# Gradescope's metadata for a class of thousands is a few MB (one entry of a dozen values per
+# submission); a file past these bounds is not an export, and parsing it would cost the grader
+# hundreds of bytes per YAML node.
+METADATA_MAX_BYTES = 8 * 2**20
+METADATA_MAX_NODES = 400_000
+SUBMITTER_FIELD_CHARS = 200  # a name, an email or a student id: longer is cut, with an ellipsis
 
 
 class UsageError(Exception):
@@ -183,7 +189,24 @@ def _members(root, shown, required):
 
 class _MetadataLoader(yaml.SafeLoader):
     """A safe loader that reads Ruby-tagged values (``!ruby/object:BigDecimal ...``,
-    ``!ruby/hash:...``) from Gradescope's Rails export as plain data instead of failing."""
+    ``!ruby/hash:...``) from Gradescope's Rails export as plain data instead of failing.
+
+    Aliases (``*name``) are refused: each one repeats a whole subtree, so 600 bytes of them can
+    name a string of 700 million characters. Gradescope's exports have none. Nodes are counted."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.nodes = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed",
+                                              self.peek_event().start_mark)
+        self.nodes += 1
+        if self.nodes > METADATA_MAX_NODES:
+            raise yaml.composer.ComposerError(None, None, f"more than {METADATA_MAX_NODES} values",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
 
 
 def _untagged(loader, suffix, node):
@@ -203,13 +226,20 @@ def _load_metadata(root):
     if not os.path.isfile(path) or os.path.islink(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_MetadataLoader)  # a SafeLoader: no object is built
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(METADATA_MAX_BYTES + 1)  # never more, whatever the file is
+        if len(raw) > METADATA_MAX_BYTES:
+            raise UsageError(f"cannot read {path}: larger than {METADATA_MAX_BYTES >> 20} MiB, "
+                             "which no Gradescope export is")
+        data = yaml.load(raw.decode("utf-8"), Loader=_MetadataLoader)  # a SafeLoader: no object is built
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise UsageError(f"cannot read {path}: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise UsageError(f"cannot read {path}: nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError(f"cannot read {path}: expected one submission_<id> entry per submission")
-    return {str(key): _submitters(entry) for key, entry in data.items()}
+    return {str(key)[:SUBMITTER_FIELD_CHARS]: _submitters(entry) for key, entry in data.items()}
 
 
 def _submitters(entry):
@@ -228,7 +258,13 @@ def _field(mapping, key):
 
 
 def _text(value):
-    return "" if value is None else str(value)
+    """A submitter's field as plain text, at most SUBMITTER_FIELD_CHARS long: a name from a tampered
+    file would otherwise fill every report and the gradebook."""
+    return bounded_text("" if value is None or isinstance(value, (dict, list)) else str(value))
+
+
+def bounded_text(text, limit=SUBMITTER_FIELD_CHARS):
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # --- helpers --------------------------------------------------------------------------------

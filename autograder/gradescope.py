@@ -109,13 +109,31 @@ def lock_down(root):
             os.chmod(path, mode)
 
 
+METADATA_MAX_BYTES = 32 * 2**20  # Gradescope's file holds every earlier results.json of the student: a few MB
+
+
 def _read_metadata(root):
+    """Gradescope's submission_metadata.json, read with a bound: past METADATA_MAX_BYTES it is set aside
+    (graded without it: the daily limit is not applied) rather than parsed into the grader's memory.
+    The submitters' names, emails and ids are cut to what a report or gradebook shows."""
+    from autograder.discover import bounded_text
+
     try:
-        with open(os.path.join(root, "submission_metadata.json"), encoding="utf-8") as f:
-            metadata = json.load(f)
-        return metadata if isinstance(metadata, dict) else {}
-    except (OSError, ValueError):
+        fd = os.open(os.path.join(root, "submission_metadata.json"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(METADATA_MAX_BYTES + 1)
+        if len(raw) > METADATA_MAX_BYTES:
+            print(f"submission_metadata.json is larger than {METADATA_MAX_BYTES >> 20} MiB: not read", flush=True)
+            return {}
+        metadata = json.loads(raw)
+    except (OSError, ValueError, RecursionError):
         return {}
+    if not isinstance(metadata, dict):
+        return {}
+    if isinstance(metadata.get("users"), list):
+        metadata["users"] = [{key: bounded_text(str(user.get(key) or "")) for key in ("name", "email", "sid")}
+                             for user in metadata["users"] if isinstance(user, dict)]
+    return metadata
 
 
 def daily_limit_reached(metadata, config):

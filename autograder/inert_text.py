@@ -2,11 +2,12 @@
 names from Gradescope's metadata), made inert for each report format.
 
 Control characters are stripped; markdown gets the text in a code fence longer than any backtick
-run inside, or with every punctuation mark escaped; a gradebook cell that a spreadsheet would read
-as a formula starts with a quote. The HTML pages escape it on top of ``clean`` (and their CSP
+run inside, or with every punctuation mark escaped; a gradebook cell starts with a quote unless it
+plainly starts with a letter or a digit. The HTML pages escape it on top of ``clean`` (and their CSP
 allows no script).
 """
 import re
+import unicodedata
 
 # C0 and C1 control characters (except tab and newline), and the bidi overrides that reorder text.
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -14,7 +15,6 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 # and what can start a block at its beginning (lists, headings, quotes).
 MD_INLINE = re.compile(r"([\\`*_\[\]<>&!|~])")
 MD_LINE_START = re.compile(r"^([-+=#>]|\d+[.)])")
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what makes Excel, Sheets or LibreOffice read a formula
 
 
 def clean(text):
@@ -37,6 +37,11 @@ def fenced(text):
 
 
 def spreadsheet_cell(text):
-    """A gradebook cell a spreadsheet shows as text: one that starts like a formula gets a leading quote."""
+    """A gradebook cell a spreadsheet shows as text. Allow-list: it is written as it is only when its
+    first character that counts is a letter or a digit (after the spaces and invisible format
+    characters a spreadsheet may trim or skip, and in NFKC form, so a fullwidth ＝ is an =);
+    anything else (=, +, -, @, a quote, a bracket, a symbol) gets a leading quote."""
     text = clean(text)
-    return "'" + text if text.startswith(FORMULA_START) else text
+    first = next((ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf"), "")
+    plain = not first or unicodedata.normalize("NFKC", first)[:1].isalnum()
+    return text if plain else "'" + text

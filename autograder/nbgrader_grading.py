@@ -5,8 +5,11 @@ its two preprocessors in ``Autograde.autograde_preprocessors``:
 
 * ``GradeWithKit`` (in place of nbgrader's ``Execute``) first runs the kit's grader,
   ``python -m autograder grade`` in a subprocess: the same sandbox, limits, hidden suite and
-  trusted comparison as ``make grade``, on the student's attention.py and mha.py as submitted,
-  before any of the student's code has run. Then it executes the notebook as nbgrader does, except
+  trusted comparison as ``make grade``, on the student's attention.py and mha.py as submitted
+  (``submitted/``, through the same staging, which refuses symlinks: nbgrader's copy in
+  ``autograded/`` follows them), before any of the student's code has run. What nbgrader copied
+  through a symlink is replaced in ``autograded/`` by a one-line note, so neither the kernel nor
+  ``feedback/`` gets a file the link pointed at (the kit's solution, its hidden tests). Then it executes the notebook as nbgrader does, except
   the graded cells (their score is the grader's) and the cells tagged ``skip-at-autograde``
   (timing demos). Last, each graded cell's output becomes the grader's report for its part, with
   the part's points as the cell's partial credit. No tampering with the grading from the notebook's
@@ -23,6 +26,7 @@ nothing from the kit, only nbgrader and the standard library, and finds the kit 
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import textwrap
@@ -53,10 +57,12 @@ class GradeWithKit(Execute):
                      ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
-        folder = resources["metadata"]["path"]
         # Before the kernel starts: the files graded are the student's, untouched by their notebook.
         try:
-            results = self.run_grader(folder)
+            self.kit_and_python()  # first: without the kit, nothing else matters
+            submitted = self.submitted_folder(resources)
+            replace_copies_of_symlinks(submitted, resources["metadata"]["path"])
+            results = self.run_grader(submitted)
         except KitError as error:  # one line above nbgrader's traceback, which says the same at its end
             self.log.error("LAB-03: %s", error)
             raise
@@ -77,6 +83,18 @@ class GradeWithKit(Execute):
                                        "grading machine)\n")]
             return cell, resources
         return super().preprocess_cell(cell, resources, index)
+
+    def submitted_folder(self, resources):
+        """submitted/<student>/<assignment>: what the student handed in, before nbgrader's copy followed
+        any link in it."""
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(parent=self)
+        student, assignment = resources["nbgrader"]["student"], resources["nbgrader"]["assignment"]
+        folder = coursedir.format_path(coursedir.submitted_directory, student, assignment)
+        if os.path.islink(folder) or not os.path.isdir(folder):
+            raise KitError(f"{folder} is a symlink or not a folder: not graded; no new grade was recorded")
+        return folder
 
     def kit_and_python(self):
         kit = os.environ.get("LAB03_KIT") or self.kit
@@ -124,6 +142,25 @@ class SaveKitGrades(SaveAutoGrades):
             grade = self.gradebook.find_grade(grade_id, self.notebook_id, self.assignment_id, self.student_id)
             grade.extra_credit = resources[RESULTS][EXTRA_PART]
             self.gradebook.db.commit()
+
+
+def replace_copies_of_symlinks(submitted, autograded):
+    """In nbgrader's copy (``autograded``), replace every file it made by following a symlink in
+    ``submitted`` with a one-line note: the kit grades no link, and the kernel and the feedback must not
+    see its target (the notebook still finds a file of that name, and says nothing of the course's paths)."""
+    for folder, dirs, files in os.walk(submitted):  # never into a linked folder (nbgrader does not either)
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                continue
+            copy = os.path.join(autograded, os.path.relpath(path, submitted))
+            if os.path.isdir(copy) and not os.path.islink(copy):
+                shutil.rmtree(copy)
+            elif os.path.lexists(copy):
+                os.unlink(copy)
+            if name in files:
+                with open(copy, "x", encoding="utf-8") as f:
+                    f.write(f"# {name} was handed in as a symlink: it is not graded, and its target is not shown\n")
 
 
 def part_scores(results):

@@ -269,12 +269,7 @@ def run_probe(submission, probe):
         return reply
     wanted = probe.grad.inputs if probe.grad is not None else ()
     args = [_grad_leaf(a, i in wanted) for i, a in enumerate(probe.args)]
-    if probe.measure_memory:
-        start = _reset_peak_memory()
-        result = target(*args, **probe.kwargs)
-        reply["peak_bytes"] = _peak_memory() - start if start is not None else None
-    else:
-        result = target(*args, **probe.kwargs)
+    result = target(*args, **probe.kwargs)  # a measured call's memory is read by the parent (student.MemoryMeter)
     reply["result"] = tag(result)
     # The inputs as they are after the call: the parent compares them with what it sent.
     reply["inputs_after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]
@@ -298,28 +293,6 @@ def decode_token_by_token(module, x):
         for hook in hooks:
             hook.remove()
     return {"result": tag(outputs), "projected": projected, "caches": caches}
-
-
-def _reset_peak_memory():
-    """Reset the kernel's peak-RSS mark (VmHWM) and return the current RSS, in bytes; None if unsupported."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return _status_bytes("VmRSS")
-    except OSError:
-        return None
-
-
-def _peak_memory():
-    return _status_bytes("VmHWM")
-
-
-def _status_bytes(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return None
 
 
 def _grad_leaf(value, wanted):

@@ -306,7 +306,7 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
         problems.append(f"{name} could not be opened (is it a symlink?)")
         return
     with os.fdopen(fd, "rb") as raw:
-        _check_directory(raw, name, max_files)  # before zipfile reads every entry of it into memory
+        announced = _check_directory(raw, name, max_files)  # before zipfile reads every entry into memory
         try:
             archive = zipfile.ZipFile(raw)
         except (zipfile.BadZipFile, OSError, ValueError):
@@ -315,6 +315,7 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
             problems.append(f"{name} is not a valid zip file")
             return
         with archive:
+            _check_parsed(archive, name, announced)
             budget = _Budget(max_total_bytes, max_files, max_file_bytes)
             for info in archive.infolist():
                 budget.take_entry()  # skipped entries too: each one costs time and memory
@@ -333,39 +334,38 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
                     _extract_member(archive, info, os.path.join(dest, *parts), budget, problems)
 
 
-_END_RECORD = struct.Struct("<4s4H2LH")      # end of central directory: signature ... comment length
-_ZIP64_LOCATOR = struct.Struct("<4sLQL")
-_ZIP64_END_RECORD = struct.Struct("<4sQ2H2L4Q")
-
-
 def _check_directory(raw, name, max_files):
     """Refuse a zip whose central directory announces more than `max_files` entries or more bytes
-    than they need, reading only its end records: zipfile would parse all of it first."""
-    raw.seek(0, os.SEEK_END)
-    length = raw.tell()
-    raw.seek(max(0, length - _END_RECORD.size - 0xFFFF))
-    tail = raw.read()
-    at = len(tail) - _END_RECORD.size  # no comment: the end record closes the file
-    if at < 0 or tail[at:at + 4] != b"PK\5\6":
-        at = tail.rfind(b"PK\5\6")  # a comment follows it (zipfile searches the same way)
-    if at < 0 or at + _END_RECORD.size > len(tail):
-        return  # not a zip: zipfile says so
-    _, _, _, _, entries, size, _, _ = _END_RECORD.unpack_from(tail, at)
-    locator = at - _ZIP64_LOCATOR.size
-    if locator >= 0 and tail[locator:locator + 4] == b"PK\6\7":  # zip64: the true counts are further up
-        offset = _ZIP64_LOCATOR.unpack_from(tail, locator)[2]
-        raw.seek(offset)
-        record = raw.read(_ZIP64_END_RECORD.size)
-        if len(record) == _ZIP64_END_RECORD.size and record[:4] == b"PK\6\6":
-            fields = _ZIP64_END_RECORD.unpack(record)
-            entries, size = fields[6], fields[7]
+    than they need, before zipfile parses it (it would build one object per entry, all in memory).
+
+    The end records are read by zipfile's own reader (``zipfile._EndRecData``): a zip may hold two
+    zip64 records, one where its locator points and one where zipfile looks, and only the one zipfile
+    uses decides what it will parse. Its size bounds the entries zipfile can find; their number is
+    checked again after parsing (``_check_parsed``)."""
+    try:
+        end = zipfile._EndRecData(raw)
+    except (OSError, zipfile.BadZipFile, struct.error):
+        end = None
     raw.seek(0)
+    if not end:
+        return  # not a zip: zipfile says so
+    entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]
     if entries > max_files:
         raise ExtractionStopped(f"{name} holds {entries} entries, more than {max_files}: "
                                 "nothing was extracted (zip only your files)")
     if size > max_files * ZIP_DIRECTORY_BYTES_PER_ENTRY:
         raise ExtractionStopped(f"{name}'s list of entries takes {human_size(size)}, more than "
                                 f"{max_files} entries need: nothing was extracted")
+    return entries
+
+
+def _check_parsed(archive, name, announced):
+    """zipfile finds its entries by walking the directory's bytes, not by its count: a zip that
+    announces fewer entries than it holds is lying about something, and is refused whole."""
+    found = len(archive.infolist())
+    if announced is not None and found != announced:
+        raise ExtractionStopped(f"{name} announces {announced} entries but holds {found}: "
+                                "nothing was extracted (zip it again)")
 
 
 def _safe_parts(filename):

@@ -74,8 +74,8 @@ class Reply:
         self.grads = value.get("grads")
         self.attrs = value.get("attrs")
         self.forbidden = forbidden
-        self.peak_bytes = value.get("peak_bytes")  # measure_memory: growth of the child's peak RSS (a claim)
-        self.memory_measured_by = None  # measure_memory: "cgroup" (by the grader) or "child" (the claim)
+        self.peak_bytes = None  # measure_memory: what the call allocated, measured by the parent (see MemoryMeter)
+        self.memory_measured_by = None  # measure_memory: "cgroup" or "process" (MemoryMeter.by)
         self.projected = value.get("projected") or {}  # decode: input shapes seen by w_k and w_v, per step
         self.caches = [untag(c) for c in value.get("caches") or []]  # decode: the cache returned by each step
         after = value.get("inputs_after") or []
@@ -137,7 +137,12 @@ class Student:
     def _probe(self, mode, probe, allow_forbidden=False):
         target, module = probe.target, probe.module
         try:
+            if probe.measure_memory:  # a fresh child, measured from before the student's import
+                entry = self.children.pop(mode, None)
+                if entry is not None:
+                    self._retire(entry["child"])
             child = self._child(mode)
+            meter = MemoryMeter(self.cgroup, getattr(child, "pid", None)) if probe.measure_memory else None
             if (mode, module) not in self.children[mode]["imported"]:
                 imported = self._import(child, mode, module)
                 if isinstance(imported, Failure):
@@ -147,9 +152,8 @@ class Student:
                     self.import_failures[(mode, module)] = (self._unreadable(module, mode, imported.error)
                                                             or describe_error(imported.error))
                     return Failure(self.import_failures[(mode, module)], imported.error, classes=self._classes())
-            start = self.cgroup.reset_peak() if probe.measure_memory and self.cgroup else None
             answer = self._recorded_call(child, probe, mode)
-            peak = self.cgroup.peak_memory() if start is not None else None
+            grown = meter.grown() if meter else None
         except OutOfTurn:
             raise
         except ChildDied as died:
@@ -162,11 +166,8 @@ class Student:
         if not answer.ok:
             return Failure(describe_error(answer.error), answer.error, answer.forbidden, self._classes())
         reply = Reply(answer.value, answer.forbidden, probe.args or ())
-        if probe.measure_memory:
-            # The submission's cgroup sees every process it has, forked helpers too; the child's own
-            # figure (its peak RSS) is a claim, used only where no cgroup could be made.
-            reply.peak_bytes = peak - start if start is not None and peak is not None else reply.peak_bytes
-            reply.memory_measured_by = "cgroup" if start is not None and peak is not None else "child"
+        if meter:
+            reply.peak_bytes, reply.memory_measured_by = grown, meter.by
         return reply
 
     def _recorded_call(self, child, request, mode):
@@ -347,6 +348,54 @@ class Student:
         if text:
             self.output.append(text)
         self.output_dropped += child.output_dropped
+
+
+class MemoryMeter:
+    """What a fresh child allocates from before the student's import to the end of the measured call:
+    memory taken at import (a ballast freed inside the call) counts, as the net change of the call
+    alone would not. Read by the parent from the kernel's counters, never from the child's reply:
+    the submission's cgroup (every process it has, a forked helper too; ``by`` = "cgroup"), or else
+    the child's own peak RSS since it was forked (``VmHWM`` in /proc/<pid>/status; "process"),
+    which only the child's write to its clear_refs could lower: Landlock refuses that write.
+
+    A fresh child's peak RSS also counts the pages of torch's libraries it maps as it runs (about
+    25 MiB for the reference's tiling, none of it the student's memory): up to ``CODE_PAGES`` of
+    file-backed growth is taken off the process figure, so an honest tiling stays far below half a
+    (T, T) matrix while a built matrix (64 MiB at T = 4096, anonymous) still shows."""
+
+    CODE_PAGES = 24 << 20
+
+    def __init__(self, cgroup, pid):
+        self.cgroup, self.pid = cgroup, pid
+        self.start = cgroup.reset_peak() if cgroup is not None else None
+        self.by = "cgroup" if self.start is not None else "process"
+        if self.start is None:
+            self.start = _proc_status_bytes(pid, "VmRSS")
+            self.file_start = _proc_status_bytes(pid, "RssFile")
+
+    def grown(self):
+        """Bytes above the start at the peak, or None where nothing could be read."""
+        if self.by == "cgroup":
+            peak, code = self.cgroup.peak_memory(), 0
+        else:
+            peak, file_end = _proc_status_bytes(self.pid, "VmHWM"), _proc_status_bytes(self.pid, "RssFile")
+            if None in (peak, file_end, self.file_start):
+                return None
+            code = min(max(file_end - self.file_start, 0), self.CODE_PAGES)
+        return max(peak - self.start - code, 0) if peak is not None and self.start is not None else None
+
+
+def _proc_status_bytes(pid, field):
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _runs(module, mode):

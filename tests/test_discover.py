@@ -275,3 +275,47 @@ def test_a_plain_file_given_as_path_is_a_usage_error(tmp_path):
 def test_no_path_at_all_is_a_usage_error():
     with pytest.raises(UsageError, match="no submission PATH given"):
         discover([])
+
+
+# --- a tampered export (issue 23, 6b) ---------------------------------------------------------
+
+# 9 levels of 9 aliases each: 605 bytes of YAML that name a string of 9**9 * 2 characters.
+ALIAS_BOMB = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n" + "".join(
+    f"{b}: &{b} [{','.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi")) + \
+    "submission_1:\n  :submitters:\n  - :name: *i\n"
+
+
+def test_yaml_aliases_in_gradescope_metadata_are_refused(tmp_path):
+    """An alias repeats a whole subtree: a few hundred bytes of them become hundreds of MB in the grader."""
+    export = gradescope_export(tmp_path / "export")
+    write(export / "submission_metadata.yml", ALIAS_BOMB)
+    with pytest.raises(UsageError, match=r"^cannot read .*submission_metadata\.yml: aliases \(\*name\) are not "
+                                         r"allowed [^\n]*$"):
+        discover([str(export)])
+
+
+def test_gradescope_metadata_past_its_size_cap_is_refused_unread(tmp_path, monkeypatch):
+    from autograder import discover as module
+
+    monkeypatch.setattr(module, "METADATA_MAX_BYTES", 1024)
+    export = gradescope_export(tmp_path / "export")
+    write(export / "submission_metadata.yml", GRADESCOPE_METADATA + "#" * 1024 + "\n")
+    with pytest.raises(UsageError, match=r"larger than 0 MiB, which no Gradescope export is$"):
+        discover([str(export)])
+
+
+def test_gradescope_metadata_nested_too_deeply_is_a_usage_error(tmp_path):
+    export = gradescope_export(tmp_path / "export")
+    write(export / "submission_metadata.yml", "submission_1: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(UsageError, match=r"^cannot read .*: nested too deeply$"):
+        discover([str(export)])
+
+
+def test_submitter_fields_from_the_metadata_are_bounded(tmp_path):
+    export = gradescope_export(tmp_path / "export")
+    long_name = "A" * 7_000_000  # a 7 MB name made a 15 MB results.json and 17 MB pages
+    write(export / "submission_metadata.yml",
+          GRADESCOPE_METADATA.replace("Ada Lovelace", long_name).replace("'1815'", "'" + "9" * 500 + "'"))
+    ada = discover([str(export)])[0].submitters[0]
+    assert len(ada.name) == 200 and ada.name.endswith("…") and len(ada.sid) == 200
+    assert ada.email == "ada@example.edu"

@@ -415,3 +415,17 @@ def test_make_gradescope_prints_the_memory_warning_and_still_builds(tmp_path, mo
     assert (tmp_path / "autograder.zip").exists()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "limits.memory_mb is 2048 MiB" in err, err
+
+
+def test_gradescope_metadata_is_read_with_a_size_cap_and_bounded_names(tmp_path, monkeypatch, capsys):
+    """Issue 23, 6b: submission_metadata.json is read with a bound, and a submitter's fields are cut to
+    200 characters before any report or gradebook holds them."""
+    from autograder import gradescope
+
+    metadata = {"users": [{"name": "N" * 100_000, "email": "e@x.edu", "sid": 7}], "previous_submissions": []}
+    (tmp_path / "submission_metadata.json").write_text(json.dumps(metadata))
+    user = gradescope._read_metadata(str(tmp_path))["users"][0]
+    assert len(user["name"]) == 200 and user == {"name": user["name"], "email": "e@x.edu", "sid": "7"}
+    monkeypatch.setattr(gradescope, "METADATA_MAX_BYTES", 1000)
+    assert gradescope._read_metadata(str(tmp_path)) == {}
+    assert "larger than" in capsys.readouterr().out

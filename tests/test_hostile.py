@@ -40,6 +40,7 @@ CALL_TIMEOUT = 2  # seconds per call of student code (the grader's default, 10, 
 LATE_STRIKE_WAIT = 3  # seconds a daemon gets, after the grader exits, to overwrite a report
 MISSING = {"missing_file": "mha.py"}  # case -> the file it does not hand in
 PATCH_BLOCK = re.compile(r"^# BEGIN PATCH\n.*?^# END PATCH\n", re.MULTILINE | re.DOTALL)
+BALLAST_BLOCK = re.compile(r"^ *# BEGIN BALLAST\n.*?^ *# END BALLAST\n", re.MULTILINE | re.DOTALL)
 ISOLATION_LEVELS = ("namespaces", "uid", "rlimits")
 GRADER_SECRET = "AGSECRET-" + secrets.token_hex(8)  # the grader_memory payload hunts for this pattern
 
@@ -139,6 +140,10 @@ EXPECTED = {
     "pipe_shrink": Expect((), (f"did not finish within {CALL_TIMEOUT:g} s",)),
     # Weights of ±1.7e308 (finite float64): compared and drawn like any wrong answer.
     "extreme_values": Expect(("Dtypes: float64", "Stability:", "Gradients:"), ("weights values differ",)),
+    # Extra credit's memory test, not a graded part here: see test_the_memory_points_count_what_the_call_allocated.
+    "memory_ballast": Expect(),
+    "memory_ballast_control": Expect(),
+    "memory_clear_refs": Expect(),
 }
 
 
@@ -162,6 +167,8 @@ def build_batch(batch, values):
         write_submission(batch / folder.name, texts)
         if folder.name == "monkeypatch":
             write_submission(batch / "monkeypatch_control", {n: PATCH_BLOCK.sub("", t) for n, t in texts.items()})
+        if folder.name == "memory_ballast":
+            write_submission(batch / "memory_ballast_control", {n: BALLAST_BLOCK.sub("", t) for n, t in texts.items()})
     write_submission(batch / "not_implemented", {name: (ROOT / "assignment" / name).read_text() for name in FILES})
     mutants = {m["name"]: m for m in load_mutants()}
     for name in RULE_CONTROLS.values():
@@ -793,6 +800,28 @@ def test_student_text_reaches_the_reports_as_text_only(run):
     assert "<script>alert" not in page and "<img src=x" not in page and "\x1b" not in page
 
 
+MEMORY_TEST = "Extra: tiled_attention's peak memory"
+
+
+@pytest.mark.parametrize("case", ["memory_ballast", "memory_ballast_control", "memory_clear_refs"])
+def test_the_memory_points_count_what_the_call_allocated(run, case):
+    """Issue 23, 5: a naive tiled_attention loses the memory points however it hides its (T, T) matrix:
+    a ballast taken at import and freed inside the call (the call's net growth stays small), or a reset
+    of its own peak-RSS mark; the same code without the ballast (the control) loses them too, and the
+    reference, graded beside them, keeps them."""
+    def memory_test(results):
+        found = [t for t in results["tests"] if t["name"].startswith(MEMORY_TEST)]
+        assert len(found) == 1, f"no single memory test in {[t['name'] for t in results['tests']]}"
+        return found[0]
+
+    assert memory_test(run.results("reference"))["status"] == "passed", "the reference lost the memory points"
+    test = memory_test(run.results(case))
+    assert test["status"] == "failed", f"{case} kept the memory points:\n{explain([test])}"
+    assert "peak memory grew by" in test["output"], f"{case} failed for another reason:\n{explain([test])}"
+    if case == "memory_clear_refs":
+        assert "CLEAR_REFS ->" in run.printed(case), f"the payload did not run:\n{run.printed(case)[:500]}"
+
+
 def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, monkeypatch):
     """The memory_forged payload (tests/hostile) builds the (T, T) matrix in a forked helper and
     replaces the probe's memory reading. The source rule already fails it; here the measurement
@@ -903,3 +932,36 @@ def test_a_child_that_stops_reading_its_requests_costs_one_call_limit(run):
     tiled = [t for t in results["tests"] if "tiled_attention" in t["name"]]
     assert tiled and all(t["status"] == "failed" and ("did not finish within" in t["output"] or "timed out" in t["output"])
                          for t in tiled), explain(tiled)
+
+
+@pytest.mark.parametrize("case", ["reference", "memory_ballast", "memory_clear_refs"])
+def test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc(tmp_path, monkeypatch, case):
+    """Gradescope's container gives no cgroup: the figure is then the child's VmHWM, read by the grader
+    from /proc since before the import. A ballast freed in the call, or a reset of the peak through
+    /proc/self/clear_refs (refused: a read-only /proc at the namespaces level, Landlock at the uid level),
+    must not hide the matrix; the reference stays far below."""
+    import torch
+
+    from autograder import cgroups, isolation
+    from autograder.by_hand import standalone_student
+
+    level = isolation.choose_level()
+    if case == "memory_clear_refs" and level != "namespaces" and not any(
+            layer.startswith("landlock") for layer in isolation.detect_layers(level)):
+        pytest.skip(f"{level} level without Landlock: the child may reset its own peak (README)")
+    monkeypatch.setattr(cgroups, "create", lambda *args, **kwargs: None)
+    reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
+    payload = (HOSTILE / case / "attention.py.payload").read_text() if case != "reference" else ""
+    write_submission(tmp_path / case, {**reference, "attention.py": reference["attention.py"] + payload})
+    os.chmod(tmp_path, 0o755)
+    t, d = 4096, 16
+    q, k, v = (torch.randn(t, d, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    with standalone_student(str(tmp_path / case)) as (student, _):
+        reply = student.call("attention.tiled_attention", q, k, v, kwargs={"causal": True}, measure_memory=True)
+    matrix = t * t * 4
+    assert reply.memory_measured_by == "process" and reply.peak_bytes is not None, (
+        reply.memory_measured_by, reply.peak_bytes)
+    if case == "reference":
+        assert reply.peak_bytes < matrix / 4, f"the reference's tiling measured {reply.peak_bytes >> 20} MiB"
+    else:
+        assert reply.peak_bytes > matrix / 2, f"{case} measured {reply.peak_bytes >> 20} MiB: the matrix was hidden"

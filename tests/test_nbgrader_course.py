@@ -30,7 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 LAB = nbgrader_course.ASSIGNMENT
 NOTEBOOK = nbgrader_course.NOTEBOOK
-STUDENTS = ("correct", "buggy", "untouched", "tamper")
+STUDENTS = ("correct", "buggy", "untouched", "tamper", "symlink")
+# The "symlink" student hands in links to the kit's solution and hidden tests, not files (issue 23, 7):
+# nbgrader's copy into autograded/ follows them, `make grade` refuses them.
+SYMLINKS = {"attention.py": ROOT / "solution" / "attention.py", "mha.py": ROOT / "solution" / "mha.py",
+            "test_extra.py": ROOT / "tests_hidden" / "test_extra.py"}
 # Appended to the stub attention.py: a tamper aimed at checks run in the notebook's kernel.
 TAMPER_MODULE = '''
 
@@ -71,7 +75,17 @@ def student_files(course):
     reference = {name: (ROOT / "solution" / name).read_text(encoding="utf-8") for name in stub}
     buggy = {name: (ROOT / "examples" / "submissions" / "mask_bug" / name).read_text(encoding="utf-8") for name in stub}
     return {"correct": reference, "buggy": buggy, "untouched": stub,
-            "tamper": {**stub, "attention.py": stub["attention.py"] + TAMPER_MODULE}}
+            "tamper": {**stub, "attention.py": stub["attention.py"] + TAMPER_MODULE}, "symlink": SYMLINKS}
+
+
+def hand_in(folder, files):
+    """Write `files` into `folder`: texts as files, paths as symlinks to them."""
+    for name, content in files.items():
+        (folder / name).unlink(missing_ok=True)
+        if isinstance(content, Path):
+            (folder / name).symlink_to(content)
+        else:
+            (folder / name).write_text(content, encoding="utf-8")
 
 
 def submit(course, student, files):
@@ -80,8 +94,7 @@ def submit(course, student, files):
 
     folder = course / "submitted" / student / LAB
     shutil.copytree(course / "release" / LAB, folder)
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
+    hand_in(folder, files)
     if student == "tamper":
         nb = nbformat.read(folder / NOTEBOOK, as_version=4)
         reference = (ROOT / "solution" / "attention.py").read_text(encoding="utf-8")
@@ -120,8 +133,7 @@ def graded(tmp_path_factory):
     for student in STUDENTS:
         submit(course, student, files[student])
         (base / "make-grade" / student).mkdir(parents=True)
-        for name, text in files[student].items():
-            (base / "make-grade" / student / name).write_text(text, encoding="utf-8")
+        hand_in(base / "make-grade" / student, files[student])
     autograde = nbgrader(course, "autograde", LAB)
     feedback = nbgrader(course, "generate_feedback", LAB)
     nbgrader(course, "export")
@@ -155,6 +167,21 @@ def test_nbgrader_totals_equal_make_grade_for_every_student(graded):
         assert parts == pytest.approx(make_grade_parts(expected)), f"{student}: by part, nbgrader {parts}"
     assert scores["correct"][0] == full_marks() and scores["untouched"][0] == 0, f"totals: {scores}"
     assert 0 < scores["buggy"][0] < core_max(), f"the buggy student should lose some points, not all: {scores['buggy']}"
+
+
+def test_symlinks_to_the_solution_earn_nothing_and_reach_no_feedback(graded):
+    """Issue 23, 7: links in submitted/ are graded as `make grade` grades them (refused), and nothing
+    nbgrader copied through them stays in autograded/ or reaches feedback/."""
+    course = graded["course"]
+    assert gradebook_scores(course)["symlink"][0] == 0 == graded["make_grade"]["symlink"]["score"]
+    kit_files = {path.read_bytes() for path in SYMLINKS.values()}
+    for step in ("autograded", "feedback"):
+        folder = course / step / "symlink" / LAB
+        assert folder.is_dir(), f"nbgrader made no {step} folder for the symlink student"
+        held = [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_symlink() or (p.is_file() and (
+            p.read_bytes() in kit_files))]
+        assert not held, f"{step}/symlink/{LAB} holds the kit's files: {held}"
+    assert "is a symlink: ignored" in graded["make_grade"]["symlink"]["output"]
 
 
 def test_an_attention_bug_keeps_the_mha_points_as_in_make_grade(graded):

@@ -177,3 +177,42 @@ def test_names_read_plainly_in_html_after_markdown_escaping(tmp_path):
     page = (tmp_path / "s1" / "feedback.html").read_text()
     assert "lab_3/attention.py is a symlink" in page and "found 2 copies of *mha*.py" in page
     assert "\\_" not in page and "\\*" not in page
+
+
+# What a spreadsheet may evaluate after trimming or normalizing the start of a cell (issue 23, 6c).
+TRIMMED_FORMULAS = {
+    "space then =": " =1+1",
+    "tab then =": "\t=1+1",
+    "no-break space then =": "\u00a0=1+1",
+    "fullwidth =": "\uff1d1+1",
+    "small =": "\ufe661+1",
+    "fullwidth +": "\uff0b1",
+    "fullwidth -": "\uff0d1",
+    "fullwidth @": "\uff20SUM(1)",
+    "left-to-right mark then =": "\u200e=1+1",
+    "right-to-left mark then =": "\u200f=1+1",
+    "arabic letter mark then =": "\u061c=1+1",
+    "zero-width space then =": "\u200b=1+1",
+    "byte-order mark then =": "\ufeff=1+1",
+    "zero-width joiner then +": "\u200d+1",
+    "bidi override then =": "\u202e=1+1",
+    "newline then =": "\n=1+1",
+    "quote then =": "'=1+1",
+    "double quote": "\"=1\"",
+    "open bracket": "(1)",
+    "percent": "%1",
+}
+
+
+@pytest.mark.parametrize("attack", TRIMMED_FORMULAS.values(), ids=TRIMMED_FORMULAS.keys())
+def test_gradebook_cells_that_start_with_anything_but_a_letter_or_digit_are_quoted(attack):
+    row = gradebook_rows((Submitter(attack, attack, attack),), submission_id=attack)[0]
+    for column in ("Student", "SIS User ID", "SIS Login ID", "submission_id", "email"):
+        assert row[column].startswith("'"), f"{column} = {row[column]!r} is written unquoted"
+
+
+@pytest.mark.parametrize("plain", ["Ada Lovelace", "Élodie Durand", "李小龍", "Ｋａｔｅ", "0042", "s1", "ada@example.edu",
+                                   "Zoë-Anne O'Brien"])
+def test_cells_that_start_with_a_letter_or_digit_are_written_as_they_are(plain):
+    row = gradebook_rows((Submitter(plain, plain, plain),), submission_id=plain)[0]
+    assert (row["Student"], row["SIS User ID"], row["submission_id"]) == (plain, plain, plain)

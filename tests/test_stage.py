@@ -414,15 +414,71 @@ def understate_entry_count(archive, count):
     archive.write_bytes(bytes(data))
 
 
-def test_skipped_entries_count_toward_the_entry_cap(tmp_path):
+def test_a_zip_announcing_fewer_entries_than_it_holds_is_refused_whole(tmp_path):
+    """zipfile walks the directory's bytes, not its count: the count cannot be trusted to bound the entries."""
     entries = {f"junk/{i}.txt": "x" for i in range(5)}
     archive = make_zip(tmp_path / "sub.zip", {**entries, "attention.py": ATTENTION, "mha.py": MHA})
     understate_entry_count(archive, 3)
     dest = tmp_path / "unzipped"
     dest.mkdir()
     problems = safe_extract(str(archive), str(dest), max_files=3, only=SUBMISSION_FILES)
-    assert problems == ["the zip holds more than 3 entries: the rest were not extracted"]
-    assert list(dest.iterdir()) == [], "entries past the cap were extracted because skipped ones were not counted"
+    assert problems == ["sub.zip announces 3 entries but holds 7: nothing was extracted (zip it again)"]
+    assert list(dest.iterdir()) == []
+
+
+_ZIP64_END = struct.Struct("<4sQ2H2L4Q")
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")
+
+
+def two_faced_zip64(path, entries, told_entries, told_size=None):
+    """A zip with `entries` (name -> text) and two zip64 end records: the one its locator points at
+    (placed before the central directory) announces a single small entry; the one zipfile reads (just
+    before the locator) announces `told_entries` entries in `told_size` bytes (the real directory's
+    size by default). A reader that follows the locator and zipfile see two different zips."""
+    import io
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        for name, text in entries.items():
+            z.writestr(name, text)
+    data = buffer.getvalue()
+    end = data.rfind(b"PK\5\6")
+    size, offset = struct.unpack_from("<2L", data, end + 12)
+    body, directory = data[:offset], data[offset:offset + size]
+    decoy_at = len(body)
+    decoy = _ZIP64_END.pack(b"PK\6\6", 44, 45, 45, 0, 0, 1, 1, 46 + 12, decoy_at + _ZIP64_END.size)
+    directory_at = decoy_at + len(decoy)
+    # Local header offsets in the directory are absolute: moving the directory by the decoy's size
+    # changes none of them, since the decoy sits after the last local entry.
+    told = _ZIP64_END.pack(b"PK\6\6", 44, 45, 45, 0, 0, told_entries, told_entries,
+                           size if told_size is None else told_size, directory_at)
+    locator = _ZIP64_LOCATOR.pack(b"PK\6\7", 0, decoy_at, 1)
+    classic = struct.pack("<4s4H2LH", b"PK\5\6", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    path.write_bytes(body + decoy + directory + told + locator + classic)
+    return path
+
+
+def test_a_zip64_record_is_read_where_zipfile_reads_it(tmp_path):
+    """Finding 6a of issue 23: the entry cap read a zip64 record zipfile never uses. 2,000 real entries
+    (zipfile would parse them all) behind a record, where the locator points, that announces one."""
+    archive = two_faced_zip64(tmp_path / "two.zip", {f"d/{i}": "" for i in range(2000)}, 2000)
+    with zipfile.ZipFile(archive) as z:
+        assert len(z.infolist()) == 2000, "the test zip is not what zipfile reads"
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.problems[0] == "two.zip holds 2000 entries, more than 1000: nothing was extracted (zip only your files)"
+
+
+def test_a_small_zip64_announcing_two_million_entries_is_refused_before_zipfile_reads_it(tmp_path, monkeypatch):
+    """The same two-faced zip, small but lying: zipfile would read a 94 MB directory. Refused from the end
+    records alone, before zipfile.ZipFile parses anything."""
+    archive = two_faced_zip64(tmp_path / "liar.zip", {"attention.py": ATTENTION, "mha.py": MHA}, 2_000_002,
+                              told_size=94_000_000)
+    opened = []
+    monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: opened.append(a) or pytest.fail("zipfile parsed it"))
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.problems[0] == ("liar.zip holds 2000002 entries, more than 1000: nothing was extracted "
+                                  "(zip only your files)"), staged.problems
+    assert not opened and staged_names(staged) == []
 
 
 def test_an_oversize_file_in_a_zip_does_not_stop_the_other_from_being_staged(tmp_path):

@@ -356,16 +356,56 @@ def test_a_child_out_of_turn_twice_in_a_row_fails_the_call(tmp_path):
     assert failure.message == "the submission's process spoke between requests while running causal_mask"
 
 
-def test_memory_is_the_cgroups_measure_when_there_is_one_and_the_childs_claim_otherwise(tmp_path):
+def test_memory_is_measured_by_the_parent_in_a_fresh_child_never_taken_from_the_reply(tmp_path):
     def script(request):
-        return {"ok": True, "value": {"result": 1, "peak_bytes": 7}}
+        return {"ok": True, "value": {"result": 1, "peak_bytes": 7}}  # a claim: never read
 
     student = handle(tmp_path, script=script)
+    student.call("attention.causal_mask", 4)
     claimed = student.call("attention.causal_mask", 4, measure_memory=True)
-    assert (claimed.peak_bytes, claimed.memory_measured_by) == (7, "child")
+    assert (claimed.peak_bytes, claimed.memory_measured_by) == (None, "process")  # a stand-in has no /proc
     student.cgroup = SimpleNamespace(reset_peak=lambda: 100, peak_memory=lambda: 600)
     measured = student.call("attention.causal_mask", 4, measure_memory=True)
     assert (measured.peak_bytes, measured.memory_measured_by) == (500, "cgroup")
+    assert len(student.spawned) == 3 and student.spawned[0].closed and student.spawned[1].closed, (
+        "each measured call needs a child of its own, measured from before the student's import")
+    assert "import" in student.spawned[2].requests[0], "the fresh child is measured from before the import"
+
+
+BALLAST_CHILD = """
+import sys, torch
+print("started", flush=True); sys.stdin.readline()   # the parent's meter starts here
+ballast = torch.ones(80 << 20, dtype=torch.uint8)   # taken 'at import'
+print("ready", flush=True); sys.stdin.readline()
+del ballast                                          # freed 'inside the call'
+print("done", flush=True); sys.stdin.readline()
+"""
+
+
+def test_the_process_figure_counts_a_ballast_taken_before_the_call_and_freed_in_it():
+    """Finding 5 of issue 23: the meter starts before the import, so memory freed inside the call to
+    make room still counts; read from /proc by the parent, as on Gradescope (no cgroup)."""
+    import subprocess
+    import sys
+
+    from autograder.student import MemoryMeter
+
+    child = subprocess.Popen([sys.executable, "-c", BALLAST_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "started"
+        meter = MemoryMeter(None, child.pid)  # before 'import'
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "ready"
+        child.stdin.write("call\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"
+        grown = meter.grown()  # the child waits on stdin: alive
+    finally:
+        child.kill()
+        child.wait()
+    assert meter.by == "process" and grown is not None and grown > 60 << 20, f"grown {grown}"
 
 
 def test_closing_retires_every_child_and_keeps_what_they_printed(tmp_path):
