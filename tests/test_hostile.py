@@ -132,18 +132,20 @@ EXPECTED = {
     # a named Unix socket on the host, a thread, a user namespace, memfd: the kernel filter refuses each.
     "leftovers": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
     # Issue 23. A "setup error" written while the grader's next request sits unread: still the student's reply.
-    "forged_grader_error": Expect(("Causal mask: True on", "Causal mask: accepts"), ("sent a malformed reply",)),
+    # Its imports (array, fcntl, signal, termios) break the from-scratch rule: every test that runs attention.py is
+    # not graded; test_no_submission_can_claim_the_graders_words checks it is never a grader error.
+    "forged_grader_error": Expect(ATTENTION_PARTS, (HIDDEN, "importing array is not allowed")),
     # The grader's "more bytes not kept" marker printed, with 4,301 digits and with 123456789: only text.
     "printed_marker": Expect(),
     # The request pipe shrunk to 4 KiB and never read again: the call times out, the grader never blocks.
     # Only extra-credit tests call tiled_attention: test_a_child_that_stops_reading_its_requests_... checks them.
-    "pipe_shrink": Expect((), (f"did not finish within {CALL_TIMEOUT:g} s",)),
+    "pipe_shrink": Expect(ATTENTION_PARTS, (HIDDEN, "importing fcntl is not allowed")),
     # Weights of ±1.7e308 (finite float64): compared and drawn like any wrong answer.
     "extreme_values": Expect(("Dtypes: float64", "Stability:", "Gradients:"), ("weights values differ",)),
     # Extra credit's memory test, not a graded part here: see test_the_memory_points_count_what_the_call_allocated.
     "memory_ballast": Expect(),
     "memory_ballast_control": Expect(),
-    "memory_clear_refs": Expect(),
+    "memory_clear_refs": Expect(ATTENTION_PARTS, (HIDDEN, "open is not allowed")),
 }
 
 
@@ -817,7 +819,10 @@ def test_the_memory_points_count_what_the_call_allocated(run, case):
     assert memory_test(run.results("reference"))["status"] == "passed", "the reference lost the memory points"
     test = memory_test(run.results(case))
     assert test["status"] == "failed", f"{case} kept the memory points:\n{explain([test])}"
-    assert "peak memory grew by" in test["output"], f"{case} failed for another reason:\n{explain([test])}"
+    # memory_clear_refs writes /proc with open(), which the rule refuses: its measurement is tested with the
+    # rule off in test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc.
+    expected = ("peak memory grew by", "is not graded") if case == "memory_clear_refs" else ("peak memory grew by",)
+    assert any(words in test["output"] for words in expected), f"{case} failed for another reason:\n{explain([test])}"
     if case == "memory_clear_refs":
         assert "CLEAR_REFS ->" in run.printed(case), f"the payload did not run:\n{run.printed(case)[:500]}"
 
@@ -856,7 +861,9 @@ def test_the_kernel_filter_refuses_ipc_keys_sockets_threads_and_namespaces(run):
     for line in ("LEAVE key -> refused", "LEAVE shm -> refused", "UNIX -> failed", "THREAD -> refused",
                  "USERNS -> refused", "MEMFD -> refused"):
         assert line in printed, f"the leftovers payload did not report {line!r}:\n{printed[:1500]}"
-    assert "THREAD ran" not in printed and "can't start new thread" in printed, printed[:1500]
+    # Refused twice: by the child's run-time check first, and by the kernel (tests/test_confine.py).
+    assert "THREAD ran" not in printed and ("can't start new thread" in printed
+                                            or "starting a thread is not allowed" in printed), printed[:1500]
     assert not run.unix_connections, f"the test's named Unix socket received {run.unix_connections}"
 
 
@@ -930,8 +937,9 @@ def test_a_child_that_stops_reading_its_requests_costs_one_call_limit(run):
     results = run.results("pipe_shrink")
     assert results["execution_time"] < 3 * CALL_TIMEOUT + 30, results["execution_time"]
     tiled = [t for t in results["tests"] if "tiled_attention" in t["name"]]
-    assert tiled and all(t["status"] == "failed" and ("did not finish within" in t["output"] or "timed out" in t["output"])
-                         for t in tiled), explain(tiled)
+    # The rule's "not graded" (its fcntl import) replaces the timeout's message; the time bound is the proof.
+    assert tiled and all(t["status"] == "failed" and any(words in t["output"] for words in (
+        "did not finish within", "timed out", "is not graded")) for t in tiled), explain(tiled)
 
 
 @pytest.mark.parametrize("case", ["reference", "memory_ballast", "memory_clear_refs"])
@@ -942,7 +950,7 @@ def test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc(tmp_path, m
     must not hide the matrix; the reference stays far below."""
     import torch
 
-    from autograder import cgroups, isolation
+    from autograder import cgroups, isolation, rules
     from autograder.by_hand import standalone_student
 
     level = isolation.choose_level()
@@ -950,6 +958,7 @@ def test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc(tmp_path, m
             layer.startswith("landlock") for layer in isolation.detect_layers(level)):
         pytest.skip(f"{level} level without Landlock: the child may reset its own peak (README)")
     monkeypatch.setattr(cgroups, "create", lambda *args, **kwargs: None)
+    monkeypatch.setattr(rules, "hidden_calls", lambda path: [])  # the rule refuses open(): test the measurement
     reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
     payload = (HOSTILE / case / "attention.py.payload").read_text() if case != "reference" else ""
     write_submission(tmp_path / case, {**reference, "attention.py": reference["attention.py"] + payload})
