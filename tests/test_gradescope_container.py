@@ -178,6 +178,21 @@ def test_a_grader_that_cannot_start_still_writes_a_valid_results_json(image):
     assert results["extra_data"]["grader_error"] and "not a problem with your code" in results["output"]
 
 
+def test_a_two_faced_zip64_upload_is_refused_within_gradescopes_memory(image, tmp_path):
+    """Issue 23, 6a, where Gradescope runs it: a zip whose zip64 end records disagree (the locator's
+    announces one entry, zipfile's 200,002) is judged by the record zipfile reads and refused before
+    anything is extracted, in the 768 MiB container, as the student's upload problem."""
+    from test_stage import two_faced_zip64
+
+    entries = {**{f"d/{i}": "" for i in range(200_000)}, **sample("reference")}
+    archive = two_faced_zip64(tmp_path / "submission.zip", entries, len(entries))
+    results, outcome = image.grade({"submission.zip": archive.read_bytes()}, METADATA)
+    assert results is not None, outcome.output[-2000:]
+    assert not results["extra_data"]["grader_error"] and results["score"] == 0, results["output"]
+    assert f"holds {len(entries)} entries, more than" in results["output"], results["output"]
+    assert outcome.peak_bytes < GRADESCOPE_MEMORY and not outcome.oom_kills, outcome.peak_bytes >> 20
+
+
 # --- the hostile suite at the uid level ------------------------------------------------------
 
 @pytest.fixture(scope="module")
