@@ -137,7 +137,9 @@ class Student:
     def _probe(self, mode, probe, allow_forbidden=False):
         target, module = probe.target, probe.module
         try:
-            if probe.measure_memory:  # a fresh child, measured from before the student's import
+            # With a cgroup, a fresh child measured from before the student's import; without one the
+            # figure starts at the call (MemoryMeter), in the child earlier tests warmed up.
+            if probe.measure_memory and self.cgroup is not None:
                 entry = self.children.pop(mode, None)
                 if entry is not None:
                     self._retire(entry["child"])
@@ -152,6 +154,8 @@ class Student:
                     self.import_failures[(mode, module)] = (self._unreadable(module, mode, imported.error)
                                                             or describe_error(imported.error))
                     return Failure(self.import_failures[(mode, module)], imported.error, classes=self._classes())
+            if meter:
+                meter.start_call()
             answer = self._recorded_call(child, probe, mode)
             grown = meter.grown() if meter else None
         except OutOfTurn:
@@ -351,17 +355,19 @@ class Student:
 
 
 class MemoryMeter:
-    """What a fresh child allocates from before the student's import to the end of the measured call:
-    memory taken at import (a ballast freed inside the call) counts, as the net change of the call
-    alone would not. Read by the parent from the kernel's counters, never from the child's reply:
-    the submission's cgroup (every process it has, a forked helper too; ``by`` = "cgroup"), or else
-    the child's own peak RSS since it was forked (``VmHWM`` in /proc/<pid>/status; "process"),
-    which only the child's write to its clear_refs could lower: Landlock refuses that write.
+    """What a measured call allocates, read by the parent from the kernel's counters, never from the
+    child's reply.
 
-    A fresh child's peak RSS also counts the pages of torch's libraries it maps as it runs (about
-    25 MiB for the reference's tiling, none of it the student's memory): up to ``CODE_PAGES`` of
-    file-backed growth is taken off the process figure, so an honest tiling stays far below half a
-    (T, T) matrix while a built matrix (64 MiB at T = 4096, anonymous) still shows."""
+    With the submission's cgroup (every process it has, a forked helper too; ``by`` = "cgroup") the
+    figure starts in a fresh child before the student's import, so memory taken at import (a ballast
+    freed inside the call) counts, as the net change of the call alone would not.
+
+    Without a cgroup (Gradescope's container; "process") it is the child's own peak RSS (``VmHWM`` in
+    /proc/<pid>/status), reset by the parent when the call starts (``start_call``), in the child that
+    earlier tests warmed up: a fresh child's import and torch's first use of its kernels take tens of
+    MiB in some images (Gradescope's among them), which are not the call's. There a ballast freed inside the call is not counted (README); the child cannot lower the
+    figure itself (Landlock refuses its write to clear_refs). Up to ``CODE_PAGES`` of file-backed
+    growth (torch's library pages the call maps, none of it the student's memory) is taken off."""
 
     CODE_PAGES = 24 << 20
 
@@ -369,9 +375,12 @@ class MemoryMeter:
         self.cgroup, self.pid = cgroup, pid
         self.start = cgroup.reset_peak() if cgroup is not None else None
         self.by = "cgroup" if self.start is not None else "process"
-        if self.start is None:
-            self.start = _proc_status_bytes(pid, "VmRSS")
-            self.file_start = _proc_status_bytes(pid, "RssFile")
+
+    def start_call(self):
+        """Right before the measured call: where there is no cgroup, the figure starts here."""
+        if self.by == "process":
+            self.start = _reset_peak_rss(self.pid) and _proc_status_bytes(self.pid, "VmRSS")
+            self.file_start = _proc_status_bytes(self.pid, "RssFile")
 
     def grown(self):
         """Bytes above the start at the peak, or None where nothing could be read."""
@@ -383,6 +392,16 @@ class MemoryMeter:
                 return None
             code = min(max(file_end - self.file_start, 0), self.CODE_PAGES)
         return max(peak - self.start - code, 0) if peak is not None and self.start is not None else None
+
+
+def _reset_peak_rss(pid):
+    """Set the child's VmHWM to its current RSS (the parent's write; the child's own is refused)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except (OSError, TypeError):
+        return False
 
 
 def _proc_status_bytes(pid, field):

@@ -942,12 +942,14 @@ def test_a_child_that_stops_reading_its_requests_costs_one_call_limit(run):
         "did not finish within", "timed out", "is not graded")) for t in tiled), explain(tiled)
 
 
-@pytest.mark.parametrize("case", ["reference", "memory_ballast", "memory_clear_refs"])
+@pytest.mark.parametrize("case", ["reference", pytest.param("memory_ballast", marks=pytest.mark.xfail(
+    strict=True, reason="without a cgroup the figure starts at the call, so a ballast freed in it is not counted "
+                        "(README; issue 23, finding 5, still open there)")), "memory_clear_refs"])
 def test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc(tmp_path, monkeypatch, case):
     """Gradescope's container gives no cgroup: the figure is then the child's VmHWM, read by the grader
-    from /proc since before the import. A ballast freed in the call, or a reset of the peak through
-    /proc/self/clear_refs (refused: a read-only /proc at the namespaces level, Landlock at the uid level),
-    must not hide the matrix; the reference stays far below."""
+    from /proc and reset by it when the call starts. A reset of the peak through /proc/self/clear_refs
+    (refused: a read-only /proc at the namespaces level, Landlock at the uid level) must not hide the
+    matrix; the reference stays far below. A ballast freed in the call is not caught here (xfail)."""
     import torch
 
     from autograder import cgroups, isolation, rules
