@@ -189,7 +189,10 @@ def test_a_two_faced_zip64_upload_is_refused_within_gradescopes_memory(image, tm
     results, outcome = image.grade({"submission.zip": archive.read_bytes()}, METADATA)
     assert results is not None, outcome.output[-2000:]
     assert not results["extra_data"]["grader_error"] and results["score"] == 0, results["output"]
-    assert f"holds {len(entries)} entries, more than" in results["output"], results["output"]
+    # The image's Python (3.11.2) rejects the two records outright; a newer zipfile reads the count and the
+    # cap refuses it: either way nothing is extracted.
+    assert (f"holds {len(entries)} entries, more than" in results["output"]
+            or "submission.zip is not a valid zip file" in results["output"]), results["output"]
     assert outcome.peak_bytes < GRADESCOPE_MEMORY and not outcome.oom_kills, outcome.peak_bytes >> 20
 
 
@@ -212,7 +215,8 @@ def hostile(image, tmp_path_factory):
     try:
         build_batch(batch, {"TOKEN": token, "MARKERS": f"/markers-hx-{token}", "KIT": "/autograder/source",
                             "OUT": "/autograder/results", "BATCH": "/autograder/submission",
-                            "PORT": listener.getsockname()[1]})
+                            "PORT": listener.getsockname()[1],
+                            "SHARED": f"/tmp/hx-{token}.sock"})  # no listener in the image: a connect finds none
         for folder in sorted(batch.iterdir()):
             if folder.name not in EXPECTED:
                 continue
