@@ -78,12 +78,20 @@ def _matches(got, candidate):
     return bool(same_nan.all() and close.all())
 
 
+SECTION_PRECISION = "Part 1: `attention.py`"  # where the lab text asks for float64-accurate float64 results
+
 # Found from the pattern of the errors (compare.py), not recomputed: every error of a float64 result is
-# within a few float32 ulps, whatever the inputs.
+# within a few float32 ulps, whatever the inputs. precision_cause() then names the float32 step when it can.
 FLOAT32_IN_FLOAT64 = Mistake(
     "float32_in_float64", "precision", "A float32 constant or intermediate in a float64 computation: the result "
-    "is only float32-accurate (e.g. a scale made with torch.Tensor([d_k]) or torch.FloatTensor)",
-    "Scaled dot-product attention")
+    "is only float32-accurate (a torch.Tensor/torch.FloatTensor constant, a .float() cast or dtype=torch.float32 "
+    "somewhere on the way)", SECTION_PRECISION)
+FLOAT32_SCALE = Mistake(
+    "float32_scale", "precision", "Your scale is a float32 tensor (torch.Tensor([d_k]) or torch.FloatTensor are "
+    "float32), so a float64 result is only float32-accurate: divide by math.sqrt(d_k)", SECTION_PRECISION)
+FLOAT32_SOFTMAX = Mistake(
+    "float32_softmax", "precision", "Your softmax runs in float32 (a .float() before it, or dtype=torch.float32), "
+    "so a float64 result is only float32-accurate: take the softmax in the input's dtype", SECTION_PRECISION)
 
 
 # --- masks ------------------------------------------------------------------------------------
@@ -124,10 +132,12 @@ def _padding_inverted(tokens, pad_id):
 # --- scaled dot-product attention -------------------------------------------------------------
 
 def attention(query, key, value, mask, scale=None, fill=float("-inf"), softmax_dim=-1, mask_mode="fill",
-              flip=False, stable=True):
+              flip=False, stable=True, float32_scale=False, float32_softmax=False):
     """Reference attention with one knob per known mistake."""
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     scores = query @ key.transpose(-2, -1) * scale  # (..., T_q, T_k)
+    if float32_scale:  # scores / torch.sqrt(torch.Tensor([d_k])): the float32 square root, promoted
+        scores = query @ key.transpose(-2, -1) / torch.sqrt(torch.tensor(float(query.size(-1)))).item()
     allowed = None
     if mask is not None:
         allowed = mask if mask.dtype == torch.bool else mask != 0
@@ -137,7 +147,9 @@ def attention(query, key, value, mask, scale=None, fill=float("-inf"), softmax_d
             scores = scores.masked_fill(~allowed, fill)
         elif mask_mode == "add":
             scores = scores + mask
-    if stable:
+    if float32_softmax:
+        weights = torch.softmax(scores.float(), dim=softmax_dim).to(scores.dtype)
+    elif stable:
         weights = torch.softmax(scores, dim=softmax_dim)
     else:
         weights = scores.exp() / scores.exp().sum(dim=softmax_dim, keepdim=True)
@@ -191,10 +203,21 @@ def _additive(q, k, v, mask):
     return attention(q, k, v, mask, mask_mode="add") if mask is not None and mask.dtype != torch.bool else None
 
 
-@mistake("sdpa", "numeric_mask_ignored", "Your code ignores a numeric (int or float) mask; convert it with "
-         "mask != 0 and apply it like a bool mask", SECTION_MASKS)
+# One call cannot tell "ignores numeric masks" from "ignores every mask" on a numeric mask: the numeric-mask
+# tests ask the student's code again with the same mask as bool and rename it mask_ignored if that is ignored too.
+@mistake("sdpa", "mask_ignored", "Your code ignores the mask (bool masks too): blocked keys get weight. Fill the "
+         "scores with -inf where the mask is False (or 0) before the softmax", SECTION_MASKS)
+def _mask_ignored(q, k, v, mask):
+    return attention(q, k, v, None) if mask is not None and mask.dtype == torch.bool else None
+
+
+@mistake("sdpa", "numeric_mask_ignored", "Your code ignores a numeric (int or float) mask, while it applies a bool "
+         "one; convert it with mask != 0 and apply it like a bool mask", SECTION_MASKS)
 def _numeric_ignored(q, k, v, mask):
     return attention(q, k, v, None) if mask is not None and mask.dtype != torch.bool else None
+
+
+MASK_IGNORED = next(entry for entry, _ in CATALOGUE["sdpa"] if entry.name == "mask_ignored")
 
 
 @mistake("sdpa", "unstable_softmax", "Your softmax overflows on large scores: exp() of a large score is inf. "
@@ -222,7 +245,8 @@ def _merge_only(x, n_heads):
 # --- multi-head attention ---------------------------------------------------------------------
 
 def mha(state, n_heads, query, key, value, mask, *, split="transpose", merge="transpose", output_projection=True,
-        inputs=("query", "key", "value"), scale_dim=None, average_heads=False, project=("w_q", "w_k", "w_v")):
+        inputs=("query", "key", "value"), scale_dim=None, average_heads=False, project=("w_q", "w_k", "w_v"),
+        **attention_knobs):
     """The reference MultiHeadAttention as a function of its parameters, with one knob per known mistake."""
     def linear(name, x):
         return F.linear(x, state[f"{name}.weight"], state.get(f"{name}.bias"))
@@ -248,7 +272,7 @@ def mha(state, n_heads, query, key, value, mask, *, split="transpose", merge="tr
     k = split_heads(linear(project[1], x_k) if project[1] else x_k)
     v = split_heads(linear(project[2], x_v) if project[2] else x_v)
     scale = 1.0 / math.sqrt(scale_dim(d_model, d_k)) if scale_dim else None
-    heads, weights = attention(q, k, v, mask, scale=scale)  # (B, h, T_q, d_k)
+    heads, weights = attention(q, k, v, mask, scale=scale, **attention_knobs)  # (B, h, T_q, d_k)
     merged = merge_heads(heads)
     output = linear("w_o", merged) if output_projection else merged
     return output, weights.mean(dim=1) if average_heads else weights
@@ -307,6 +331,39 @@ def _scale_d_model(state, n_heads, q, k, v, mask):
          "head's weights, (B, n_heads, T_q, T_k)", SECTION_MHA)
 def _averaged(state, n_heads, q, k, v, mask):
     return mha(state, n_heads, q, k, v, mask, average_heads=True) if n_heads > 1 else None
+
+
+# --- precision: which float32 step made a float64 result float32-accurate --------------------------
+
+PRECISION = {  # kind -> (the right result, [(Mistake, the result with that float32 step)])
+    "sdpa": (lambda *inputs: attention(*inputs),
+             [(FLOAT32_SCALE, lambda *inputs: attention(*inputs, float32_scale=True)),
+              (FLOAT32_SOFTMAX, lambda *inputs: attention(*inputs, float32_softmax=True))]),
+    "mha": (lambda *inputs: mha(*inputs),
+            [(FLOAT32_SCALE, lambda *inputs: mha(*inputs, float32_scale=True)),
+             (FLOAT32_SOFTMAX, lambda *inputs: mha(*inputs, float32_softmax=True))]),
+}
+
+
+def precision_cause(kind, got, *inputs):
+    """The float32 step whose result is far closer to ``got`` than the right one is (both errors are tiny, so
+    closeness is relative: a hundred times closer), or None when neither explains it."""
+    if kind not in PRECISION:
+        return None
+    right, steps = PRECISION[kind]
+    with torch.no_grad():
+        off = _distance(got, right(*inputs))
+        for entry, compute in steps:
+            if _distance(got, compute(*inputs)) * 100 <= off:
+                return entry
+    return None
+
+
+def _distance(got, candidate):
+    """The largest absolute difference between two results (tensors or tuples of them)."""
+    if isinstance(candidate, tuple):
+        return max(_distance(g, c) for g, c in zip(got, candidate))
+    return (got.double() - candidate.double()).abs().nan_to_num(0.0).max().item() if got.numel() else 0.0
 
 
 # --- extra credit: tiled attention and KV-cache decoding --------------------------------------------

@@ -48,13 +48,14 @@ class StudentError(AssertionError):
     result matches) travel with it into the report.
     """
 
-    def __init__(self, message, figure=None, mistake=None):
+    def __init__(self, message, figure=None, mistake=None, unnamed=None):
         super().__init__(message)
         self.figure, self.mistake = figure, mistake
+        self.unnamed = message if unnamed is None else unnamed  # the message without the mistake's name
 
     def named(self, mistake):
-        """The same failure, with the catalogued mistake named first."""
-        return StudentError(f"Likely bug: {mistake.explain()}.\n{self}", self.figure, mistake)
+        """The same failure, with the catalogued mistake named first (in place of one named before)."""
+        return StudentError(f"Likely bug: {mistake.explain()}.\n{self.unnamed}", self.figure, mistake, self.unnamed)
 
 
 class RuleViolation(StudentError):

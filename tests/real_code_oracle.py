@@ -10,7 +10,9 @@ the built-in too: attention applied to an identity matrix as the values returns 
 Its cases and seeds are its own (not the hidden suite's); its tolerances are stated below. The
 multi-head parts follow the contract's fairness rule: MultiHeadAttention is judged on top of the
 submission's own attention first, and, if that fails, on top of the built-in attention (a bug in
-attention.py belongs to the attention parts). All folders run in one process, one after another.
+attention.py belongs to the attention parts). Each part's cases vary what that part is about: d_v != d_k
+is the attention part's, so the gradients part keeps d_v == d_k; a crash on a numeric mask is the
+attention part's, so the in-place check judges only the calls that ran. All folders run in one process.
 """
 import ast
 import importlib
@@ -189,15 +191,15 @@ def check_gradients(lab):
     same(weights, want_weights, "float64 causal: weights")
     same(out, want_out, "float64 causal: output")
     for n, dtype in enumerate((torch.float32, torch.float64)):
-        q, k, v = qkv((2,), 6, 6, 16, 8, seed=1310 + 10 * n, dtype=dtype, scale=30.0)
+        q, k, v = qkv((2,), 6, 6, 16, 16, seed=1310 + 10 * n, dtype=dtype, scale=30.0)
         mask = tril(6) if dtype == torch.float32 else None
         want_out, want_weights = builtin_attention(q, k, v, mask)
         out, weights = pair(sdpa(q, k, v, mask), "large scores")
         same(weights, want_weights, f"scores x 900, {dtype}: weights")
         same(out, want_out, f"scores x 900, {dtype}: output")
     for n, mask in enumerate((None, tril(5))):
-        q, k, v = qkv((2,), 5, 5, 8, 3, seed=1330 + 10 * n, dtype=torch.float64)
-        grad_out, grad_weights = randn(2, 5, 3, seed=1335 + n, dtype=torch.float64), randn(2, 5, 5, seed=1338 + n,
+        q, k, v = qkv((2,), 5, 5, 8, 8, seed=1330 + 10 * n, dtype=torch.float64)
+        grad_out, grad_weights = randn(2, 5, 8, seed=1335 + n, dtype=torch.float64), randn(2, 5, 5, seed=1338 + n,
                                                                                            dtype=torch.float64)
         got = gradients(lambda a, b, c: pair(sdpa(a, b, c, mask), "gradients"), (q, k, v), (grad_out, grad_weights))
         want = gradients(lambda a, b, c: builtin_attention(a, b, c, mask), (q, k, v), (grad_out, grad_weights))
@@ -205,14 +207,24 @@ def check_gradients(lab):
             if g is None:
                 raise Wrong(f"no gradient reaches the {name}")
             same(g, w, f"gradient w.r.t. {name} (mask {mask is not None})")
-    q, k, v = qkv((2,), 5, 5, 8, 8, seed=1350)
-    mask = holes((2, 5, 5), 1351).float()
-    inputs = (q, k, v, mask)
+    for n, numeric in enumerate((False, True)):  # a bool mask, then a float one (a crash there is not in place)
+        q, k, v = qkv((2,), 5, 5, 8, 8, seed=1350 + 10 * n)
+        mask = holes((2, 5, 5), 1351 + 10 * n)
+        inputs = (q, k, v, mask.float() if numeric else mask)
+        unchanged_after(lambda: sdpa(*inputs), inputs, "the call", tolerate_crash=numeric)
+
+
+def unchanged_after(call, inputs, who, tolerate_crash=False):
     before = [t.clone() for t in inputs]
-    sdpa(*inputs)
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - a crash is judged by the part that meets it
+        if not tolerate_crash:
+            raise
+        return
     for name, a, b in zip(("query", "key", "value", "mask"), before, inputs):
         if not torch.equal(a, b):
-            raise Wrong(f"the call modified its {name} in place")
+            raise Wrong(f"{who} modified its {name} in place")
 
 
 def gradients(function, inputs, grad_outputs):
@@ -298,13 +310,19 @@ def seeded_module(lab, d_model, n_heads, bias, dtype, seed):
 
 def check_mha_forward(lab):
     for n, case in enumerate(MHA_CASES):
-        what, d_model, n_heads, _, _, _, _, _, bias, dtype = case
+        what, d_model, n_heads, _, _, _, cross, _, bias, dtype = case
         query, key, value, mask = mha_inputs(case, seed=2000 + 10 * n)
         module = seeded_module(lab, d_model, n_heads, bias, dtype, seed=2005 + 10 * n)
         _, (want_out, want_weights) = builtin_mha(module, query, key, value, mask)
+        inputs = (query, key, value, mask)
+        before = [t.clone() for t in inputs]
         out, weights = pair(module(query, key, value, mask), what)
         same(weights, want_weights.detach(), f"{what}: weights")
         same(out, want_out.detach(), f"{what}: output")
+        if mask is not None and cross:
+            for name, a, b in zip(("query", "key", "value", "mask"), before, inputs):
+                if not torch.equal(a, b):
+                    raise Wrong(f"{what}: forward modified its {name} in place")
     case = ("gradients", 16, 4, 2, 4, 6, True, "padding", True, torch.float64)
     query, key, value, mask = mha_inputs(case, seed=2100)
     module = seeded_module(lab, 16, 4, True, torch.float64, seed=2105)

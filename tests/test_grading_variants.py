@@ -90,6 +90,26 @@ def test_mutant_loses_points_in_its_part(reports, name, part):
     assert not silent, f"mutant {name}: tests of part {part!r} lost points without saying why: {silent}"
 
 
+EXACT = [m for m in MUTANTS if m.get("only")]
+
+
+@pytest.mark.parametrize("mutant", EXACT, ids=[m["name"] for m in EXACT])
+def test_mutant_loses_points_in_no_other_part(reports, mutant):
+    """One defect, one charge: a mutant marked `only` loses points in its listed parts and nowhere else."""
+    tests = results(reports, f"mutant-{mutant['name']}")["tests"]
+    elsewhere = [t for t in lost(tests) if t["tags"][0] not in mutant["parts"]]
+    assert not elsewhere, (f"mutant {mutant['name']} ({mutant['why']}) is charged outside {mutant['parts']}:\n"
+                           f"{explain(elsewhere)}")
+
+
+def test_ignoring_every_mask_is_never_called_ignoring_numeric_masks(reports):
+    """A numeric-mask test asks again with the mask as bool, so code that ignores every mask is told so."""
+    failed = [t for t in results(reports, "mutant-every_mask_ignored")["tests"] if t["status"] == "failed"]
+    named = {t["name"]: t.get("extra_data", {}).get("mistake") for t in failed if t["tags"] == ["attention"]}
+    numeric = {name: mistake for name, mistake in named.items() if "integer masks" in name or "float masks" in name}
+    assert numeric and set(numeric.values()) == {"mask_ignored"}, f"numeric-mask tests named {numeric}"
+
+
 CRASH_AND_BUG_ONLY = [m for m in MUTANTS if "rules" not in m["parts"]]
 
 
@@ -120,9 +140,10 @@ def test_feedback_names_the_catalogued_mistake(reports, mutant):
 
 
 def test_every_catalogue_entry_is_proved_by_a_mutant():
-    from autograder.catalogue import CATALOGUE
+    from autograder.catalogue import CATALOGUE, PRECISION
 
     entries = {entry.name for kind in CATALOGUE.values() for entry, _ in kind}
+    entries |= {entry.name for _, steps in PRECISION.values() for entry, _ in steps}
     proved = {m["mistake"] for m in NAMED}
     assert not entries - proved, (
         f"catalogue entries with no mutant in tests/variants/mutants.yaml: {sorted(entries - proved)}")

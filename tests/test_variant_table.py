@@ -21,7 +21,7 @@ CHECKER = Path(__file__).resolve().parent / "variant_checker.py"
 MUTANTS = load_mutants()
 CORRECT_NAMES = correct_names()
 FIELDS = {"name", "file", "find", "replace", "parts", "why"}
-OPTIONAL_FIELDS = {"mistake"}
+OPTIONAL_FIELDS = {"mistake", "only"}
 
 
 def by_name(items):
@@ -111,13 +111,15 @@ def test_mutant_is_well_formed(mutant):
     assert mutant["file"] in FILES, f"file {mutant['file']!r} is not one of {FILES}"
     assert mutant["find"] != mutant["replace"], "replace is the same text as find"
     assert mutant["why"].strip(), "why is empty"
+    assert mutant.get("only", True) is True, "only is true or absent (absent: other parts may lose points too)"
 
 
 @by_name([m for m in MUTANTS if "mistake" in m])
 def test_mutant_names_a_catalogue_entry(mutant):
-    from autograder.catalogue import CATALOGUE
+    from autograder.catalogue import CATALOGUE, PRECISION
 
     known = {entry.name for kind in CATALOGUE.values() for entry, _ in kind}
+    known |= {entry.name for _, steps in PRECISION.values() for entry, _ in steps}
     assert mutant["mistake"] in known, f"{mutant['mistake']!r} is not in autograder/catalogue.py"
 
 

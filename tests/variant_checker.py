@@ -188,6 +188,23 @@ def sdpa_inputs_unchanged(lab):
     return tuple(torch.equal(a, b) for a, b in zip(before, inputs))
 
 
+@probe("gradients")
+def sdpa_inputs_unchanged_bool_mask(lab):
+    inputs = (*qkv((2,), 4, 4, 4, 4), random_mask(4, 4))
+    before = [t.clone() for t in inputs]
+    lab.attention.scaled_dot_product_attention(*inputs)
+    return tuple(torch.equal(a, b) for a, b in zip(before, inputs))
+
+
+@probe("gradients")
+def sdpa_float64_accuracy(lab):
+    """The float64 output's error against softmax(Q K^T / sqrt(d_k)) V in float64, times 1e10: a float32 step shows."""
+    q, k, v = qkv((2,), 3, 4, 8, 8)
+    output, _ = lab.attention.scaled_dot_product_attention(q, k, v)
+    own = torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ v
+    return ((output - own).abs().max() * 1e10).round()
+
+
 @probe("mha_init")
 def dimension_mismatch(lab):
     try:
