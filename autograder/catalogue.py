@@ -227,6 +227,19 @@ def _unstable(q, k, v, mask):
     return (out, weights) if not torch.isfinite(weights).all() else None
 
 
+SWAPPED_SENTENCE = "You return (weights, output): the pair is swapped; return (output, weights), in that order"
+
+
+# Found whatever the shapes: a (weights, output) pair fails the comparison on its shapes (or values), and this
+# entry matches it. Also one entry for MultiHeadAttention.forward, below.
+@mistake("sdpa", "output_weights_swapped", SWAPPED_SENTENCE, SECTION_SDPA)
+def _swapped(q, k, v, mask):
+    return tuple(reversed(attention(q, k, v, mask)))
+
+
+SWAPPED = next(entry for entry, _ in CATALOGUE["sdpa"] if entry.name == "output_weights_swapped")
+
+
 # --- splitting and merging heads (MultiHeadAttention(d_model, n_heads)) ----------------------------
 
 @mistake("split_heads", "split_without_transpose", SPLIT_SENTENCE, SECTION_HEADS)
@@ -331,6 +344,11 @@ def _scale_d_model(state, n_heads, q, k, v, mask):
          "head's weights, (B, n_heads, T_q, T_k)", SECTION_MHA)
 def _averaged(state, n_heads, q, k, v, mask):
     return mha(state, n_heads, q, k, v, mask, average_heads=True) if n_heads > 1 else None
+
+
+@mistake("mha", "mha_output_weights_swapped", SWAPPED_SENTENCE, SECTION_MHA)
+def _mha_swapped(state, n_heads, q, k, v, mask):
+    return tuple(reversed(mha(state, n_heads, q, k, v, mask)))
 
 
 # --- precision: which float32 step made a float64 result float32-accurate --------------------------

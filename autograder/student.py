@@ -114,7 +114,7 @@ class Student:
         """
         reply = self.try_call(target, *args, mode=mode, allow_forbidden=allow_forbidden, **request)
         if isinstance(reply, Failure):
-            raise (RuleViolation if reply.rule else StudentError)(reply.message)
+            raise (RuleViolation if reply.rule else StudentError)(_refused_valid_size(target, request, reply))
         return reply
 
     def try_call(self, target, *args, mode="student", allow_forbidden=False, **request):
@@ -421,6 +421,20 @@ def _proc_status_bytes(pid, field):
 def _runs(module, mode):
     """The student modules a call of ``module`` runs: mha.py runs attention.py too, except in oracle mode."""
     return ("mha", "attention") if module == "mha" and mode == "student" else (module,)
+
+
+def _refused_valid_size(target, request, failure):
+    """The failure's message; first, when MultiHeadAttention raised DimensionMismatchError for sizes that
+    divide evenly, the cause in one line (else every test that builds it repeats the error, with no hint)."""
+    init = request.get("init")
+    args = init.get("args", []) if isinstance(init, dict) else getattr(init, "args", [])
+    if (target != "mha.MultiHeadAttention" or len(args) < 2 or not all(type(a) is int and a > 0 for a in args[:2])
+            or args[0] % args[1] or not failure.raised("DimensionMismatchError")):
+        return failure.message
+    d_model, n_heads = args[:2]
+    return (f"MultiHeadAttention({d_model}, {n_heads}) raised DimensionMismatchError for a valid size "
+            f"({d_model} = {n_heads} heads x {d_model // n_heads}): check your condition (d_model % n_heads != 0)\n"
+            f"{failure.message}")
 
 
 def _unchanged(sent, back):

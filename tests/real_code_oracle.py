@@ -10,7 +10,8 @@ the built-in too: attention applied to an identity matrix as the values returns 
 Its cases and seeds are its own (not the hidden suite's); its tolerances are stated below. The
 multi-head parts follow the contract's fairness rule: MultiHeadAttention is judged on top of the
 submission's own attention first, and, if that fails, on top of the built-in attention (a bug in
-attention.py belongs to the attention parts). Each part's cases vary what that part is about: d_v != d_k
+attention.py belongs to the attention parts); as in the grader, only the contract's names are swapped, so a
+helper class mha.py imports from attention.py keeps its bug there. Each part's cases vary what that part is about: d_v != d_k
 is the attention part's, so the gradients part keeps d_v == d_k; a crash on a numeric mask is the
 attention part's, so the in-place check judges only the calls that ran. All folders run in one process.
 """

@@ -147,3 +147,38 @@ def test_every_catalogue_entry_is_proved_by_a_mutant():
     proved = {m["mistake"] for m in NAMED}
     assert not entries - proved, (
         f"catalogue entries with no mutant in tests/variants/mutants.yaml: {sorted(entries - proved)}")
+
+
+# --- issue 24: the retry, extra credit, and messages that point the right way ------------------------
+
+def failed_outputs(reports, mutant, part):
+    return {t["name"]: t.get("output", "") for t in lost(results(reports, f"mutant-{mutant}")["tests"])
+            if t["tags"] == [part]}
+
+
+def test_a_buggy_helper_that_mha_imports_is_named_where_mha_fails(reports):
+    """The retry on torch's attention keeps attention.py's helpers; when one is wrong on its own, MHA's feedback names it."""
+    for part in ("mha_forward", "extra"):
+        outputs = failed_outputs(reports, "mha_imports_a_buggy_helper_class", part)
+        assert outputs and all("fails because of DotAttention" in o for o in outputs.values()), outputs
+
+
+def test_tiled_memory_is_scored_on_its_own(reports):
+    """A tiling that forgets to rescale loses the value tests, not the memory test."""
+    outputs = failed_outputs(reports, "tiled_no_rescale", "extra")
+    assert outputs and not any("peak memory" in name for name in outputs), sorted(outputs)
+
+
+def test_the_rule_test_names_the_line_once(reports):
+    [output] = [o for name, o in failed_outputs(reports, "uses_torch_sdpa", "rules").items() if "attention.py" in name]
+    assert output.count("line ") == 1, output
+
+
+def test_a_dimension_error_for_a_valid_size_says_so(reports):
+    outputs = failed_outputs(reports, "dimension_condition_reversed", "mha_init")
+    assert outputs and all("for a valid size" in o and "check your condition" in o for o in outputs.values()), outputs
+
+
+def test_a_step_failure_points_at_the_split_heads_it_follows_from(reports):
+    outputs = failed_outputs(reports, "split_heads_strided_features", "extra")
+    assert outputs and all("follows from your split_heads" in o for o in outputs.values()), outputs

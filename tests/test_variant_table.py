@@ -15,13 +15,13 @@ import torch
 
 from autograder.parts import PARTS
 from variant_builder import (CORRECT, EXTRA_VARIANTS, FILES, SOLUTION, build_correct, build_mutant, build_reference,
-                             correct_names, load_mutants)
+                             correct_names, edits, load_mutants)
 
 CHECKER = Path(__file__).resolve().parent / "variant_checker.py"
 MUTANTS = load_mutants()
 CORRECT_NAMES = correct_names()
 FIELDS = {"name", "file", "find", "replace", "parts", "why"}
-OPTIONAL_FIELDS = {"mistake", "only"}
+OPTIONAL_FIELDS = {"mistake", "only", "also"}
 
 
 def by_name(items):
@@ -35,7 +35,7 @@ def records(tmp_path_factory):
     folders = [build_reference(root / "reference")]
     folders += [build_correct(name, root / f"correct-{name}") for name in CORRECT_NAMES]
     for mutant in MUTANTS:
-        if (SOLUTION / mutant["file"]).read_text().count(mutant["find"]) == 1:
+        if all((SOLUTION / e["file"]).read_text().count(e["find"]) == 1 for e in edits(mutant)):
             folders.append(build_mutant(mutant, root / f"mutant-{mutant['name']}"))
     out = root / "records.pt"
     run = subprocess.run([sys.executable, "-I", str(CHECKER), str(out), *map(str, folders)],
@@ -112,6 +112,8 @@ def test_mutant_is_well_formed(mutant):
     assert mutant["find"] != mutant["replace"], "replace is the same text as find"
     assert mutant["why"].strip(), "why is empty"
     assert mutant.get("only", True) is True, "only is true or absent (absent: other parts may lose points too)"
+    for edit in mutant.get("also", []):
+        assert set(edit) == {"file", "find", "replace"} and edit["file"] in FILES, f"also holds {sorted(edit)}"
 
 
 @by_name([m for m in MUTANTS if "mistake" in m])
@@ -132,9 +134,10 @@ def test_mutant_parts_are_known(mutant):
 
 @by_name(MUTANTS)
 def test_mutant_find_occurs_once_in_reference(mutant):
-    count = (SOLUTION / mutant["file"]).read_text().count(mutant["find"])
-    assert count == 1, (f"`find` occurs {count} times in solution/{mutant['file']}; pick a snippet "
-                        f"that occurs exactly once:\n{mutant['find']}")
+    for edit in edits(mutant):
+        count = (SOLUTION / edit["file"]).read_text().count(edit["find"])
+        assert count == 1, (f"`find` occurs {count} times in solution/{edit['file']}; pick a snippet "
+                            f"that occurs exactly once:\n{edit['find']}")
 
 
 # --- behaviour -----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Build variant submissions from the reference: buggy mutants and correct rewrites.
 
-A mutant is one text substitution on a file of solution/ (tests/variants/mutants.yaml).
+A mutant is one text substitution on a file of solution/ (tests/variants/mutants.yaml), plus
+those of its ``also`` list when one mistake needs both files (a helper in attention.py that mha.py imports).
 A correct variant is a folder of tests/variants/correct/ holding only the file(s) it
 rewrites; the other file comes from solution/. Every built folder holds exactly
 attention.py and mha.py, with the nbgrader marker lines removed, as a student's would.
@@ -36,13 +37,21 @@ def without_markers(text):
     return "".join(line for line in text.splitlines(keepends=True) if line.strip() not in MARKERS)
 
 
+def edits(mutant):
+    """The mutant's substitutions: its own, then those of ``also`` (each a dict with file, find, replace)."""
+    return [mutant, *mutant.get("also", [])]
+
+
 def mutate(mutant):
-    """The mutant's file text: the reference with `find` replaced once (it must occur once)."""
-    text = (SOLUTION / mutant["file"]).read_text()
-    count = text.count(mutant["find"])
-    if count != 1:
-        raise ValueError(f"mutant {mutant['name']}: `find` occurs {count} times in solution/{mutant['file']}")
-    return text.replace(mutant["find"], mutant["replace"])
+    """The mutant's file texts, ``{file: text}``: the reference with each `find` replaced once (it must occur once)."""
+    texts = {}
+    for edit in edits(mutant):
+        text = texts.get(edit["file"]) or (SOLUTION / edit["file"]).read_text()
+        count = text.count(edit["find"])
+        if count != 1:
+            raise ValueError(f"mutant {mutant['name']}: `find` occurs {count} times in solution/{edit['file']}")
+        texts[edit["file"]] = text.replace(edit["find"], edit["replace"])
+    return texts
 
 
 def build_reference(dest):
@@ -52,7 +61,7 @@ def build_reference(dest):
 
 def build_mutant(mutant, dest):
     """Write the reference with one mutant applied into `dest`; return `dest`."""
-    return _write(dest, {mutant["file"]: mutate(mutant)})
+    return _write(dest, mutate(mutant))
 
 
 def build_correct(name, dest):

@@ -1,9 +1,14 @@
 """Extra credit (up to 10 points above the 100): tiled attention and KV-cache decoding."""
+import ast
+import os
+
 import pytest
 import torch
 
-from attention_checks import sdpa_expected
+from attention_checks import sdpa_expected, with_attention_fallback
 from autograder.compare import diagnosed, expect_close, fail
+from autograder.rules import read_source
+from autograder.student import Failure, StudentError
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -66,8 +71,12 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     q, k, v = (randn(MEMORY_T, MEMORY_D, seed=76 + i, dtype=torch.float32) for i in range(3))
     label = f"tiled_attention(query/key/value ({MEMORY_T}, {MEMORY_D}) float32, causal=True)"
     reply = student.call(TILED, q, k, v, kwargs={"causal": True}, measure_memory=True)
-    expected = reference[0].tiled_attention(q, k, v, causal=True)  # the reference's own tiling: cheap here too
-    expect_close(reply.result, expected, label, "output", TILED_HINT)
+    # Memory alone: the values are the other tiled tests' (a wrong rescale is charged there, not here),
+    # but the call must return an output of the right shape, or it did not do the job.
+    if not isinstance(reply.result, torch.Tensor) or tuple(reply.result.shape) != (MEMORY_T, MEMORY_D):
+        shape = tuple(reply.result.shape) if isinstance(reply.result, torch.Tensor) else type(reply.result).__name__
+        fail(label, f"returned {shape}, expected an output of shape {(MEMORY_T, MEMORY_D)}",
+             "return acc / l, one row per query and the value's width")
     matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
     peak = reply.peak_bytes
     if peak is None:
@@ -91,23 +100,32 @@ def _decode(student, reference, case, mode="student"):
 
 @pytest.mark.points(2)
 @pytest.mark.public
-def test_step_reproduces_the_causal_forward(student, reference):
+def test_step_reproduces_the_causal_forward(student, reference, request):
     """Extra: feeding tokens one at a time through step reproduces forward with a causal mask"""
     case = MHACase(t_q=7, t_k=7, seed=80)
-    reply, expected, state, x = _decode(student, reference, case)
-    outputs = reply.result
-    for t, got in enumerate(outputs):
-        label = f"step {t + 1} of {case.t_q}, {case.describe()}"
-        with diagnosed("decode", outputs, state, case.n_heads, x):
-            expect_close(got, expected[:, t:t + 1], label, "output",
-                         "the new token attends every cached key and itself; concatenate the cache on dim 2")
+
+    def compare(mode):
+        reply, expected, state, x = _decode(student, reference, case, mode)
+        outputs = reply.result
+        for t, got in enumerate(outputs):
+            label = f"step {t + 1} of {case.t_q}, {case.describe()}"
+            with diagnosed("decode", outputs, state, case.n_heads, x):
+                expect_close(got, expected[:, t:t + 1], label, "output",
+                             "the new token attends every cached key and itself; concatenate the cache on dim 2")
+
+    with_earlier_parts(lambda: with_attention_fallback(compare, request, student, reference), student)
 
 
 @pytest.mark.points(2)
-def test_step_projects_only_the_new_token_and_grows_the_cache(student, reference):
+def test_step_projects_only_the_new_token_and_grows_the_cache(student, reference, request):
     """Extra: step projects only the new token, and the cache holds (B, n_heads, t, d_k) keys and values"""
     case = MHACase(t_q=5, t_k=5, seed=81)
-    reply, _, _, _ = _decode(student, reference, case)
+    with_earlier_parts(lambda: with_attention_fallback(
+        lambda mode: _check_cache(student, reference, case, mode), request, student, reference), student)
+
+
+def _check_cache(student, reference, case, mode):
+    reply, _, _, _ = _decode(student, reference, case, mode)
     B, h, d_k = case.batch, case.n_heads, case.d_model // case.n_heads
     for layer in ("w_k", "w_v"):
         seen = reply.projected.get(layer, [])
@@ -136,3 +154,43 @@ def test_step_projects_only_the_new_token_and_grows_the_cache(student, reference
                 fail(label, f"holds {what} of shape {shape}, expected {[B, h, t, d_k]}", hint)
             per_token = got.transpose(1, 2).reshape(B, t, h * d_k).sort(dim=-1).values  # (B, t, d_model)
             expect_close(per_token, expected[:, :t].sort(dim=-1).values, label, f"cached {what}", hint)
+
+
+# --- a step failure that follows from an earlier part -----------------------------------------------
+
+def with_earlier_parts(run, student):
+    """Run a step test; if it fails and step calls a split_heads or merge_heads that is wrong on its own (the
+    heads part's test), say so first: the fix belongs there. The points are lost either way."""
+    try:
+        run()
+    except StudentError as failure:
+        wrong = [name for name in _step_uses(student.staged.dir) if not _heads_right(student, name)]
+        if not wrong:
+            raise
+        names = " and ".join(wrong)
+        raise StudentError(f"This follows from your {names}, which step calls and the heads part finds wrong: fix "
+                           f"{names} first (see \"Head split/merge\").\n{failure}", failure.figure,
+                           failure.mistake) from None
+
+
+def _step_uses(folder):
+    """Which of split_heads and merge_heads MultiHeadAttention.step calls, from mha.py's text (never run)."""
+    try:
+        tree = ast.parse(read_source(os.path.join(folder, "mha.py")))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    steps = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "step"]
+    used = {node.attr for step in steps for node in ast.walk(step) if isinstance(node, ast.Attribute)}
+    return [name for name in ("split_heads", "merge_heads") if name in used]
+
+
+def _heads_right(student, name):
+    """split_heads (or merge_heads) of MultiHeadAttention(12, 3) on numbered entries, against the layout by hand."""
+    x = torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12)
+    split = x.view(2, 5, 3, 4).transpose(1, 2)  # (B, h, T, d_k)
+    given, want = (x, split) if name == "split_heads" else (split, x)
+    reply = student.try_call(MHA, given, init={"args": [12, 3]}, method=name, mode="oracle")
+    if isinstance(reply, Failure) and reply.raised("DimensionMismatchError"):
+        return True  # the module cannot be built: the construction part's, and the failure already says so
+    got = None if isinstance(reply, Failure) else reply.result
+    return isinstance(got, torch.Tensor) and got.shape == want.shape and bool(torch.equal(got.float(), want))

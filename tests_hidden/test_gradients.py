@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from attention_checks import check_sdpa, sdpa_expected
+from autograder import catalogue
 from autograder.compare import expect_close, fail
-from autograder.student import Failure
+from autograder.student import Failure, RuleViolation, StudentError
 from cases import AttentionCase, randn, reference_grads
 
 pytestmark = pytest.mark.part("gradients")
@@ -35,7 +36,12 @@ def _check_gradients(student, reference, case):
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
     out, weights = reference[0].scaled_dot_product_attention(*leaves, mask)
     expected = reference_grads([out, weights], leaves, [grad_out, grad_weights])
-    reply = student.call(SDPA, q, k, v, mask, grad={"inputs": [0, 1, 2], "grad_outputs": [grad_out, grad_weights]})
+    reply = student.try_call(SDPA, q, k, v, mask, grad={"inputs": [0, 1, 2], "grad_outputs": [grad_out, grad_weights]})
+    if isinstance(reply, Failure):  # a (weights, output) pair fails in backward on its shapes: say swapped
+        swapped = student.try_call(SDPA, q, k, v, mask)
+        if not isinstance(swapped, Failure) and catalogue.diagnose("sdpa", swapped.result, q, k, v, mask) is catalogue.SWAPPED:
+            fail(case.describe(), "the call failed in backward", None, mistake=catalogue.SWAPPED)
+        raise (RuleViolation if reply.rule else StudentError)(reply.message)
     grads = reply.grads or {}
     if not grads.get("connected"):
         fail(case.describe(), "no gradient flows from output and weights back to query, key and value",

@@ -33,7 +33,9 @@ def _check_source(staged, name):
     except ValueError as err:  # bytes Python would not read: the reader's one line says which
         fail(name, str(err))
     if violations:
-        listed = "; ".join(f"line {v.line}: {v.message}" for v in violations)
+        # the scanner's message starts with "file, line N: ", and the case already names the file
+        listed = "; ".join(f"line {v.line}: {v.message.removeprefix(f'{v.filename}, line {v.line}: ')}"
+                           for v in violations)
         fail(name, f"uses a built-in the lab forbids: {listed}",
              "build attention from matmul/softmax/masked_fill; the parts that call it lose their points too")
 
