@@ -184,10 +184,14 @@ def check_tensor(got, expected, *, case, what, hint=None):
              hint=_explain(hint, got))
 
 
-def unpack_pair(result, *, case, what):
-    """The (output, weights) pair a function must return, or a clear failure."""
+def unpack_pair(result, *, case, what, expected=None):
+    """The (output, weights) pair a function must return, or a clear failure; given the ``expected``
+    pair, one that came back as (weights, output) is called swapped (as the grader's catalogue does)."""
     if not (isinstance(result, tuple) and len(result) == 2):
         fail(case, f"{what} must return a tuple (output, weights), got {type(result).__name__}")
+    if expected is not None and all(map(torch.is_tensor, result)) and all(map(_close, result, expected[::-1])):
+        fail(case, f"{what} returned (weights, output): the pair is swapped",
+             hint="return (output, weights), in that order")
     return result
 
 
@@ -257,8 +261,8 @@ def attention_hint(query, key, value, mask, weights):
 
 def check_attention(result, query, key, value, mask=None, *, case, what):
     """Compare an (output, weights) pair with PyTorch, weights first (they explain the output)."""
-    output, weights = unpack_pair(result, case=case, what=what)
     expected_output, expected_weights = torch_attention(query, key, value, mask)
+    output, weights = unpack_pair(result, case=case, what=what, expected=(expected_output, expected_weights))
     check_tensor(weights, expected_weights, case=case, what="weights",
                  hint=lambda got: attention_hint(query, key, value, mask, got) or FORMULA)
     check_tensor(output, expected_output, case=case, what="output",
@@ -356,7 +360,7 @@ def output_hint(model, n_heads, value, weights):
 
 def check_mha(result, expected, model, n_heads, query, key, value, mask=None, *, case):
     """Compare MultiHeadAttention's (output, weights) with PyTorch's ``expected`` pair."""
-    output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward")
+    output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward", expected=expected)
     expected_output, expected_weights = expected
     check_tensor(weights, expected_weights, case=case, what="weights (B, n_heads, T_q, T_k)",
                  hint=mha_hint(model, n_heads, query, key, value, mask))
