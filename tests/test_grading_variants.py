@@ -169,6 +169,12 @@ def test_tiled_memory_is_scored_on_its_own(reports):
     assert outputs and not any("peak memory" in name for name in outputs), sorted(outputs)
 
 
+def test_tiled_memory_needs_an_output_computed_by_attention(reports):
+    """An output of the right shape that attention did not compute loses the memory test too."""
+    outputs = failed_outputs(reports, "tiled_made_up_output", "extra")
+    assert any("peak memory" in name and "row 0" in o for name, o in outputs.items()), sorted(outputs)
+
+
 def test_the_rule_test_names_the_line_once(reports):
     [output] = [o for name, o in failed_outputs(reports, "uses_torch_sdpa", "rules").items() if "attention.py" in name]
     assert output.count("line ") == 1, output

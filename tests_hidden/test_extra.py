@@ -77,6 +77,13 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
         shape = tuple(reply.result.shape) if isinstance(reply.result, torch.Tensor) else type(reply.result).__name__
         fail(label, f"returned {shape}, expected an output of shape {(MEMORY_T, MEMORY_D)}",
              "return acc / l, one row per query and the value's width")
+    # ...and one that attention alone explains: under the causal mask query 0 sees only key 0, so its
+    # row is value[0] whatever the tiling (a missing rescale included); a made-up output is not.
+    first = reply.result[0].double()
+    if not bool(torch.isfinite(reply.result).all()) or not torch.allclose(first, v[0].double(), atol=1e-4):
+        fail(label, "row 0 of the output is not value[0], though query 0 may attend to key 0 alone "
+                    "(causal): the memory points need an output computed by attention",
+             "return acc / l, where acc sums the softmax weights times the value rows")
     matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
     peak = reply.peak_bytes
     if peak is None:
