@@ -287,9 +287,9 @@ def warm_up_ops(shapes):
     tensor arguments (float32; the first is the queries'), so that the pages of torch's libraries and
     allocator they touch the first time are in place before the parent's memory baseline
     (``student.MemoryMeter``). Not attention: every result is dropped, nothing is kept."""
-    tensors = [torch.rand(shape) for shape in shapes if len(shape) >= 2]
-    rows = tensors[0] if tensors else None
-    for other in tensors[1:] or tensors:
+    shapes = [shape for shape in shapes if len(shape) >= 2]
+    rows = torch.rand(shapes[0]) if shapes else None
+    for other in [torch.rand(shape) for shape in dict.fromkeys(map(tuple, shapes[1:] or shapes[:1]))]:  # each shape once
         if other.shape[:-2] != rows.shape[:-2] or other.size(-1) != rows.size(-1):
             continue
         for size in WARM_BLOCKS:
@@ -467,7 +467,8 @@ def answer(submission, request, seq, nonce):
             ok, value, error = False, None, failed.info
             record.forbidden_raised(failed.info)
         except BaseException as err:
-            ok, value, error = False, None, describe_exception(err, phase=f"calling {request.target}")
+            phase = "the grader's warm-up" if isinstance(request, WarmUp) else f"calling {request.target}"
+            ok, value, error = False, None, describe_exception(err, phase=phase)
             record.forbidden_raised(error)
     if isinstance(request, WarmUp):
         release_free_memory()

@@ -389,6 +389,12 @@ def test_a_warm_up_runs_the_kits_ops_and_no_student_code(folder):
     assert (reply.ok, reply.value, reply.forbidden) == (True, {}, []) and "attention" not in sys.modules
 
 
+def test_a_warm_up_that_fails_answers_with_its_error(folder, monkeypatch):
+    monkeypatch.setattr(probes, "warm_up_ops", lambda shapes: 1 / 0)
+    reply = answer(reference(folder), WarmUp([[4, 4]]), 3, None)
+    assert not reply.ok and (reply.error.type, reply.error.phase) == ("ZeroDivisionError", "the grader's warm-up")
+
+
 REUSE = """
 import sys, torch
 from autograder import probes
