@@ -8,14 +8,15 @@ is written in the child, so perhaps by student code: the parent takes it only af
 ``replies.check`` has checked its schema, and reads it with ``Answer.from_body``. Its fields
 stay claims.
 
-The two requests::
+The three requests::
 
     {"import": "attention" | "mha", "seq": n, "record": str}
+    {"warm_up": [[int]], "seq": n, "record": str}
     {"target": "module.attr", "args": [...], "kwargs": {...}, "init": {"args": [...], "kwargs": {...}},
      "state": {name: tensor}, "method": str, "grad": {"grad_outputs": [tensor | null], "inputs": [int],
      "params": bool}, "attrs": true, "decode": tensor, "measure_memory": true, "seq": n, "record": str}
 
-where every field of the second but ``target`` is optional (no ``args``: construct only).
+where every field of the last but ``target`` is optional (no ``args``: construct only).
 """
 import dataclasses
 import math
@@ -30,6 +31,8 @@ SEQUENCE, TENSOR_OF, OBJECT = "__sequence__", "__tensor_of__", "__object__"
 MAX_TEXT = 2000           # characters of any string the child sends back
 MAX_TAGGED_ITEMS = 16     # items of a returned sequence that are sent back
 MAX_TAGGED_DEPTH = 4      # nested sequences below that become an OBJECT tag
+MAX_WARM_SHAPES = 4       # tensor arguments a warm-up copies the shapes of
+MAX_WARM_ELEMENTS = 1 << 22  # elements of any one of them (16 MiB of float32)
 
 
 class ProtocolError(ValueError):
@@ -58,6 +61,13 @@ class Gradients:
 class Import:
     """Import one of the student's modules (its failure is reported once, not in every test)."""
     module: str
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """Run the kit's own op mix (``probes.warm_up_ops``) at the shapes of a measured call's float32 tensor
+    arguments, in a fresh child before the student's import (see ``student.MemoryMeter``)."""
+    shapes: list                             # [[int]]: at most MAX_WARM_SHAPES, each of 1 to 4 dims
 
 
 @dataclass(frozen=True)
@@ -94,9 +104,11 @@ class Probe:
 
 
 def request_body(request, record):
-    """The wire body of ``request`` (an ``Import`` or a ``Probe``); ``record`` is the op record's marker."""
+    """The wire body of ``request`` (an ``Import``, a ``WarmUp`` or a ``Probe``); ``record`` is the op record's marker."""
     if isinstance(request, Import):
         return {"import": request.module, "record": record}
+    if isinstance(request, WarmUp):
+        return {"warm_up": request.shapes, "record": record}
     body = {"target": request.target, "record": record}
     for name, default in _PROBE_DEFAULTS.items():
         value = getattr(request, name)
@@ -126,7 +138,19 @@ def read_request(body):
         if set(fields) != {"import"} or fields["import"] not in STUDENT_MODULES:
             raise ProtocolError(f"an import names one of {', '.join(STUDENT_MODULES)} and nothing else")
         return Import(fields["import"]), seq, record
+    if "warm_up" in fields:
+        shapes = fields["warm_up"]
+        if set(fields) != {"warm_up"} or not _warm_shapes(shapes):
+            raise ProtocolError(f"a warm-up lists at most {MAX_WARM_SHAPES} shapes of 1 to 4 positive sizes, "
+                                f"{MAX_WARM_ELEMENTS} elements each at most, and nothing else")
+        return WarmUp(shapes), seq, record
     return _read_probe(fields), seq, record
+
+
+def _warm_shapes(shapes):
+    return (type(shapes) is list and len(shapes) <= MAX_WARM_SHAPES
+            and all(type(s) is list and 1 <= len(s) <= 4 and all(type(n) is int and n >= 1 for n in s)
+                    and math.prod(s) <= MAX_WARM_ELEMENTS for s in shapes))
 
 
 def _read_probe(fields):

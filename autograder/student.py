@@ -21,6 +21,7 @@ submission that hangs costs a few call limits, not one per test.
 import ast
 import builtins
 import dataclasses
+import math
 import os
 import secrets
 import time
@@ -30,7 +31,8 @@ import torch
 from autograder import rules
 from autograder.config import GRADER_MARGIN_MB
 from autograder.error_hints import error_hint
-from autograder.protocol import Answer, Import, Probe, request_body, untag
+from autograder.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
+                                 untag)
 from autograder.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
@@ -138,14 +140,15 @@ class Student:
     def _probe(self, mode, probe, allow_forbidden=False):
         target, module = probe.target, probe.module
         try:
-            # With a cgroup, a fresh child measured from before the student's import; without one the
-            # figure starts at the call (MemoryMeter), in the child earlier tests warmed up.
-            if probe.measure_memory and self.cgroup is not None:
+            meter = None
+            if probe.measure_memory:  # a fresh child, warmed up by the kit, measured from before the student's import
                 entry = self.children.pop(mode, None)
                 if entry is not None:
                     self._retire(entry["child"])
             child = self._child(mode)
-            meter = MemoryMeter(self.cgroup, getattr(child, "pid", None)) if probe.measure_memory else None
+            if probe.measure_memory:
+                self._warm_up(child, probe)
+                meter = MemoryMeter(self.cgroup, getattr(child, "pid", None))
             if (mode, module) not in self.children[mode]["imported"]:
                 imported = self._import(child, mode, module)
                 if isinstance(imported, Failure):
@@ -155,8 +158,6 @@ class Student:
                     self.import_failures[(mode, module)] = (self._unreadable(module, mode, imported.error)
                                                             or describe_error(imported.error))
                     return Failure(self.import_failures[(mode, module)], imported.error, classes=self._classes())
-            if meter:
-                meter.start_call()
             answer = self._recorded_call(child, probe, mode)
             grown = meter.grown() if meter else None
         except OutOfTurn:
@@ -220,6 +221,13 @@ class Student:
             self._hidden = {name: rules.hidden_calls(os.path.join(self.staged.dir, name))
                             for name in ("attention.py", "mha.py")}
         return [v for name in _runs(module, mode) for v in self._hidden.get(f"{name}.py", [])]
+
+    def _warm_up(self, child, probe):
+        """The kit's op mix at the call's shapes, in a fresh child before the student's import
+        (``probes.warm_up_ops``): what torch touches the first time is then not counted as the call's."""
+        shapes = [list(a.shape) for a in probe.args or () if isinstance(a, torch.Tensor)][:MAX_WARM_SHAPES]
+        if shapes and all(math.prod(s) <= MAX_WARM_ELEMENTS for s in shapes):
+            child.call(request_body(WarmUp(shapes), record=None), deadline=self.deadline)  # its reply: no evidence
 
     def _import(self, child, mode, module):
         """Import once per child; a crash or hang while importing counts against the module, not the test."""
@@ -356,19 +364,19 @@ class Student:
 
 
 class MemoryMeter:
-    """What a measured call allocates, read by the parent from the kernel's counters, never from the
-    child's reply.
+    """What a measured call allocates, from before the student's import, read by the parent from the
+    kernel's counters, never from the child's reply. The child is fresh and the kit has run its own op
+    mix in it at the call's shapes (``Student._warm_up``): the meter starts after that and before the
+    import, so memory taken at import (a ballast freed inside the call) counts, as the net change of the
+    call alone would not, and torch's first use of its kernels does not.
 
-    With the submission's cgroup (every process it has, a forked helper too; ``by`` = "cgroup") the
-    figure starts in a fresh child before the student's import, so memory taken at import (a ballast
-    freed inside the call) counts, as the net change of the call alone would not.
-
-    Without a cgroup (Gradescope's container; "process") it is the child's own peak RSS (``VmHWM`` in
-    /proc/<pid>/status), reset by the parent when the call starts (``start_call``), in the child that
-    earlier tests warmed up: a fresh child's import and torch's first use of its kernels take tens of
-    MiB in some images (Gradescope's among them), which are not the call's. There a ballast freed inside the call is not counted (README); the child cannot lower the
-    figure itself (Landlock refuses its write to clear_refs). Up to ``CODE_PAGES`` of file-backed
-    growth (torch's library pages the call maps, none of it the student's memory) is taken off."""
+    The figure is the submission's cgroup's peak above its usage at the start (every process it has, a
+    forked helper too; ``by`` = "cgroup"), or where no cgroup could be made (Gradescope's container;
+    "process") the child's own peak RSS (``VmHWM`` in /proc/<pid>/status), which the parent resets at
+    the start through /proc/<pid>/clear_refs, above its RSS then. The child cannot lower it itself
+    (Landlock refuses its write to clear_refs). Up to ``CODE_PAGES`` of file-backed growth (pages of
+    torch's libraries the call maps that the warm-up did not, none of it the student's memory) is taken
+    off the process figure; a file the submission maps as ballast shows as growth before it is unmapped."""
 
     CODE_PAGES = 24 << 20
 
@@ -376,12 +384,9 @@ class MemoryMeter:
         self.cgroup, self.pid = cgroup, pid
         self.start = cgroup.reset_peak() if cgroup is not None else None
         self.by = "cgroup" if self.start is not None else "process"
-
-    def start_call(self):
-        """Right before the measured call: where there is no cgroup, the figure starts here."""
         if self.by == "process":
-            self.start = _reset_peak_rss(self.pid) and _proc_status_bytes(self.pid, "VmRSS")
-            self.file_start = _proc_status_bytes(self.pid, "RssFile")
+            self.start = _reset_peak_rss(pid) and _proc_status_bytes(pid, "VmRSS")
+            self.file_start = _proc_status_bytes(pid, "RssFile")
 
     def grown(self):
         """Bytes above the start at the peak, or None where nothing could be read."""

@@ -24,7 +24,8 @@ from autograder.suite_points import core_max, full_marks
 from conftest import ROOT
 from gradescope_image import GRADESCOPE_MEMORY, Image
 from test_gradescope import METADATA, _zip_bytes
-from test_hostile import EXPECTED, accepted, attack_problems, build_batch
+from test_hostile import (BALLAST_BLOCK, EXPECTED, HOSTILE, MEMORY_TEST, accepted, attack_problems,
+                          build_batch)
 
 pytestmark = [pytest.mark.slow,  # builds a clean image and grades in it (`make check-fast` skips it)
               pytest.mark.skipif(bool(gradescope_image.unavailable()),
@@ -194,6 +195,23 @@ def test_a_two_faced_zip64_upload_is_refused_within_gradescopes_memory(image, tm
     assert (f"holds {len(entries)} entries, more than" in results["output"]
             or "submission.zip is not a valid zip file" in results["output"]), results["output"]
     assert outcome.peak_bytes < GRADESCOPE_MEMORY and not outcome.oom_kills, outcome.peak_bytes >> 20
+
+
+@pytest.mark.parametrize("case", ["memory_ballast", "memory_ballast_control", "memory_warm_reuse"])
+def test_the_memory_points_count_what_the_call_allocated_without_a_cgroup(graded, image, case):
+    """Issue 23, finding 5, where Gradescope gives no cgroup: a naive tiled_attention loses the memory points
+    with a ballast freed in the call, without it, and in blocks of the warm-up's shape, while the reference
+    (graded in this image) keeps them, torch's first use of its kernels in the fresh child notwithstanding."""
+    def memory_test(results):
+        return next(t for t in results["tests"] if t["name"].startswith(MEMORY_TEST))
+
+    assert memory_test(graded["reference"][0])["status"] == "passed", memory_test(graded["reference"][0])["output"]
+    files = sample("reference")
+    payload = (HOSTILE / case.removesuffix("_control") / "attention.py.payload").read_text()
+    files["attention.py"] += BALLAST_BLOCK.sub("", payload) if case.endswith("_control") else payload
+    results, _ = image.grade(files, METADATA)
+    test = memory_test(results)
+    assert test["status"] == "failed" and "peak memory grew by" in test["output"], test["output"][:500]
 
 
 # --- the hostile suite at the uid level ------------------------------------------------------

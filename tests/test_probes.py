@@ -17,7 +17,7 @@ from autograder import probes, replies, wire
 from autograder.probes import (MAX_TEXT, SDPA, ImportFailed, OpRecord, Submission, answer, decode_token_by_token,
                                describe_exception, weighted_sum)
 from autograder.protocol import (SEQUENCE, STUDENT_MODULES, Construct, ErrorInfo, Gradients, Import, Probe,
-                                 Where)
+                                 WarmUp, Where)
 from variant_builder import ROOT, SOLUTION, without_markers
 
 
@@ -381,6 +381,39 @@ def test_an_exception_whose_message_cannot_be_printed_is_still_described():
 
 def test_an_import_request_answers_ok_with_the_marker(folder):
     assert answer(reference(folder), Import("mha"), 4, "abc") == probes.Answer(4, True, [], "abc", {})
+
+
+def test_a_warm_up_runs_the_kits_ops_and_no_student_code(folder):
+    write(folder, attention="raise ValueError('student code ran')\n")
+    reply = answer(Submission(str(folder), "student"), WarmUp([[96, 8], [96, 8], [96, 8]]), 2, None)
+    assert (reply.ok, reply.value, reply.forbidden) == (True, {}, []) and "attention" not in sys.modules
+
+
+def test_a_warm_up_that_fails_answers_with_its_error(folder, monkeypatch):
+    monkeypatch.setattr(probes, "warm_up_ops", lambda shapes: 1 / 0)
+    reply = answer(reference(folder), WarmUp([[4, 4]]), 3, None)
+    assert not reply.ok and (reply.error.type, reply.error.phase) == ("ZeroDivisionError", "the grader's warm-up")
+
+
+REUSE = """
+import sys, torch
+from autograder import probes
+def rss():
+    return next(int(line.split()[1]) << 10 for line in open("/proc/self/status") if line.startswith("VmRSS:"))
+probes.warm_up_ops([[4096, 16]] * 3)
+probes.release_free_memory()
+before = rss()
+blocks = [torch.ones(4096, 256) for _ in range(16)]  # 64 MiB in pieces of the warm-up's (T_q, 256) blocks
+print((rss() - before) >> 20)
+"""
+
+
+def test_what_the_warm_up_freed_is_not_resident_for_the_call_to_reuse():
+    """The meter starts after the warm-up: memory it freed but the allocator kept would take a student's
+    blocks of the same sizes unseen (tests/hostile/memory_warm_reuse). Without the release, 64 MiB of such
+    blocks grew the RSS by 39 to 51 MiB here."""
+    grown = subprocess.run([sys.executable, "-c", REUSE], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert int(grown.stdout) >= 60, f"64 MiB of blocks grew the RSS by {grown.stdout.strip()} MiB"
 
 
 def test_a_failed_import_answers_with_the_imports_error_in_every_later_probe(folder):

@@ -5,7 +5,7 @@ import torch
 
 from autograder import replies, wire
 from autograder.protocol import (MAX_TAGGED_ITEMS, MAX_TEXT, OBJECT, SEQUENCE, TENSOR_OF, Answer, Construct,
-                                 ErrorInfo, Gradients, Import, NotATensor, Probe, ProtocolError, Where,
+                                 ErrorInfo, Gradients, Import, NotATensor, Probe, ProtocolError, WarmUp, Where,
                                  read_request, request_body, tag, untag)
 
 
@@ -22,6 +22,11 @@ def over_the_wire(body, seq=1):
 def test_an_import_request_reads_back_as_an_import_with_its_number_and_marker():
     request, seq, record = read_request(over_the_wire(request_body(Import("mha"), record="abc"), seq=7))
     assert (request, seq, record) == (Import("mha"), 7, "abc")
+
+
+def test_a_warm_up_request_reads_back_with_its_shapes():
+    request, seq, _ = read_request(over_the_wire(request_body(WarmUp([[4096, 16], [2, 8, 4]]), record=None), seq=3))
+    assert (request, seq) == (WarmUp([[4096, 16], [2, 8, 4]]), 3)
 
 
 def test_a_probe_with_every_field_reads_back_equal():
@@ -67,6 +72,12 @@ def test_a_misspelt_request_field_is_refused_where_it_is_written():
     ({"import": "os", "seq": 1, "record": "n"}, "an import names one of"),
     ({"import": "mha", "target": "mha.x", "seq": 1, "record": "n"}, "an import names one of"),
     ({"seq": 1, "record": "n"}, "the target is"),
+    ({"warm_up": [[4, 4]], "target": "attention.f", "seq": 1, "record": "n"}, "a warm-up lists"),
+    ({"warm_up": [[4, 4]] * 5, "seq": 1, "record": "n"}, "a warm-up lists"),
+    ({"warm_up": [[1 << 12, 1 << 11]], "seq": 1, "record": "n"}, "a warm-up lists"),
+    ({"warm_up": [[4, 0]], "seq": 1, "record": "n"}, "a warm-up lists"),
+    ({"warm_up": [[1, 1, 1, 1, 1]], "seq": 1, "record": "n"}, "a warm-up lists"),
+    ({"warm_up": [[4.0, 4]], "seq": 1, "record": "n"}, "a warm-up lists"),
     ({"target": "os.system", "seq": 1, "record": "n"}, "the target is"),
     ({"target": "attention", "seq": 1, "record": "n"}, "the target is"),
     ({"target": "attention.a.b", "seq": 1, "record": "n"}, "the target is"),
