@@ -11,6 +11,7 @@ tests/test_gradescope_container.py.
 import datetime
 import io
 import json
+import secrets
 import shutil
 import subprocess
 import sys
@@ -308,6 +309,45 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     assert "READ REFERENCE" not in feedback and "reference not readable" in feedback
     time.sleep(5)  # past the daemon's wake-up
     assert (root / "results" / "results.json").read_bytes() == written, "results.json changed after grading"
+
+
+MEMORY_HUNT = ROOT / "tests" / "hostile" / "grader_memory" / "attention.py.payload"
+
+
+def plant_secret(root, secret):
+    """Put ``secret`` (the pattern the memory hunt looks for) where only the grader reads it, each read
+    after the zygote is forked: the metadata (a student's name), a hidden test and the reference."""
+    metadata = json.loads((root / "submission_metadata.json").read_text())
+    metadata["users"][0]["name"] = secret
+    (root / "submission_metadata.json").write_text(json.dumps(metadata))
+    for path in (root / "source" / "tests_hidden" / "cases.py", root / "source" / "solution" / "attention.py"):
+        path.write_text(path.read_text() + f"\nPLANTED = {secret!r}\n")
+
+
+def memory_hunt(feedback):
+    """(secrets found, bytes scanned) as the grader_memory payload printed them (the instructor's feedback.md)."""
+    import re
+
+    match = re.search(r"MEMORY-HUNT found=(\[.*?\]) scanned=(\d+)", feedback)
+    assert match, f"the memory hunt did not report:\n{feedback[-1500:]}"
+    return json.loads(match.group(1).replace("'", '"')), int(match.group(2))
+
+
+@pytest.mark.slow  # grades in a Gradescope layout
+def test_the_child_finds_nothing_the_grader_read_after_forking_its_zygote(tmp_path, autograder_zip):
+    """The zygote is forked from the grader (one torch import): it must be forked before the grader reads
+    the metadata, the hidden tests or the reference, and with none of the environment it was started with."""
+    secret = "AGSECRET-" + secrets.token_hex(8)
+    root = gradescope_root(tmp_path, autograder_zip)
+    plant_secret(root, secret)
+    files = sample("reference")
+    upload(root, {"attention.py": files["attention.py"] + MEMORY_HUNT.read_text(), "mha.py": files["mha.py"]})
+    run_autograder(root, AG_GRADER_SECRET=secret)
+    feedback = (root / "results" / "feedback.md").read_text()
+    found, scanned = memory_hunt(feedback)
+    assert scanned > 1 << 20, f"the hunt read only {scanned} bytes of its memory: it proves nothing"
+    assert secret not in found, f"the submission found what the grader read or was started with: {found}"
+    assert f"Submission of {secret}" in feedback, "the grader did read the planted name"
 
 
 @pytest.mark.slow  # grades in a Gradescope layout
