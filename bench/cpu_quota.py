@@ -24,8 +24,9 @@ def _own_path(controller):
 
 
 class CpuQuota:
-    def __init__(self, folder):
+    def __init__(self, folder, accounting=None):
         self.folder = folder
+        self.accounting = accounting  # cgroup v1: a cpuacct group beside it, for ``cpu_seconds``
 
     @classmethod
     def create(cls, fraction):
@@ -44,7 +45,15 @@ class CpuQuota:
                 (folder / "cpu.cfs_quota_us").write_text(quota)
             except OSError as err:
                 return None, f"cannot make a cgroup v1 cpu quota: {err}"
-            return cls(folder), None
+            accounting = None
+            acct = _own_path("cpuacct")
+            if acct is not None and (CGROUP_ROOT / "cpuacct").is_dir():
+                try:
+                    accounting = Path(tempfile.mkdtemp(prefix="attention-kit-cpu-",
+                                                       dir=CGROUP_ROOT / "cpuacct" / acct.lstrip("/")))
+                except OSError:
+                    pass
+            return cls(folder, accounting), None
         unified = _own_path("")
         if unified is None:
             return None, "no cgroup cpu controller in /proc/self/cgroup"
@@ -62,15 +71,31 @@ class CpuQuota:
 
     def join(self):
         """In a child before exec (``preexec_fn``): this process and what it starts share the quota."""
-        with open(self.folder / "cgroup.procs", "w") as f:
-            f.write(str(os.getpid()))
+        for folder in self.folders():
+            with open(folder / "cgroup.procs", "w") as f:
+                f.write(str(os.getpid()))
+
+    def folders(self):
+        return [self.folder] + ([self.accounting] if self.accounting else [])
+
+    def cpu_seconds(self):
+        """CPU time used in the quota so far, by every process that ran in it (None where not counted).
+        Unlike wall time, it does not depend on what else the machine runs."""
+        try:
+            if self.accounting:
+                return int((self.accounting / "cpuacct.usage").read_text()) / 1e9
+            stat = dict(line.split() for line in (self.folder / "cpu.stat").read_text().splitlines())
+            return int(stat["usage_usec"]) / 1e6
+        except (OSError, KeyError, ValueError):
+            return None
 
     def remove(self):
-        for _ in range(50):
-            try:
-                self.folder.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:  # its last processes are still being torn down
-                time.sleep(0.02)
+        for folder in self.folders():
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # its last processes are still being torn down
+                    time.sleep(0.02)
