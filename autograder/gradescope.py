@@ -22,12 +22,19 @@ import traceback
 from autograder.paths import KIT_ROOT
 
 
-def run(root):
-    """Grade ROOT/submission; always leaves ROOT/results/results.json. Returns the results dict."""
+def run(root, isolation_settings=None):
+    """Grade ROOT/submission; always leaves ROOT/results/results.json. Returns the results dict.
+
+    ``isolation_settings``: the AUTOGRADER_ISOLATION and AUTOGRADER_LAYERS of the environment this
+    command was first started with (``main`` starts it again with the allow-listed one)."""
     results_dir = os.path.join(root, "results")
     started = time.monotonic()
+    zygote = None
     try:
         os.makedirs(results_dir, exist_ok=True)
+        # First, before this process reads anything of the course or the student: the zygote is forked
+        # from it, and holds what it holds.
+        zygote = start_zygote(isolation_settings or {})
         metadata = _read_metadata(root)
         lock_down(root)
         from autograder.config import load_config
@@ -35,14 +42,59 @@ def run(root):
         config = load_config()  # once; a grading.yaml it refuses becomes a grader error that says why
         results = daily_limit_reached(metadata, config)
         if results is None:
-            results, feedback = grade_submission(root, metadata, config)
+            results, feedback = grade_submission(root, metadata, config, zygote)
             _write_atomic(os.path.join(results_dir, "feedback.md"), feedback)
     except BaseException as err:  # the grader's own failure: say so plainly, never blame the student
         print(f"grader error: {type(err).__name__}: {err}\n{traceback.format_exc()}", flush=True)
         results = grader_error_results(err)
+    finally:
+        if zygote is not None:
+            stop_zygote(zygote)
     results["execution_time"] = round(time.monotonic() - started, 3)
     _write_atomic(os.path.join(results_dir, "results.json"), json.dumps(results, indent=2) + "\n")
     return results
+
+
+def start_zygote(isolation_settings):
+    """The sandbox's zygote, forked from this process when it may be (``zygote.Zygote(preloaded=True)``):
+    one torch import for both. Else exec'd before this process imports torch, so the imports overlap."""
+    from autograder import isolation, zygote
+
+    for name, value in isolation_settings.items():  # read here, then gone before the fork
+        os.environ[name] = value
+    try:
+        level = isolation.choose_level()
+        layers = isolation.detect_layers(level)
+    finally:
+        for name in isolation_settings:
+            os.environ.pop(name, None)
+    preloaded = zygote.environment_is_allow_listed()
+    if preloaded:
+        zygote.preload()
+    return zygote.Zygote(level, layers=layers, preloaded=preloaded)
+
+
+def stop_zygote(zygote):
+    zygote.stop()
+    zygote.kill_sandbox_users()  # a daemon that escaped its process group dies before we write
+
+
+ISOLATION_SETTINGS = ("AUTOGRADER_ISOLATION", "AUTOGRADER_LAYERS")
+
+
+def restart_with_allow_listed_environment(root):
+    """Exec this command again with the zygote's environment (``zygote.child_environment``) and nothing of
+    Gradescope's: the zygote forked from it then sees nothing the grader was started with. Before any
+    import of torch, so the restart costs an interpreter's start. The isolation settings go as an argument."""
+    from autograder.zygote import child_environment
+
+    settings = {k: os.environ[k] for k in ISOLATION_SETTINGS if k in os.environ}
+    sys.stdout.flush(), sys.stderr.flush()
+    try:
+        os.execve(sys.executable, [sys.executable, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root",
+                                   root, "--isolation-settings", json.dumps(settings)], child_environment())
+    except OSError as err:  # graded all the same, with an exec'd zygote (two torch imports)
+        print(f"could not restart with the allow-listed environment ({err}): the zygote is exec'd", flush=True)
 
 
 def _write_atomic(path, text):
@@ -54,14 +106,7 @@ def _write_atomic(path, text):
     os.replace(tmp, path)
 
 
-def grade_submission(root, metadata, config):
-    from autograder import isolation
-    from autograder.zygote import Zygote
-
-    # Before this process imports torch: the zygote's torch import then runs beside ours, on the other core.
-    level = isolation.choose_level()
-    layers = isolation.detect_layers(level)
-    zygote = Zygote(level, layers=layers)
+def grade_submission(root, metadata, config, zygote):
     try:
         from autograder.batch import grade_forked
         from autograder.discover import Submitter
@@ -69,11 +114,10 @@ def grade_submission(root, metadata, config):
         from autograder.results import results_json
         from autograder.runner import Engine
 
-        engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=1)
+        engine = Engine(config, level=zygote.level, layers=zygote.layers, zygote=zygote, graders=1)
         record = grade_forked(engine, submission_path(os.path.join(root, "submission")))
     finally:
-        zygote.stop()
-        zygote.kill_sandbox_users()  # a daemon that escaped its process group dies before we write
+        stop_zygote(zygote)
     if record.get("grader_error"):
         raise RuntimeError(record["grader_error"])
     # The SID only: a Gradescope user id is not a student ID and must never stand in for one.
@@ -205,6 +249,7 @@ def main(argv=None):
     commands.add_parser("lock", help="rewrite requirements/gradescope.lock from kit.lock (make lock)")
     run_cmd = commands.add_parser("run", help="grade inside Gradescope (called by run_autograder)")
     run_cmd.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
+    run_cmd.add_argument("--isolation-settings", type=json.loads, help=argparse.SUPPRESS)  # set by the restart
     args = parser.parse_args(argv)
     if args.command == "build":
         from autograder.batch import verify_suite
@@ -233,7 +278,9 @@ def main(argv=None):
         write_atomic(RUNTIME_LOCK, runtime_lock_text())
         print(f"wrote {RUNTIME_LOCK}")
         return 0
-    run(args.root)  # never raises: every failure becomes a results.json that says so
+    if args.isolation_settings is None:
+        restart_with_allow_listed_environment(args.root)  # returns only if it could not
+    run(args.root, args.isolation_settings)  # never raises: every failure becomes a results.json that says so
     return 0
 
 

@@ -8,8 +8,9 @@ Process tree::
                                                                                       private root, dropped privileges,
                                                                                       imports the student's files
 
-The zygote is a fresh interpreter started by ``zygote.Zygote``, never a fork of the grader, so a
-child that walks ``gc`` or stack frames finds nothing of the class, the reference or the tests. A child answers probe requests over pipes
+The zygote is a fresh interpreter started by ``zygote.Zygote``, or on Gradescope a fork of the grader
+taken before the grader reads anything of the course or the student, so a child that walks ``gc``,
+stack frames or its own memory finds nothing of the class, the reference or the tests. A child answers probe requests over pipes
 (see ``wire``); its stdout and stderr go to a third pipe that the grader drains and caps.
 """
 import gc
@@ -48,10 +49,11 @@ def zygote_main():
     from autograder import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)
 
     warm_up()
-    _serve(sock, settings["level"], settings["hidden"], settings["layers"])
+    serve(sock, settings["level"], settings["hidden"], settings["layers"])
 
 
-def _serve(sock, level, hidden, layers):
+def serve(sock, level, hidden, layers):
+    """The zygote's loop, warm (``warm_up``): a waiter per request on ``sock``, until the grader hangs up."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
     gc.freeze()  # torch stays: a child's collections then neither scan nor copy its pages
     while True:

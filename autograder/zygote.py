@@ -1,8 +1,15 @@
-"""Start the zygote, the fresh interpreter that forks every sandboxed child, and ask it for children.
+"""Start the zygote, the process that forks every sandboxed child, and ask it for children.
 
-This module imports no torch, so a command can start the zygote before its own process imports
-torch: the two imports, the slowest part of starting, then run at once on two cores instead of
-one after the other. The zygote's own side (``zygote_main``) and the child's are in ``sandbox``.
+Two ways to start it, both with nothing of the grader's secrets in it:
+
+* exec'd: a fresh interpreter. This module imports no torch, so a command can start the zygote
+  before its own process imports torch: the two imports then run at once on two cores.
+* forked (``preloaded=True``): a fork of a grader that has imported torch and the probes but has
+  read nothing of the course or the student yet, and was started with the allow-listed
+  environment (``child_environment``). One torch import instead of two: on Gradescope's half a
+  CPU the two imports of the exec'd way cannot overlap.
+
+The zygote's own side (``zygote_main``, ``serve``) and the child's are in ``sandbox``.
 """
 import json
 import mmap
@@ -38,14 +45,17 @@ class Zygote:
     allow-listed environment. It imports torch while the grader does.
     """
 
-    def __init__(self, level, hidden=(KIT_ROOT,), layers=()):
+    def __init__(self, level, hidden=(KIT_ROOT,), layers=(), preloaded=False):
         self.level, self.hidden, self.layers = level, list(hidden), list(layers)
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        settings = json.dumps({"fd": theirs.fileno(), "level": level, "hidden": self.hidden, "layers": self.layers})
         self.log = tempfile.TemporaryFile()  # the zygote's own errors, for a grader error message
-        self.process = subprocess.Popen(
-            [sys.executable, "-E", "-s", "-B", "-c", _BOOT, KIT_ROOT, settings], pass_fds=(theirs.fileno(),),
-            env=child_environment(), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        if preloaded:
+            self.process = _fork_zygote(theirs, self.log, level, self.hidden, self.layers)
+        else:
+            settings = json.dumps({"fd": theirs.fileno(), "level": level, "hidden": self.hidden, "layers": self.layers})
+            self.process = subprocess.Popen(
+                [sys.executable, "-E", "-s", "-B", "-c", _BOOT, KIT_ROOT, settings], pass_fds=(theirs.fileno(),),
+                env=child_environment(), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
         theirs.close()
         self.pid = self.process.pid
         # The uids this run's children got, for the final sweep: shared memory, so that the
@@ -119,3 +129,82 @@ class Zygote:
             self.process.wait()
         except (OSError, ChildProcessError):
             pass
+
+
+# --- the forked zygote -----------------------------------------------------------------------
+
+def preload():
+    """In a grader that will fork its zygote (``Zygote(preloaded=True)``): import and warm up what the
+    zygote holds, before this process reads anything of the course or the student."""
+    from autograder import confine, probes, sandbox  # noqa: F401  (imports torch)
+
+    sandbox.warm_up()
+
+
+def environment_is_allow_listed():
+    """This process was started with the zygote's environment and nothing else (a fork may then be the zygote)."""
+    return dict(os.environ) == child_environment() and os.environ.get("PATH") is not None
+
+
+SOCKET_FD = 3  # the forked zygote's socket; every other descriptor above stderr is closed
+
+
+def _fork_zygote(theirs, log, level, hidden, layers):
+    """Fork the zygote from this process (see the module doc); returns a handle like ``subprocess.Popen``'s.
+
+    The caller vouches for what this process holds: torch and the probes (``preload``), and nothing
+    read from the course or the student. The environment is checked here: it is the allow-list
+    (what ``/proc/self/environ`` shows is the environment this process was exec'd with)."""
+    if not environment_is_allow_listed():
+        raise RuntimeError("a zygote is forked only from a process started with the allow-listed environment")
+    pid = os.fork()
+    if pid:
+        return _Forked(pid)
+    try:  # the zygote: never returns into the grader's code
+        os.chdir("/")
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.dup2(log.fileno(), 2)
+        os.dup2(theirs.fileno(), SOCKET_FD)
+        os.closerange(SOCKET_FD + 1, _max_fd())  # the grader's socket end, its log, whatever it inherited
+        from autograder import sandbox
+
+        sandbox.serve(socket.socket(fileno=SOCKET_FD), level, hidden, layers)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        os._exit(70)
+    os._exit(0)
+
+
+def _max_fd():
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+class _Forked:
+    """What ``Zygote`` needs of ``subprocess.Popen`` for a forked zygote: poll, kill, wait, returncode."""
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self):
+        if self.poll() is None:
+            os.kill(self.pid, 9)
+
+    def wait(self):
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode

@@ -30,10 +30,14 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.measure import measure  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from cpu_quota import CpuQuota  # noqa: E402
+
 PY = sys.executable
 SAMPLES = ROOT / "examples" / "submissions"
 KINDS = ("reference", "mask_bug", "head_reshape_bug", "stubs", "crashes")  # good, buggy, all-fail, crashing
 GRADESCOPE_MB = 768
+GRADESCOPE_CPU = 0.5  # Gradescope's default: half a CPU per autograder run
 SAMPLE_SECONDS = 0.1  # memory sampling; every 10 ms would cost a third of a core on 2 cores
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
@@ -65,6 +69,7 @@ class Settings:
     hostile: int = 10  # submissions in the hostile batch, 10% of them loop forever
     call_limit: float = 2.0  # --call-timeout for the hostile batch
     smoke: bool = False
+    half_cpu_skipped: str = None  # why there is no half-CPU row
 
 
 @dataclass
@@ -76,6 +81,7 @@ class Item:
     cwd: Path = ROOT
     ok_codes: tuple = (0,)
     env: dict = None  # None: this process's environment
+    quota: CpuQuota = None  # run in this CPU quota (Gradescope's half CPU)
     runs: list = field(default_factory=list)
 
     def wall(self):
@@ -86,6 +92,11 @@ class Item:
 
     def rss(self):
         return statistics.median(r["rss"] for r in self.runs)
+
+    def cpu(self):
+        """CPU seconds of the whole process tree (measured in a CPU quota's cgroup only), or None."""
+        used = [r["cpu"] for r in self.runs if r.get("cpu") is not None]
+        return statistics.median(used) if used else None
 
 
 # --- the workspace: copies of the samples ----------------------------------------------------
@@ -109,7 +120,11 @@ def build_workspace(tmp, settings):
     shutil.copytree(ROOT / "assignment", student)
     for name in ("attention.py", "mha.py"):
         shutil.copy(ROOT / "solution" / name, student / name)
-    return {"batch": batch, "naive": naive, "loopers": sorted(f"s{i:03d}" for i in loopers), "student": student}
+    gradescope = tmp / "gradescope"  # Gradescope's layout for `run`, the kit itself as its source
+    shutil.copytree(SAMPLES / "reference", gradescope / "submission")
+    (gradescope / "submission_metadata.json").write_text(json.dumps({"users": [{"name": "Bench", "sid": "1"}]}))
+    return {"batch": batch, "naive": naive, "loopers": sorted(f"s{i:03d}" for i in loopers), "student": student,
+            "gradescope": gradescope}
 
 
 def items(tmp, space, settings):
@@ -126,7 +141,19 @@ def items(tmp, space, settings):
                                   "-p", "no:cacheprovider"] for s in space["naive"]], ok_codes=(0, 1)),
         Item("control", lambda n: [grade + [tmp / "control", "--out", out("control", n), "--jobs", "2"] + limit]),
         Item("hostile", lambda n: [grade + [tmp / "hostile", "--out", out("hostile", n), "--jobs", "2"] + limit]),
-    ] + uid_items(out, space)
+    ] + uid_items(out, space) + half_cpu_items(space)
+
+
+def half_cpu_items(space):
+    """Gradescope's half a CPU: its command and a torch import, each in a cgroup CPU quota of 0.5."""
+    if space["half_cpu"] is None:
+        return []
+    gradescope = [PY, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root", space["gradescope"]]
+    bare = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root"}  # Gradescope's run_autograder: a bare one
+    return [
+        Item("torch_half", lambda n: [[PY, "-c", "import torch"]], short=True, quota=space["half_cpu"]),
+        Item("gradescope_half", lambda n: [gradescope], short=True, quota=space["half_cpu"], env=bare),
+    ]
 
 
 def uid_level_python():
@@ -171,13 +198,17 @@ def last_out(tmp, item):
 
 def run_item(item):
     total = {"wall": 0.0, "pss": 0.0, "rss": 0.0}
+    used = item.quota.cpu_seconds() if item.quota else None
     for argv in item.commands(len(item.runs)):
-        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS, cwd=str(item.cwd), env=item.env)
+        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS, cwd=str(item.cwd), env=item.env,
+                    preexec_fn=item.quota.join if item.quota else None)
         if m.returncode not in item.ok_codes:
             raise SystemExit(f"bench: {' '.join(map(str, argv))} exited with {m.returncode}:\n{m.stderr[-3000:]}")
         total["wall"] += m.wall_seconds
         total["pss"] = max(total["pss"], m.peak_pss_mb)
         total["rss"] = max(total["rss"], m.peak_rss_mb)
+    if used is not None:
+        total["cpu"] = item.quota.cpu_seconds() - used
     return total
 
 
@@ -214,7 +245,8 @@ def verdict(ok, smoke):
 def table(by, settings, hostile, same_across_jobs):
     """The Markdown table: one row per figure, with its target and whether it is met."""
     rows = (timing_rows(by, settings) + memory_rows(by, settings)
-            + [make_test_row(by, settings), hostile_row(by, settings, hostile)] + uid_rows(by, settings))
+            + [make_test_row(by, settings), hostile_row(by, settings, hostile)] + uid_rows(by, settings)
+            + [half_cpu_row(by, settings)])
     rows.append(("", "reports identical with `--jobs 1` and `--jobs 2`", "yes" if same_across_jobs else "**NO**",
                  "", verdict(same_across_jobs, settings.smoke)))
     lines = ["| # | measure | result | target | |", "|---|---|---|---|---|"]
@@ -286,6 +318,20 @@ def uid_rows(by, settings):
     ]
 
 
+def half_cpu_row(by, settings):
+    measure_text = (f"Gradescope at its default half a CPU (a cgroup CPU quota of {GRADESCOPE_CPU:g}): "
+                    "`python -m autograder.gradescope run` on the reference, against `import torch` in the same quota")
+    if "gradescope_half" not in by:
+        return ("7", measure_text, f"not measured: {settings.half_cpu_skipped}", "", "")
+    unit, run = by["torch_half"].wall(), by["gradescope_half"].wall()
+    cpu = ""
+    if by["torch_half"].cpu() and by["gradescope_half"].cpu() is not None:
+        cpu = (f"; CPU time of the process tree {by['gradescope_half'].cpu():.2f} s = "
+               f"{by['gradescope_half'].cpu() / by['torch_half'].cpu():.2f}x a torch import's")
+    return ("7", measure_text, f"{run:.2f} s = **{run / unit:.2f}x** torch import ({unit:.2f} s there){cpu}",
+            "<= 1.3x", verdict(run / unit <= 1.3, settings.smoke))
+
+
 def hostile_row(by, settings, hostile):
     limit, loopers = settings.call_limit, hostile["loopers"]
     extra = by["hostile"].wall() - by["control"].wall()
@@ -314,7 +360,7 @@ def machine(tmp, load_at_start):
 
 
 def short_runs(n):
-    return "" if n == 1 else f" (the three short ones {n} times, interleaved)"
+    return "" if n == 1 else f" (the short ones {n} times, interleaved)"
 
 
 def write_results(path, block):
@@ -334,7 +380,7 @@ def main(argv=None):
                         help="a few submissions, one round: proves the script works (no verdicts)")
     parser.add_argument("--repeats", type=int, help="rounds (default 3; 1 with --quick or --smoke)")
     parser.add_argument("--short-runs", type=int, default=1,
-                        help="runs per round of the three short commands (default 1)")
+                        help="runs per round of the short commands (default 1)")
     parser.add_argument("--results", type=Path, help="where the table goes (default bench/RESULTS.md; "
                                                      "with --smoke, nowhere)")
     args = parser.parse_args(argv)
@@ -345,8 +391,9 @@ def main(argv=None):
 
     started, load_at_start = time.monotonic(), os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
+    quota, settings.half_cpu_skipped = CpuQuota.create(GRADESCOPE_CPU)
     try:
-        space = build_workspace(tmp, settings)
+        space = dict(build_workspace(tmp, settings), half_cpu=quota)
         all_items = items(tmp, space, settings)
         print(f"bench: {settings.repeats} round(s) of {len(all_items)} commands, batch of {settings.batch}",
               file=sys.stderr)
@@ -365,6 +412,8 @@ def main(argv=None):
         ])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if quota:
+            quota.remove()
     print(block)
     if results:
         write_results(results, block)

@@ -13,7 +13,8 @@ environment. Each submission then gets its own fresh ``/autograder/submission`` 
 * without CAP_SYS_ADMIN (as under Docker's default profile, so the grader's namespaces are
   refused and the ``uid`` level is what runs, as on Gradescope);
 * inside a 768 MiB memory cgroup, whose peak is recorded; the cgroup hierarchy is visible
-  read-only, as Docker shows it, so the grader can read its limit but make no cgroup of its own.
+  read-only, as Docker shows it, so the grader can read its limit but make no cgroup of its own;
+* on request (``cpu=0.5``), in a CPU quota: Gradescope's default is half a CPU.
 
 Two things differ from Gradescope because of this machine, and only these: the image trusts
 this machine's extra CA certificates (the package registries are reached through a proxy with
@@ -36,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # also run as a script (the namespace's init)
 from autograder import cgroups  # noqa: E402
+from bench.cpu_quota import CpuQuota  # noqa: E402
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attention-kit"
 BASE = CACHE / "bookworm-minbase"
@@ -126,6 +128,7 @@ class Outcome:
     oom_kills: int  # processes the cgroup's OOM killer ended
     survivors: list  # [pid, name, uid] alive in the namespace when the command returned
     late_change: bool  # results.json changed after the command returned
+    seconds: float = 0.0  # the command's wall time (the namespace's own start and end not counted)
 
 
 class Image:
@@ -177,7 +180,7 @@ class Image:
         return self.run(["bash", "./setup.sh"], cwd="/autograder/source", timeout=timeout,
                         env={"TORCH_INDEX": f"file://{TORCH_WHEEL_INDEX}"})
 
-    def grade(self, files=None, metadata=None, timeout=600, memory=GRADESCOPE_MEMORY):
+    def grade(self, files=None, metadata=None, timeout=600, memory=GRADESCOPE_MEMORY, cpu=None):
         """A fresh submission folder with ``files`` (name -> bytes or str), then run_autograder as Gradescope
         runs it. Returns (results dict or None, Outcome)."""
         autograder = self.root / "autograder"
@@ -191,7 +194,7 @@ class Image:
         (autograder / "submission_metadata.json").write_text(json.dumps(metadata or {}))
         self._clean_tmp()
         outcome = self.run(["/autograder/run_autograder"], cwd="/autograder", drop_sys_admin=True,
-                           memory=memory, timeout=timeout, watch="/autograder/results/results.json")
+                           memory=memory, timeout=timeout, watch="/autograder/results/results.json", cpu=cpu)
         path = autograder / "results" / "results.json"
         try:
             results = json.loads(path.read_text())
@@ -208,12 +211,21 @@ class Image:
             else:
                 entry.unlink(missing_ok=True)
 
-    def run(self, argv, cwd="/", env=None, drop_sys_admin=False, memory=None, timeout=600, watch=None):
-        """Run ``argv`` in the image in a new PID and mount namespace; see the module doc."""
+    def run(self, argv, cwd="/", env=None, drop_sys_admin=False, memory=None, timeout=600, watch=None, cpu=None):
+        """Run ``argv`` in the image in a new PID and mount namespace; see the module doc. ``cpu``: a CPU
+        quota (a fraction of one CPU), or None; where none can be made, the test skips with the reason."""
+        quota = None
+        if cpu:
+            quota, why = CpuQuota.create(cpu)
+            if quota is None:
+                import pytest
+
+                pytest.skip(f"no CPU quota: {why}")
         # A container's limit is on memory alone: the process count is left as good as unlimited.
         cgroup = cgroups.create(memory, 1 << 20, prefix="attention-kit-gradescope-") if memory else None
+        procs = (cgroup.procs if cgroup else []) + ([str(quota.folder / "cgroup.procs")] if quota else [])
         spec = {"root": str(self.root), "argv": argv, "cwd": cwd, "env": env or {}, "drop_sys_admin": drop_sys_admin,
-                "cgroup_procs": cgroup.procs if cgroup else [], "timeout": timeout, "watch": watch}
+                "cgroup_procs": procs, "timeout": timeout, "watch": watch}
         with tempfile.NamedTemporaryFile("w+", suffix=".json") as report:
             spec["report"] = report.name
             try:
@@ -225,8 +237,10 @@ class Image:
                 peak, kills = (cgroup.peak_memory() or 0, oom_kills(cgroup)) if cgroup else (0, 0)
                 if cgroup:
                     cgroup.remove()
+                if quota:
+                    quota.remove()
         return Outcome(data.get("returncode", run.returncode), data.get("output", run.stdout + run.stderr),
-                       peak, kills, data.get("survivors", []), data.get("late_change", False))
+                       peak, kills, data.get("survivors", []), data.get("late_change", False), data.get("seconds", 0.0))
 
 
 def _make_folders(root, relative):
@@ -301,11 +315,13 @@ def _init(spec):
         cgroups.join(spec["cgroup_procs"])
 
     with tempfile.TemporaryFile("w+") as output:
+        started = time.monotonic()
         try:
             returncode = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=join_cgroup,
                                         timeout=spec["timeout"], stdin=subprocess.DEVNULL).returncode
         except subprocess.TimeoutExpired:
             returncode = -9
+        seconds = time.monotonic() - started
         survivors = _processes()
         watch = spec["watch"] and root + spec["watch"]
         before = _digest(watch) if watch else None
@@ -315,7 +331,7 @@ def _init(spec):
         output.seek(0)
         text = output.read()[-200_000:]
     Path(spec["report"]).write_text(json.dumps({"returncode": returncode, "output": text, "survivors": survivors,
-                                                "late_change": late}))
+                                                "late_change": late, "seconds": seconds}))
     # Leaving kills whatever is left: this process is PID 1 of the namespace.
 
 

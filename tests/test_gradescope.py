@@ -11,6 +11,9 @@ tests/test_gradescope_container.py.
 import datetime
 import io
 import json
+import os
+import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -59,11 +62,11 @@ def gradescope_root(tmp_path, autograder_zip, metadata=METADATA):
     return root
 
 
-def run_autograder(root, **env):
+def run_autograder(root, pass_fds=(), **env):
     """Run the grader's entry point as run_autograder execs it; returns (results dict, Measurement)."""
     environment = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", **env}
     command = [sys.executable, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root", str(root)]
-    run = measure(command, cwd=str(root / "source"), env=environment, timeout=300)
+    run = measure(command, cwd=str(root / "source"), env=environment, timeout=300, pass_fds=pass_fds)
     assert run.returncode == 0, f"the grader failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
     return json.loads((root / "results" / "results.json").read_text()), run
 
@@ -308,6 +311,107 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     assert "READ REFERENCE" not in feedback and "reference not readable" in feedback
     time.sleep(5)  # past the daemon's wake-up
     assert (root / "results" / "results.json").read_bytes() == written, "results.json changed after grading"
+
+
+MEMORY_HUNT = ROOT / "tests" / "hostile" / "grader_memory" / "attention.py.payload"
+INHERITED_FDS = ROOT / "tests" / "hostile" / "inherited_fds" / "attention.py.payload"
+
+
+def plant_secret(root, secret):
+    """Put ``secret`` (the pattern the memory hunt looks for) where only the grader reads it, each read
+    after the zygote is forked: the metadata (a student's name), a hidden test and the reference."""
+    metadata = json.loads((root / "submission_metadata.json").read_text())
+    metadata["users"][0]["name"] = secret
+    (root / "submission_metadata.json").write_text(json.dumps(metadata))
+    for path in (root / "source" / "tests_hidden" / "cases.py", root / "source" / "solution" / "attention.py"):
+        path.write_text(path.read_text() + f"\nPLANTED = {secret!r}\n")
+
+
+def memory_hunt(feedback):
+    """(secrets found, bytes scanned) as the grader_memory payload printed them (the instructor's feedback.md)."""
+    match = re.search(r"MEMORY-HUNT found=(\[.*?\]) scanned=(\d+)", feedback)
+    assert match, f"the memory hunt did not report:\n{feedback[-1500:]}"
+    return json.loads(match.group(1).replace("'", '"')), int(match.group(2))
+
+
+FORKED_ZYGOTE = """
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+from autograder import zygote
+inherited = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)  # as whoever started the grader might leave one
+zygote.preload()
+forked = zygote.Zygote("rlimits", preloaded=True)
+seen, since = None, time.monotonic()
+while time.monotonic() - since < 0.5 and time.monotonic() < since + 30:  # until its descriptors settle
+    listing = {n: os.readlink(f"/proc/{forked.pid}/fd/{n}") for n in os.listdir(f"/proc/{forked.pid}/fd")}
+    if listing != seen:
+        seen, since = listing, time.monotonic()
+    time.sleep(0.05)
+forked.stop()
+print(json.dumps({"fds": seen, "inherited": os.readlink(f"/proc/self/fd/{inherited}")}))
+"""
+
+
+def test_a_forked_zygote_keeps_only_its_socket_and_stdio():
+    from autograder.zygote import child_environment
+
+    run = subprocess.run([sys.executable, "-E", "-s", "-B", "-c", FORKED_ZYGOTE, str(ROOT)], env=child_environment(),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    held = json.loads(run.stdout)
+    assert sorted(held["fds"], key=int) == ["0", "1", "2", "3"], held
+    assert held["fds"]["0"] == held["fds"]["1"] == "/dev/null" and held["fds"]["3"].startswith("socket:"), held
+
+
+def test_a_zygote_is_forked_only_from_a_process_started_with_the_allow_listed_environment(monkeypatch):
+    from autograder import zygote
+
+    for name, value in zygote.child_environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AG_GRADER_SECRET", "from whoever started the grader")
+    with pytest.raises(RuntimeError, match="allow-listed environment"):
+        zygote.Zygote("rlimits", preloaded=True)
+
+
+@pytest.fixture(scope="module")
+def hunted(tmp_path_factory, autograder_zip):
+    """The reference with the memory hunt and the descriptor listing appended, graded by a grader that was
+    started with a secret in its environment and an open directory descriptor, the secret planted where
+    the grader reads it after forking its zygote (``plant_secret``): (secret, feedback.md, that directory)."""
+    secret = "AGSECRET-" + secrets.token_hex(8)
+    tmp = tmp_path_factory.mktemp("hunted")
+    root = gradescope_root(tmp, autograder_zip)
+    plant_secret(root, secret)
+    files = sample("reference")
+    upload(root, {"attention.py": files["attention.py"] + MEMORY_HUNT.read_text() + INHERITED_FDS.read_text(),
+                  "mha.py": files["mha.py"]})
+    inherited = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        run_autograder(root, pass_fds=(inherited,), AG_GRADER_SECRET=secret)
+    finally:
+        os.close(inherited)
+    return secret, (root / "results" / "feedback.md").read_text(), tmp
+
+
+@pytest.mark.slow  # grades in a Gradescope layout
+def test_the_child_finds_nothing_the_grader_read_after_forking_its_zygote(hunted):
+    """The zygote is forked from the grader (one torch import): it must be forked before the grader reads
+    the metadata, the hidden tests or the reference, and with none of the environment it was started with."""
+    secret, feedback, _ = hunted
+    found, scanned = memory_hunt(feedback)
+    assert scanned > 1 << 20, f"the hunt read only {scanned} bytes of its memory: it proves nothing"
+    assert secret not in found, f"the submission found what the grader read or was started with: {found}"
+    assert f"Submission of {secret}" in feedback, "the grader did read the planted name"
+
+
+@pytest.mark.slow  # grades in a Gradescope layout
+def test_the_child_holds_no_descriptor_of_the_grader_that_forked_its_zygote(hunted):
+    _, feedback, inherited = hunted
+    held = dict(re.findall(r"^FD (\d+) -> (.*)$", feedback, re.MULTILINE))
+    assert held.get("0") == "/dev/null", f"the descriptor listing did not report, or stdin is not /dev/null: {held}"
+    extra = {n: t for n, t in held.items() if int(n) > 4 and t != "? No such file or directory"}
+    assert not extra, f"the child holds descriptors beyond stdin/out/err and its two pipes: {extra}"
+    assert str(inherited) not in "".join(held.values()), "a descriptor the grader inherited reached the child"
 
 
 @pytest.mark.slow  # grades in a Gradescope layout

@@ -23,7 +23,7 @@ import gradescope_image
 from autograder.suite_points import core_max, full_marks
 from conftest import ROOT
 from gradescope_image import GRADESCOPE_MEMORY, Image
-from test_gradescope import METADATA, _zip_bytes
+from test_gradescope import MEMORY_HUNT, METADATA, _zip_bytes, memory_hunt, plant_secret
 from test_hostile import (BALLAST_BLOCK, EXPECTED, HOSTILE, MEMORY_TEST, accepted, attack_problems,
                           build_batch)
 
@@ -285,3 +285,55 @@ def test_hostile_case_is_contained_at_the_uid_level(hostile, case):
     if "FAKE-REPORT" in json.dumps(results):
         problems.append(f"{case}: the submission's fake results.json was used")
     assert not problems, "\n".join(problems)
+
+
+def test_the_child_finds_nothing_the_grader_read_after_forking_its_zygote(image):
+    """At the uid level: the zygote is forked from the grader before it reads the metadata, the hidden
+    tests or the reference (test_gradescope.py has the same at the namespaces level)."""
+    assert image.setup_outcome.returncode == 0, "setup.sh failed"
+    secret = "AGSECRET-" + secrets.token_hex(8)
+    root = image.root / "autograder"
+    planted = [root / "source" / "tests_hidden" / "cases.py", root / "source" / "solution" / "attention.py"]
+    shipped = [path.read_text() for path in planted]
+    (root / "submission_metadata.json").write_text(json.dumps(METADATA))
+    try:
+        plant_secret(root, secret)
+        metadata = json.loads((root / "submission_metadata.json").read_text())
+        reference = sample("reference")
+        results, outcome = image.grade({"attention.py": reference["attention.py"] + MEMORY_HUNT.read_text(),
+                                        "mha.py": reference["mha.py"]}, metadata)
+    finally:
+        for path, text in zip(planted, shipped):
+            path.write_text(text)
+    assert results is not None and results["extra_data"]["isolation"] == "uid", outcome.output[-2000:]
+    feedback = (root / "results" / "feedback.md").read_text()
+    found, scanned = memory_hunt(feedback)
+    assert scanned > 1 << 20, f"the hunt read only {scanned} bytes of its memory: it proves nothing"
+    assert secret not in found, f"the submission found what the grader read: {found}"
+    assert f"Submission of {secret}" in feedback, "the grader did read the planted name"
+
+
+# --- speed at Gradescope's default half a CPU ----------------------------------------------
+
+GRADESCOPE_CPU = 0.5  # Gradescope gives an autograder run half a CPU by default
+KIT_PYTHON = "/opt/attention-kit/bin/python"
+
+
+def test_one_submission_at_half_a_cpu_is_timed_against_a_torch_import(image, capsys):
+    """The figure, not a timed assertion: the reference graded by run_autograder and the kit's Python importing
+    torch, each at half a CPU in Gradescope's 768 MiB without CAP_SYS_ADMIN, interleaved, best of three."""
+    assert image.setup_outcome.returncode == 0, "setup.sh failed"
+    torch_seconds, graded_seconds = [], []
+    for _ in range(3):
+        imported = image.run([KIT_PYTHON, "-E", "-s", "-c", "import torch"], drop_sys_admin=True,
+                             memory=GRADESCOPE_MEMORY, cpu=GRADESCOPE_CPU)
+        assert imported.returncode == 0, imported.output[-2000:]
+        torch_seconds.append(imported.seconds)
+        results, outcome = image.grade(sample("reference"), METADATA, cpu=GRADESCOPE_CPU)
+        assert results is not None and results["score"] == FULL, f"{results}\n{outcome.output[-2000:]}"
+        assert outcome.peak_bytes < GRADESCOPE_MEMORY and not outcome.oom_kills, outcome.peak_bytes >> 20
+        graded_seconds.append(outcome.seconds)
+    unit, run = min(torch_seconds), min(graded_seconds)
+    with capsys.disabled():
+        print(f"\nhalf a CPU, clean image: run_autograder on the reference {run:.2f} s, the kit's Python importing "
+              f"torch {unit:.2f} s: {run / unit:.2f}x a torch import (best of 3, interleaved; goal <= 1.3x)")
