@@ -33,6 +33,20 @@ def test_every_sandbox_uid_lies_above_real_accounts_and_below_the_largest_uid(ui
     assert isolation.allocate_uid() == isolation.FIRST_SANDBOX_UID, "past the last uid the counter wraps"
 
 
+def test_the_uid_counter_is_rewritten_in_place_never_emptied_first(uid_state, monkeypatch):
+    """ext4 writes a file that was truncated to zero back to disk at its close: with the disk busy, each
+    child's uid took up to 1.6 s (bench/RESULTS.md). The counter is overwritten, and only ever shortened."""
+    truncations = []
+    real_ftruncate = os.ftruncate
+    monkeypatch.setattr(os, "ftruncate", lambda fd, size: truncations.append(size) or real_ftruncate(fd, size))
+    first = isolation.allocate_uid()
+    assert isolation.allocate_uid() == first + 1
+    (uid_state / "sandbox-uid").write_text(f"{first + 1}\n\n\n")  # longer than the number: shortened, not emptied
+    assert isolation.allocate_uid() == first + 2
+    assert (uid_state / "sandbox-uid").read_text() == f"{first + 2}\n"
+    assert 0 not in truncations, f"the counter was emptied before being written: {truncations}"
+
+
 def test_a_uid_is_never_handed_out_twice_across_forks_and_runs(uid_state):
     """The per-submission graders are forks of the batch process: each fork's uids must be new to all
     the others (a counter kept in memory restarted at each fork, and the next student met the last
