@@ -212,3 +212,28 @@ def test_a_uids_system_v_shared_memory_is_removed(sandbox_uid):
         assert segment not in ids, "the uid's shared memory outlived the purge"
     finally:
         libc.shmctl(segment, 0, None)
+
+
+def test_under_the_kernel_filter_the_purge_skips_the_process_scan_and_nothing_else(sandbox_uid, monkeypatch):
+    """A child under the seccomp filter could start no process, so its uid has none once it is reaped: the
+    purge does not scan every process on the machine (most of its time), but still removes what the uid left."""
+    import ctypes
+
+    scans = []
+    monkeypatch.setattr(isolation, "kill_all_of_uid", lambda uid: scans.append(uid) or True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    segment = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT
+    assert segment >= 0, os.strerror(ctypes.get_errno())
+    try:
+        info = (ctypes.c_uint32 * 64)()  # struct ipc_perm first: key, uid, ...
+        assert libc.shmctl(segment, 2, info) == 0  # IPC_STAT
+        info[1] = sandbox_uid
+        assert libc.shmctl(segment, 1, info) == 0  # IPC_SET: the sandbox uid's segment
+        assert isolation.purge_uid(sandbox_uid, "uid", layers=["landlock-fs", "seccomp"]) is True
+        assert scans == [], "processes were scanned for a uid that could start none"
+        with open("/proc/sysvipc/shm") as f:
+            assert segment not in [int(line.split()[1]) for line in list(f)[1:]], "the uid's shared memory was kept"
+        isolation.purge_uid(sandbox_uid, "uid", layers=["landlock-fs"])
+        assert scans == [sandbox_uid], "without the filter the uid's processes were not swept"
+    finally:
+        libc.shmctl(segment, 0, None)
