@@ -88,7 +88,7 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
         # At the uid level, what the child started outside its process group dies here, in this
         # process that exists anyway, before the grader hears that the child is gone; and what its
         # uid left (IPC objects, keys, files in /tmp) goes with it.
-        swept = isolation.purge_uid(uid, level)
+        swept = isolation.purge_uid(uid, level, layers)
         os.write(status_w, json.dumps({"status": status, "swept": swept}).encode() + b"\n")
     except BaseException as err:  # a failure here is the grader's, not the student's
         try:

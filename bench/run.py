@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/run.py [--quick] [--repeats R] [--short-runs N] [--results PATH]
     .venv/bin/python bench/run.py --smoke --results PATH   (a few submissions, one round: proves it runs)
+    .venv/bin/python bench/run.py --only torch_uid,jobs2_uid [--before CHECKOUT]   (some rows; prints only)
 
 Every figure is the median of several runs, and the compared commands run side by side: each
 round runs every command once, in a rotated order, so machine noise lands on all of them alike
@@ -13,6 +14,7 @@ between two markers; text outside the markers (the analysis) is kept.
 """
 import argparse
 import ast
+import dataclasses
 import json
 import os
 import platform
@@ -179,6 +181,32 @@ def uid_items(out, space):
 
 
 # --- running ---------------------------------------------------------------------------------
+
+def only(all_items, keys, before):
+    """The items named in ``keys``; with ``before`` (a checkout of an earlier commit), every grading
+    item among them also run from there ("KEY@before"), side by side in the same rounds."""
+    known = {item.key: item for item in all_items}
+    unknown = [key for key in keys if key not in known]
+    if unknown:
+        raise SystemExit(f"bench: no item {', '.join(unknown)} (there are {', '.join(known)})")
+    chosen = [known[key] for key in keys]
+    if before is not None:
+        chosen += [dataclasses.replace(item, key=item.key + "@before", cwd=before, runs=[])
+                   for item in chosen if item.cwd == ROOT and not item.key.startswith("torch")]
+    return chosen
+
+
+def only_table(chosen, settings):
+    """Each item's median, in its own unit (the torch import of the same interpreter), per submission for a batch."""
+    by = {item.key: item for item in chosen}
+    lines = ["| item | median | in torch imports |", "|---|---|---|"]
+    for item in chosen:
+        unit = by.get("torch_uid" if "_uid" in item.key else "torch")
+        size = settings.batch if item.key.split("@")[0] in ("jobs1", "jobs2", "jobs2_uid") else 1
+        ratio = f"{item.wall() / size / unit.wall():.3f}" + (" per submission" if size > 1 else "x") if unit else ""
+        lines.append(f"| {item.key} | {item.wall():.2f} s | {ratio if item is not unit else 'the unit'} |")
+    return "\n".join(lines)
+
 
 def run_rounds(all_items, settings):
     short = [item for item in all_items if item.short]
@@ -383,7 +411,13 @@ def main(argv=None):
                         help="runs per round of the short commands (default 1)")
     parser.add_argument("--results", type=Path, help="where the table goes (default bench/RESULTS.md; "
                                                      "with --smoke, nowhere)")
+    parser.add_argument("--only", help="comma-separated items to measure alone (e.g. torch_uid,jobs2_uid): "
+                                       "prints their medians, writes no table")
+    parser.add_argument("--before", type=Path, help="with --only: a checkout of an earlier commit, whose grading "
+                                                    "the same rounds run side by side")
     args = parser.parse_args(argv)
+    if args.before and not args.only:
+        parser.error("--before goes with --only")
     settings = Settings(batch=3, naive=1, hostile=3, call_limit=1.0, smoke=True) if args.smoke else Settings()
     settings.repeats = args.repeats or (1 if args.quick or args.smoke else settings.repeats)
     settings.short_runs = args.short_runs
@@ -395,9 +429,16 @@ def main(argv=None):
     try:
         space = dict(build_workspace(tmp, settings), half_cpu=quota)
         all_items = items(tmp, space, settings)
+        if args.only:
+            all_items = only(all_items, args.only.split(","), args.before)
         print(f"bench: {settings.repeats} round(s) of {len(all_items)} commands, batch of {settings.batch}",
               file=sys.stderr)
         run_rounds(all_items, settings)
+        if args.only:
+            print(f"Load average (1 min) {load_at_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
+                  f"medians over {settings.repeats} round(s), {time.monotonic() - started:.0f} s in all.\n")
+            print(only_table(all_items, settings))
+            return 0
         by = {item.key: item for item in all_items}
         hostile = hostile_outcome(tmp, space, settings, by)
         one_job, two_jobs = reports(last_out(tmp, by["jobs1"])), reports(last_out(tmp, by["jobs2"]))

@@ -65,3 +65,23 @@ def test_reports_do_not_depend_on_the_number_of_jobs(smoke):
     _, text = smoke
     line = next(line for line in text.splitlines() if "identical with `--jobs 1` and `--jobs 2`" in line)
     assert "| yes |" in line, f"--jobs 1 and --jobs 2 wrote different reports: {line}"
+
+
+def test_only_some_rows_can_be_measured_with_an_earlier_checkout_beside_them(tmp_path):
+    """`--only` measures the named rows alone and prints their medians (no table is written); `--before`
+    runs the same grading from another checkout in the same rounds (here the kit itself)."""
+    results = tmp_path / "RESULTS.md"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--smoke", "--only", "torch,one",
+                          "--before", str(ROOT), "--results", str(results)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, f"bench/run.py --only failed:\n{run.stderr[-3000:]}"
+    rows = {line.split(" | ")[0].strip("| "): line for line in run.stdout.splitlines() if line.startswith("| ")}
+    assert set(rows) >= {"torch", "one", "one@before"}, run.stdout
+    assert "the unit" in rows["torch"] and rows["one@before"].endswith("x |"), run.stdout
+    assert not results.exists(), "a partial measurement was written as the table"
+
+
+def test_only_refuses_a_row_it_does_not_know():
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--smoke", "--only", "torch,nope"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "no item nope" in run.stderr, run.stderr[-1000:]
