@@ -11,11 +11,12 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and three
+lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and four
 regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
 grader's (autograder/compare.py) so a value the public tests accept is one the grader accepts,
-the seeded ``randn`` (autograder/seeded.py) the hidden cases draw their inputs with, and the
-table of torch errors' hints (autograder/error_hints.py) the reports use too.
+the seeded ``randn`` (autograder/seeded.py) the hidden cases draw their inputs with, the
+table of torch errors' hints (autograder/error_hints.py) the reports use too, and the grader's
+test for a float64 result that is only float32-accurate, with the catalogue's words for it.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
@@ -61,6 +62,12 @@ SEEDED_END = "# (end of the grader's seeded inputs)"
 HINTS_SOURCE = "autograder/error_hints.py"
 HINTS_BEGIN = "# The grader's hints for torch errors, copied from autograder/error_hints.py: do not edit."
 HINTS_END = "# (end of the grader's hints)"
+
+# And the grader's diagnosis of a float64 result that is only float32-accurate (autograder/compare.py), with
+# the catalogue's sentence for it (autograder/catalogue.py): `make test` names it in the grade's words.
+PRECISION_SOURCE = "autograder/catalogue.py"  # with the test and hint from autograder/compare.py
+PRECISION_BEGIN = "# The grader's float32-in-float64 diagnosis, copied from autograder/compare.py and catalogue.py: do not edit."
+PRECISION_END = "# (end of the grader's float32-in-float64 diagnosis)"
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -217,12 +224,24 @@ def hints_source() -> str:
     return "".join(text.splitlines(keepends=True)[docstring.end_lineno:])
 
 
+def precision_source() -> str:
+    """The grader's float32-precision test, its hint, and the catalogue's words for the mistake."""
+    import inspect
+
+    from autograder import catalogue, compare
+
+    return (f"FLOAT32_EPS = torch.finfo(torch.float32).eps\n"
+            f"FLOAT32_IN_FLOAT64 = {catalogue.FLOAT32_IN_FLOAT64.explain()!r}\n"
+            f"FLOAT32_HINT = {compare.FLOAT32_HINT!r}\n\n\n" + inspect.getsource(compare._float32_precision))
+
+
 Region = collections.namedtuple("Region", "what begin end body")
 # source -> its region of REGION_TARGET; ``body`` makes the region's text.
 REGIONS = {
     TOLERANCE_SOURCE: Region("tolerance", TOLERANCE_BEGIN, TOLERANCE_END, tolerance_table),
     SEEDED_SOURCE: Region("seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source),
     HINTS_SOURCE: Region("hint", HINTS_BEGIN, HINTS_END, hints_source),
+    PRECISION_SOURCE: Region("precision", PRECISION_BEGIN, PRECISION_END, precision_source),
 }
 
 

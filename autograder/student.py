@@ -30,7 +30,7 @@ import torch
 
 from autograder import rules
 from autograder.config import GRADER_MARGIN_MB
-from autograder.error_hints import error_hint
+from autograder.error_hints import INPLACE_ERROR, error_hint, inplace_edits
 from autograder.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
                                  untag)
 from autograder.sandbox import ChildDied, OutOfTurn
@@ -170,7 +170,8 @@ class Student:
         if answer.forbidden and not allow_forbidden:
             return Failure(forbidden_message(answer.forbidden, target), None, answer.forbidden, rule=True)
         if not answer.ok:
-            return Failure(describe_error(answer.error), answer.error, answer.forbidden, self._classes())
+            return Failure(describe_error(answer.error, self.staged.dir), answer.error, answer.forbidden,
+                           self._classes())
         reply = Reply(answer.value, answer.forbidden, probe.args or ())
         if meter:
             reply.peak_bytes, reply.memory_measured_by = grown, meter.by
@@ -494,9 +495,11 @@ def exception_mro(name, classes):
     return list(found)
 
 
-def describe_error(error):
+def describe_error(error, folder=None):
     """One paragraph: what the student's code raised (a ``protocol.ErrorInfo``), where, and the hint
-    for it if the error is a known one."""
+    for it if the error is a known one. An error about an in-place edit, raised in torch's backward pass
+    where no line of the student's is on the stack, names the in-place edits of the files in ``folder``
+    (the staged copy, read here in the trusted parent), as the public checks do."""
     if error.type == "NotImplementedError":
         text = f"not implemented yet (NotImplementedError) while {error.phase}"
     else:
@@ -504,6 +507,13 @@ def describe_error(error):
     where = error.where
     if where:
         text += f"\n  at {where.file} line {where.line}, in {where.function}: {where.code}"
+    elif folder and INPLACE_ERROR in " ".join(error.message.split()):
+        for name in ("attention.py", "mha.py"):
+            try:
+                source = rules.read_source(os.path.join(folder, name))
+            except (OSError, ValueError):
+                continue
+            text += "".join(f"\n  in-place edit: {line}" for line in inplace_edits(source, name))
     hint = error_hint(error.message) if error.type != "NotImplementedError" else None
     if hint:  # the public checks give the same hint for the same error (one table)
         text += f"\n  hint: {hint}"

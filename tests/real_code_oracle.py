@@ -143,6 +143,12 @@ def check_masks(lab):
     for t in (1, 4, 7):
         same(lab.attention.causal_mask(t), tril(t), f"causal_mask({t})")
     same(lab.attention.causal_mask(3, device="cpu"), tril(3), "causal_mask(3, device='cpu')")
+    try:  # made where asked: a mask made on the CPU whatever `device` says cannot pass for a meta tensor
+        meta = lab.attention.causal_mask(3, device="meta")
+    except Exception as err:  # e.g. .type(torch.BoolTensor) copies to the CPU, which a meta tensor cannot
+        raise Wrong(f"causal_mask(3, device='meta'): {type(err).__name__}: {err}") from None
+    if not isinstance(meta, torch.Tensor) or meta.device.type != "meta" or meta.shape != (3, 3) or meta.dtype != torch.bool:
+        raise Wrong(f"causal_mask(3, device='meta'): got {meta!r}, expected a (3, 3) bool tensor on the meta device")
     tokens = torch.tensor([[4, 9, 9, 0, 0], [3, 0, 7, 1, 0], [2, 2, 2, 2, 2]])
     for pad_id in (0, 2, 9):
         same(lab.attention.padding_mask(tokens, pad_id), (tokens != pad_id)[:, None, None, :],

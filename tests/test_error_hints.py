@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from autograder.error_hints import ERROR_HINTS, error_hint
+from autograder.error_hints import ERROR_HINTS, error_hint, inplace_edits
 from autograder.protocol import ErrorInfo, Where
 from autograder.student import describe_error
 from conftest import public_checks, run_grader
@@ -49,3 +49,33 @@ def test_a_graded_view_error_carries_the_hint_the_public_tests_give(open_tmp):
     hinted = [t["name"] for t in report["tests"] if f"hint: {error_hint(VIEW_ERROR)}" in t.get("output", "")]
     assert hinted, "no test of the graded report shows the view hint:\n" + "\n".join(
         t.get("output", "")[:300] for t in report["tests"] if t["status"] == "failed")
+
+
+INPLACE_MESSAGE = ("one of the variables needed for gradient computation has been modified by an inplace operation: "
+                   "[torch.DoubleTensor [2, 5, 5]], which is output 0 of Softmax, is at version 1; expected version 0 "
+                   "instead.")
+
+
+def test_an_inplace_edit_that_breaks_autograd_gets_its_hint():
+    assert error_hint(INPLACE_MESSAGE).startswith("an in-place edit broke autograd")
+
+
+def test_inplace_edits_are_found_with_their_file_and_line():
+    source = "def f(w, s):\n    w = w / s\n    w.masked_fill_(s, 0.0)\n    s += 1\n    return w.requires_grad_()\n"
+    assert inplace_edits(source, "attention.py") == ["attention.py, line 3: w.masked_fill_(s, 0.0)",
+                                                     "attention.py, line 4: s += 1"]
+
+
+def test_a_backward_error_names_the_inplace_edits_of_the_staged_files(tmp_path):
+    """torch raises it in the backward pass, where no line of the student's is on the stack."""
+    (tmp_path / "attention.py").write_text("def f(w):\n    w.masked_fill_(w > 0, 0.0)\n    return w\n")
+    (tmp_path / "mha.py").write_text("x = 1\n")
+    error = ErrorInfo("RuntimeError", [], INPLACE_MESSAGE, "calling attention.scaled_dot_product_attention")
+    lines = describe_error(error, str(tmp_path)).splitlines()
+    assert lines[1:] == ["  in-place edit: attention.py, line 2: w.masked_fill_(w > 0, 0.0)",
+                         f"  hint: {error_hint(INPLACE_MESSAGE)}"], lines
+
+
+def test_the_public_checks_find_the_same_inplace_edits():
+    source = "def f(w):\n    w.add_(1)\n    w *= 2\n"
+    assert public_checks().inplace_edits(source, "mha.py") == inplace_edits(source, "mha.py")

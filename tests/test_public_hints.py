@@ -133,7 +133,8 @@ def test_a_partial_run_says_so_on_the_score_line(tmp_path):
     total = len(public_cases()[0])
     last = run.output.rstrip().splitlines()[-1]
     assert 0 < ran < total
-    assert re.fullmatch(rf"public tests: \d+/40 points \(your grade also counts the hidden tests\) "
+    points = sum(p for _, _, p in public_cases()[0])
+    assert re.fullmatch(rf"public tests: \d+/{points} points \(your grade also counts the hidden tests\) "
                         rf"\(partial run: {ran} of {total} tests\)", last), last
 
 
@@ -172,7 +173,8 @@ def test_wrong_extra_credit_fails_on_its_own_line_and_leaves_the_points(runs):
     run = runs["tiled_no_rescale"]
     lines = run.output.rstrip().splitlines()
     assert lines[-2] == "extra credit (optional, not in the points): 1 passed, 1 failed", lines[-2:]
-    assert FOOTER.fullmatch(lines[-1]) and FOOTER.fullmatch(lines[-1])[1] == "40", lines[-1]
+    points = sum(p for _, _, p in public_cases()[0])
+    assert FOOTER.fullmatch(lines[-1]) and FOOTER.fullmatch(lines[-1])[1] == str(points), lines[-1]
     assert run.returncode == 1, "wrong extra-credit values fail the run (unwritten ones do not)"
 
 
@@ -189,3 +191,90 @@ def test_under_make_a_failing_run_ends_its_output_with_the_score_and_exits_non_z
     # GNU make itself then reports the failed recipe, on stderr: nothing else comes after the score.
     assert [line for line in proc.stderr.splitlines() if line.strip()] == \
         [line for line in proc.stderr.splitlines() if line.startswith("make: ***")], proc.stderr
+
+
+# ----------------------------------------------------------------------------- issue 24: as the grade does
+
+def substitution(name, find, replace, file="attention.py"):
+    return {"name": name, "file": file, "find": find, "replace": replace}
+
+
+FLOAT32_SOFTMAX = substitution("float32_softmax", "weights = torch.softmax(scores, dim=-1)",
+                               "weights = torch.softmax(scores.float(), dim=-1).to(scores.dtype)")
+MASKED_AFTER_SOFTMAX_IN_PLACE = substitution(
+    "masked_fill_in_place_after_softmax", "    output = weights @ value  #",
+    "    if mask is not None:\n        weights.masked_fill_(~allowed, 0.0)\n    output = weights @ value  #")
+DEVICE_IGNORED = substitution("causal_mask_ignores_device", "dtype=torch.bool, device=device)", "dtype=torch.bool)")
+SYNTAX_ERROR = substitution("attention_syntax_error", "    d_k = query.size(-1)\n", "    d_k = query.size(-1\n")
+
+
+def run_on(mutant, tmp_path):
+    return run_public(build_mutant(mutant, tmp_path / "submission"), tmp_path)
+
+
+def failed(run):
+    return {name: text for name, text in run.failures.items() if text is not None}
+
+
+def test_float32_in_a_float64_run_is_charged_once_in_the_graders_words(tmp_path):
+    from autograder.catalogue import FLOAT32_IN_FLOAT64
+
+    run = run_on(FLOAT32_SOFTMAX, tmp_path)
+    assert list(failed(run)) == ["test_attention[attention_is_float64_accurate_in_float64]"], run.output
+    text = failed(run)["test_attention[attention_is_float64_accurate_in_float64]"]
+    assert FLOAT32_IN_FLOAT64.sentence in text, text
+    got, expected = re.search(r"got (\S+), expected (\S+)", text).groups()
+    assert got != expected, f"the digits shown must tell got from expected: {text}"
+
+
+def test_a_backward_pass_broken_in_place_names_the_line_and_the_hint(tmp_path):
+    from autograder.error_hints import INPLACE_ERROR, error_hint
+
+    run = run_on(MASKED_AFTER_SOFTMAX_IN_PLACE, tmp_path)
+    assert list(failed(run)) == ["test_attention[gradients_flow_back_to_query_key_and_value]"], run.output
+    text = failed(run)["test_attention[gradients_flow_back_to_query_key_and_value]"]
+    line = next(n for n, code in enumerate((tmp_path / "submission" / "attention.py").read_text().splitlines(), 1)
+                if "masked_fill_(" in code)
+    assert f"in-place edit: attention.py, line {line}: weights.masked_fill_(~allowed, 0.0)" in text, text
+    assert f"hint: {error_hint(INPLACE_ERROR)}" in text, text
+
+
+def test_a_causal_mask_that_ignores_its_device_fails_on_the_meta_device(tmp_path):
+    run = run_on(DEVICE_IGNORED, tmp_path)
+    assert list(failed(run)) == ["test_masks[causal_mask_is_created_on_the_requested_device]"], run.output
+
+
+def test_an_attention_py_that_does_not_import_costs_the_attention_tests_only(tmp_path):
+    run = run_on(SYNTAX_ERROR, tmp_path)
+    lost = {name.split("[")[0] for name in failed(run)}
+    assert lost == {"test_masks", "test_attention", "test_extra"}, run.output
+    assert all(text is None for name, text in run.failures.items() if name.startswith("test_mha[")), run.output
+    assert "note: attention.py does not import, so mha.py was tested on attention built from torch" in run.output
+
+
+def test_extra_credit_the_files_do_not_define_is_skipped_and_a_correct_core_exits_0(tmp_path):
+    submission = build_reference(tmp_path / "submission")
+    for file, name in [("attention.py", "tiled_attention"), ("mha.py", "step")]:
+        text = (submission / file).read_text()
+        start = text.index(f"def {name}(")
+        start = text.rindex("\n", 0, start) + 1  # the start of the def's line (a method is indented)
+        end = min((i for i in (text.find("\ndef ", start + 1), text.find("\nclass ", start + 1),
+                               text.find("\n    def ", start + 1)) if i != -1), default=len(text))
+        (submission / file).write_text(text[:start] + text[end + 1:])
+    run = run_public(submission, tmp_path)
+    assert run.returncode == 0, run.output
+    assert sorted(run.skipped) == ["test_extra[step_reproduces_the_causal_forward]",
+                                   "test_extra[tiled_attention_matches_pytorch]"], run.output
+    assert "attention.py defines no tiled_attention" in run.skipped["test_extra[tiled_attention_matches_pytorch]"]
+    assert run.output.rstrip().splitlines()[-2] == "extra credit (optional, not in the points): 2 not written yet"
+
+
+def test_a_forbidden_call_fails_the_tests_that_make_it_and_says_what_the_grade_does(runs):
+    run = runs["uses_torch_sdpa"]
+    forbidden = {name for name, text in failed(run).items() if "which the from-scratch rule forbids" in text}
+    assert forbidden and all(name.startswith("test_attention[") for name in forbidden), run.output
+    lines = run.output.rstrip().splitlines()
+    earned, total = run.score
+    assert earned < total, "after RULE BROKEN the score must not read like full marks"
+    grade_line = next(line for line in lines if line.startswith("the grade: "))
+    assert f"({len(forbidden)} of the public tests here" in grade_line, grade_line

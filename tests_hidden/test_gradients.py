@@ -60,6 +60,7 @@ def test_gradients_without_mask(student, reference):
 
 
 @pytest.mark.points(2)
+@pytest.mark.public  # its twin in the public tests: gradients_flow_back_to_query_key_and_value
 def test_gradients_with_causal_mask(student, reference):
     """Gradients: match with a causal mask"""
     _check_gradients(student, reference, AttentionCase((2,), 5, 5, 4, 4, mask="causal", dtype=torch.float64, seed=24))

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from autograder.compare import diagnosed, expect_equal, expect_tensor
+from autograder.compare import diagnosed, expect_equal, expect_tensor, fail
+from autograder.protocol import MetaTensor
 from cases import tokens_with_padding
 
 pytestmark = pytest.mark.part("masks")
@@ -31,9 +32,17 @@ def test_causal_mask_is_a_square_bool_tensor(student):
 
 @pytest.mark.points(1)
 def test_causal_mask_accepts_a_device(student):
-    """Causal mask: accepts device="cpu" """
+    """Causal mask: made on the device asked for (device="cpu", and "meta", which a CPU mask cannot pass for)"""
     got = student.call("attention.causal_mask", 3, kwargs={"device": "cpu"}).result
     expect_equal(got, torch.ones(3, 3, dtype=torch.bool).tril(), 'causal_mask(3, device="cpu")', "mask")
+    got = student.call("attention.causal_mask", 3, kwargs={"device": "meta"}).result
+    case = 'causal_mask(3, device="meta")'
+    if not isinstance(got, MetaTensor):
+        where = f"on {got.device}" if isinstance(got, torch.Tensor) else f"{got!r}"
+        fail(case, f"the mask is {where}, expected a tensor on the meta device",
+             "pass device=device to the function that creates the tensor (torch.ones(..., device=device))")
+    if got.shape != (3, 3) or got.dtype != "bool":
+        fail(case, f"the mask is {got.shape} {got.dtype}, expected (3, 3) bool", "causal_mask(T) is a (T, T) bool tensor")
 
 
 def _padding_cases():

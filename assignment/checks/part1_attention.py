@@ -50,6 +50,16 @@ def attention_works_in_float32():
     public_case("attention_works_in_float32")
 
 
+@test_case(name="attention_is_float64_accurate_in_float64", points=1)
+def attention_is_float64_accurate_in_float64():
+    public_case("attention_is_float64_accurate_in_float64")
+
+
+@test_case(name="gradients_flow_back_to_query_key_and_value", points=1)
+def gradients_flow_back_to_query_key_and_value():
+    public_case("gradients_flow_back_to_query_key_and_value")
+
+
 @test_case(name="module_wrapper_matches_pytorch", points=1)
 def module_wrapper_matches_pytorch():
     public_case("module_wrapper_matches_pytorch")

@@ -12,6 +12,7 @@ by raising :class:`checks.CheckFailed`. They run
 * in nbgrader courses: the autograded cells of the playground call :func:`score`.
 """
 import sys
+import types
 from dataclasses import dataclass
 from inspect import signature
 from pathlib import Path
@@ -19,9 +20,10 @@ from typing import Callable
 
 import torch
 
-from checks import (FORMULA, CheckFailed, attention_hint, check_attention, check_layout, check_mha,
-                    check_tensor, describe, explain, fail, import_student, lower_triangle, projections,
-                    randn, split_hint, torch_attention, torch_mha, unpack_pair)
+from checks import (FORMULA, INPLACE_ERROR, CheckFailed, ForbiddenCall, NotWritten, attention_hint, check_attention, check_layout,
+                    check_mha, check_tensor, describe, error_hint, explain, fail, forbidden_calls, forbidden_message,
+                    import_student, inplace_edits, lower_triangle, projections, randn, split_hint, torch_attention,
+                    torch_mha, unpack_pair, watch_forbidden_calls)
 
 # The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
 PARTS = {
@@ -42,6 +44,8 @@ EXTRA_PARTS = {
 # yours, as the grader does: an attention bug should cost the attention points, not these too.
 ON_KNOWN_GOOD_ATTENTION = ("part2_forward", "extra_step")
 KNOWN_GOOD_NOTE = "your MHA is right when attention is right; fix attention first"
+# The optional function each extra-credit part checks: a file that does not define it is skipped, not failed.
+OPTIONAL = {"extra_tiled": ("attention", "tiled_attention"), "extra_step": ("mha", "MultiHeadAttention.step")}
 
 
 @dataclass(frozen=True)
@@ -63,16 +67,35 @@ class Case:
     def run(self, module):
         """Run the case; ``module(name)`` gives the student's module of that name.
 
-        Returns None, or a note when the case passed only on an attention built from torch.
+        Returns None, or a note when the case passed only on an attention built from torch. A case whose
+        run called a forbidden built-in fails, as in the grade (the from-scratch rule).
         """
+        self._require_optional(module)
         try:
-            self.check(*(module(name) for name in self.needs))
+            self._check(module)
         except Exception as exc:
             if self.part not in ON_KNOWN_GOOD_ATTENTION or not self._passes_on_known_good_attention(module):
                 raise
             first = (str(exc) if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}").splitlines()[0]
             return f"{KNOWN_GOOD_NOTE} (with your attention: {first})"
         return None
+
+    def _check(self, module):
+        with forbidden_calls() as called:
+            self.check(*(module(name) for name in self.needs))
+        if called:
+            raise ForbiddenCall(forbidden_message(called))
+
+    def _require_optional(self, module):
+        """Raise NotWritten when the optional function this case checks is not defined at all."""
+        if self.part not in OPTIONAL:
+            return
+        file, path = OPTIONAL[self.part]
+        owner = module(file)
+        for name in path.split("."):
+            owner = getattr(owner, name, None)
+            if owner is None:
+                raise NotWritten(f"{file}.py defines no {path}")
 
     def _passes_on_known_good_attention(self, module):
         """Run the case again with torch's attention in place of the student's; True if it passes."""
@@ -83,7 +106,7 @@ class Case:
             m.scaled_dot_product_attention = known_good_attention
         torch.manual_seed(0)  # the same random weights as the first run
         try:
-            self.check(*(module(name) for name in self.needs))
+            self._check(module)
         except Exception:
             return False
         finally:
@@ -95,6 +118,14 @@ class Case:
         return True
 
 
+def torch_attention_with_grad(query, key, value, mask):
+    """``(output, weights)`` from torch's own function, differentiable (the gradient case's oracle)."""
+    # Attending over the identity matrix returns the weights themselves.
+    weights = torch.nn.functional.scaled_dot_product_attention(
+        query, key, torch.eye(key.size(-2), dtype=query.dtype).expand(*key.shape[:-2], -1, -1), attn_mask=mask)
+    return weights @ value, weights
+
+
 def known_good_attention(query, key, value, mask=None):
     """Attention built from torch's own function, never from the reference: (output, weights).
 
@@ -102,6 +133,32 @@ def known_good_attention(query, key, value, mask=None):
     memory layout, which would hide a `.view` on a transposed tensor in merge_heads.
     """
     return tuple(t.contiguous() for t in torch_attention(query, key, value, mask))
+
+
+def known_good_attention_module():
+    """An ``attention`` module with the four contract names built from torch, never from the reference:
+    what mha.py imports when your attention.py does not import (as the grader does). Any other name
+    mha.py imports from attention.py is missing from it, so mha.py then fails to import, as in the grade."""
+    module = types.ModuleType("attention")
+    module.__file__ = "<attention built from torch>"
+
+    def causal_mask(seq_len, device=None):
+        return lower_triangle(seq_len).to(device)
+
+    def padding_mask(tokens, pad_id):
+        return (tokens != pad_id)[:, None, None, :]
+
+    class ScaledDotProductAttention(torch.nn.Module):
+        def forward(self, query, key, value, mask=None):
+            return known_good_attention(query, key, value, mask)
+
+    module.causal_mask, module.padding_mask = causal_mask, padding_mask
+    module.scaled_dot_product_attention = known_good_attention
+    module.ScaledDotProductAttention = ScaledDotProductAttention
+    return module
+
+
+STAND_IN_NOTE = "attention.py does not import, so mha.py was tested on attention built from torch, as the grader does"
 
 
 CASES = []
@@ -158,13 +215,14 @@ def causal_mask_allows_the_past_and_blocks_the_future(attention):
 
 @case("part1_masks", points=1)
 def causal_mask_is_created_on_the_requested_device(attention):
-    # The CPU is the one device every machine has: this checks that `device` is accepted and used.
-    case = "causal_mask(3, device='cpu')"
-    mask = attention.causal_mask(3, device=torch.device("cpu"))
+    # "meta" is a device every torch has (tensors with a shape and no data): a mask made on the CPU
+    # whatever `device` says cannot pass for it, as it could for device="cpu".
+    case = "causal_mask(3, device='meta')"
+    mask = attention.causal_mask(3, device=torch.device("meta"))
     check_layout(mask, (3, 3), torch.bool, case=case, what="mask")
-    if mask.device.type != "cpu":
-        fail(case, f"the mask is on {mask.device}, expected cpu",
-             hint="pass device=device to the function that creates the tensor")
+    if mask.device.type != "meta":
+        fail(case, f"the mask is on {mask.device}, expected a tensor on the meta device",
+             hint="pass device=device to the function that creates the tensor (torch.ones(..., device=device))")
 
 
 @case("part1_masks", points=1)
@@ -258,6 +316,53 @@ def attention_works_in_float32(attention):
 
 
 @case("part1_attention", points=1)
+def attention_is_float64_accurate_in_float64(attention):
+    # The one case that charges a float32 constant or intermediate in a float64 run (the others accept
+    # a float32-accurate result), as the grader charges it once.
+    query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8))
+    mask = lower_triangle(5)
+    output, weights, case = attend(attention, query, key, value, mask)
+    expected_output, expected_weights = torch_attention(query, key, value, mask)
+    for got, expected, what in [(weights, expected_weights, "weights"), (output, expected_output, "output")]:
+        check_tensor(got, expected, case=case, what=what, precision=True,
+                     hint=lambda got: attention_hint(query, key, value, mask, weights) or FORMULA)
+
+
+@case("part1_attention", points=1)
+def gradients_flow_back_to_query_key_and_value(attention):
+    # The twin of the grader's public gradient test: (B, T, d) = (2, 5, 4), causal, float64.
+    query, key, value = (t.requires_grad_() for t in qkv((2, 5, 4), (2, 5, 4), (2, 5, 4)))
+    mask = lower_triangle(5)
+    grad_output, grad_weights = randn(2, 5, 4, seed=4), randn(2, 5, 5, seed=5)
+    output, weights, case = attend(attention, query, key, value, mask)
+    check_layout(output, (2, 5, 4), torch.float64, case=case, what="output")
+    check_layout(weights, (2, 5, 5), torch.float64, case=case, what="weights")
+    if not (output.requires_grad and weights.requires_grad):
+        fail(case, "no gradient flows from output and weights back to query, key and value",
+             hint="do not detach, call .item()/.numpy(), or compute under torch.no_grad()")
+    try:
+        grads = torch.autograd.grad((output, weights), (query, key, value), (grad_output, grad_weights),
+                                    allow_unused=True)
+    except RuntimeError as exc:
+        text = " ".join(str(exc).split())
+        edits = []
+        if INPLACE_ERROR in text:
+            folder = Path(attention.__file__).resolve().parent
+            for name in ("attention.py", "mha.py"):
+                path = folder / name
+                edits += inplace_edits(path.read_text(encoding="utf-8"), name) if path.is_file() else []
+        fail(case, f"the backward pass failed: RuntimeError: {text}", *(f"in-place edit: {e}" for e in edits),
+             hint=error_hint(text))
+    leaves = [t.detach().clone().requires_grad_() for t in (query, key, value)]
+    expected = torch_attention_with_grad(*leaves, mask)
+    wanted = torch.autograd.grad(expected, leaves, (grad_output, grad_weights))
+    for name, got, want in zip(("query", "key", "value"), grads, wanted):
+        if got is None:
+            fail(case, f"the {name} gets no gradient", hint="every input must take part in the computation graph")
+        check_tensor(got, want, case=case, what=f"gradient w.r.t. {name}", hint=FORMULA)
+
+
+@case("part1_attention", points=1)
 def module_wrapper_matches_pytorch(attention):
     query, key, value = qkv((2, 5, 4), (2, 5, 4), (2, 5, 6))
     mask = lower_triangle(5)
@@ -319,9 +424,9 @@ def mha_stores_its_sizes(mha):
         case = f"MultiHeadAttention({d_model}, {n_heads})"
         for name, expected in [("d_model", d_model), ("n_heads", n_heads), ("d_k", d_model // n_heads)]:
             got = getattr(model, name, "<missing>")
-            if got != expected:
-                fail(case, f"self.{name} is {got!r}, expected {expected}",
-                     hint="store d_model, n_heads and d_k = d_model // n_heads on self")
+            if type(got) is not int or got != expected:  # 4.0 == 4, but a float d_k breaks view()
+                fail(case, f"self.{name} is {got!r}, expected the int {expected}",
+                     hint="store d_model, n_heads and d_k = d_model // n_heads on self (// keeps an int; / gives a float)")
 
 
 @case("part2_init", points=1)

@@ -8,9 +8,11 @@ Every failure goes through :func:`fail`, so messages look alike: the input case,
 what is wrong (shape, dtype, or the largest error and where), and a hint. Nothing
 here needs pytest: the same cases also run as the playground's otter checks.
 """
+import contextlib
 import importlib
 import linecache
 import math
+import sys
 from pathlib import Path
 
 import torch
@@ -63,6 +65,82 @@ class CheckFailed(AssertionError):
     """A case failed; the message is all the student needs (pytest shows it without a traceback)."""
 
 
+class ForbiddenCall(CheckFailed):
+    """The case's run called one of torch's attention built-ins from the student's code (the rule)."""
+
+
+class NotWritten(NotImplementedError):
+    """An optional function the file does not define at all: like one that raises NotImplementedError."""
+
+
+# ----------------------------------------------------------------------------- the from-scratch rule
+
+# torch's attention built-ins (the README's rule), watched while your code runs. The tests' own
+# oracles call them too; a call counts only when the nearest caller outside torch is your file.
+WATCHED = {
+    ("torch.nn.functional", "scaled_dot_product_attention"): "torch.nn.functional.scaled_dot_product_attention",
+    ("torch.nn.functional", "multi_head_attention_forward"): "torch.nn.functional.multi_head_attention_forward",
+}
+_TORCH = Path(torch.__file__).resolve().parent
+_watch = {"folder": None, "called": None}  # where the student's files are; what they called, while recording
+
+
+def watch_forbidden_calls(folder):
+    """Wrap the watched built-ins (once; before the student's files are imported, so that a name they
+    import is the wrapper) and take calls made from files in ``folder`` as the student's."""
+    _watch["folder"] = Path(folder).resolve()
+    for (module_name, name), shown in WATCHED.items():
+        module = importlib.import_module(module_name)
+        original = getattr(module, name)
+        if getattr(original, "_lab_watched", False):
+            continue
+
+        def watched(*args, _original=original, _shown=shown, **kwargs):
+            caller = _student_caller()
+            if caller is not None and _watch["called"] is not None:
+                _watch["called"].setdefault(_shown, caller)
+            return _original(*args, **kwargs)
+        watched._lab_watched = True
+        setattr(module, name, watched)
+    forward = nn.MultiheadAttention.forward
+    if not getattr(forward, "_lab_watched", False):
+        def watched_forward(self, *args, **kwargs):
+            caller = _student_caller()
+            if caller is not None and _watch["called"] is not None:
+                _watch["called"].setdefault("torch.nn.MultiheadAttention", caller)
+            return forward(self, *args, **kwargs)
+        watched_forward._lab_watched = True
+        nn.MultiheadAttention.forward = watched_forward
+
+
+def _student_caller():
+    """(function, file, line) of the nearest caller outside torch, if it is the student's; else None."""
+    frame = sys._getframe(2)
+    while frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(_TORCH):
+        frame = frame.f_back
+    if frame is None or _watch["folder"] is None or Path(frame.f_code.co_filename).resolve().parent != _watch["folder"]:
+        return None
+    code = frame.f_code
+    return getattr(code, "co_qualname", code.co_name), Path(code.co_filename).name, frame.f_lineno
+
+
+@contextlib.contextmanager
+def forbidden_calls():
+    """Record the watched built-ins the student's code calls inside the block: {name: (function, file, line)}."""
+    previous, _watch["called"] = _watch["called"], {}
+    try:
+        yield _watch["called"]
+    finally:
+        _watch["called"] = previous
+
+
+def forbidden_message(called):
+    """The grader's words for a test whose code called a forbidden built-in."""
+    function, file, line = next(iter(called.values()))
+    return (f"{function} called {', '.join(called)}, which the from-scratch rule forbids: this test gets no points. "
+            f"Build it from matmul/softmax/masked_fill instead.\n    called at {file}, line {line}")
+
+
 def fail(case, problem, *details, hint=None):
     """Fail the case with a short message: the case first, then details and a hint."""
     lines = [f"{case}: {problem}"]
@@ -112,11 +190,18 @@ def explain(exc, folder):
 
 
 # The grader's hints for torch errors, copied from autograder/error_hints.py: do not edit.
+import ast
+
 # torch errors students meet, by a piece of their message, and what usually causes them.
+INPLACE_ERROR = "modified by an inplace operation"
 ERROR_HINTS = [
     ("view size is not compatible with input tensor's size and stride",
      "view needs contiguous memory, and a transposed tensor is not: call .contiguous() before .view(...), "
      "or use .reshape(...)"),
+    (INPLACE_ERROR,
+     "an in-place edit broke autograd: a method ending in _ (masked_fill_, add_, ...) or +=, /= changed a "
+     "tensor the backward pass still needs (torch names the op that made it); use the out-of-place form: "
+     "weights = weights.masked_fill(...), x = x / s"),
 ]
 
 
@@ -124,7 +209,38 @@ def error_hint(message):
     """The hint for an exception's message, or None; torch's messages can span lines."""
     text = " ".join(message.split())
     return next((hint for pattern, hint in ERROR_HINTS if pattern in text), None)
+
+
+def inplace_edits(source, file):
+    """'file, line N: code' for each in-place edit in ``source`` (a call of a method ending in one _,
+    or an augmented assignment such as x /= s): where a backward error about an in-place edit, which
+    names no line of the student's code, comes from (the first three). [] for a source that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    lines = source.splitlines()
+    found = sorted({node.lineno for node in ast.walk(tree)
+                    if isinstance(node, ast.AugAssign)
+                    or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr.endswith("_") and not node.func.attr.endswith("__")
+                        and node.func.attr != "requires_grad_")})
+    return [f"{file}, line {n}: {lines[n - 1].strip()[:120]}" for n in found[:3]]
 # (end of the grader's hints)
+
+
+# The grader's float32-in-float64 diagnosis, copied from autograder/compare.py and catalogue.py: do not edit.
+FLOAT32_EPS = torch.finfo(torch.float32).eps
+FLOAT32_IN_FLOAT64 = 'A float32 constant or intermediate in a float64 computation: the result is only float32-accurate (a torch.Tensor/torch.FloatTensor constant, a .float() cast or dtype=torch.float32 somewhere on the way) (see "Part 1: `attention.py`" in the lab text)'
+FLOAT32_HINT = "keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or query.new_tensor(d_k), not torch.Tensor([d_k]) or torch.FloatTensor(...), which are float32, and no .float() or dtype=torch.float32 on the way"
+
+
+def _float32_precision(got, expected, error, exp64):
+    """A float64 result that is only float32-accurate: every error within a few float32 ulps."""
+    if got.dtype != torch.float64 or expected.dtype != torch.float64:
+        return False
+    return bool((error <= 64 * FLOAT32_EPS * (1 + exp64.abs().nan_to_num(0.0))).all())
+# (end of the grader's float32-in-float64 diagnosis)
 
 
 def _dtype_hint(expected):
@@ -152,11 +268,13 @@ def check_layout(got, shape, dtype, *, case, what, hint=None):
         fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=_dtype_hint(dtype))
 
 
-def check_tensor(got, expected, *, case, what, hint=None):
+def check_tensor(got, expected, *, case, what, hint=None, precision=False):
     """Fail unless ``got`` has the shape, dtype and values of ``expected``.
 
     ``hint`` is a string, or a function of ``got`` that returns one (or None),
-    called only on failure, to name the likely bug.
+    called only on failure, to name the likely bug. A float64 result that is only
+    float32-accurate is charged once, by the case that checks precision
+    (``precision=True``), as the grader does; the other cases accept it.
     """
     check_layout(got, expected.shape, expected.dtype, case=case, what=what, hint=hint)
     got = got.detach()
@@ -178,10 +296,27 @@ def check_tensor(got, expected, *, case, what, hint=None):
     if wrong.any():
         error = (got - expected).abs().nan_to_num(nan=math.inf)
         at = tuple(int(i) for i in torch.unravel_index(error.argmax(), error.shape))
+        pair = _pair(float(got[at]), float(expected[at]))
+        exp64 = expected.double()
+        if _float32_precision(got, expected, error.double(), exp64):
+            if not precision:
+                return  # charged once, by the precision case
+            fail(case, f"{what} is only float32-accurate at {int(wrong.sum())} of {wrong.numel()} elements",
+                 f"max abs error {float(error[at]):.3g} in a float64 computation (float32 keeps about 7 digits, "
+                 f"float64 about 16) at index {at}: {pair}", f"likely bug: {FLOAT32_IN_FLOAT64}", hint=FLOAT32_HINT)
         fail(case, f"{what} is wrong at {int(wrong.sum())} of {wrong.numel()} elements",
-             f"shape {tuple(got.shape)} as expected; max abs error {float(error[at]):.3g} "
-             f"at index {at}: got {float(got[at]):.6g}, expected {float(expected[at]):.6g}",
+             f"shape {tuple(got.shape)} as expected; max abs error {float(error[at]):.3g} at index {at}: {pair}",
              hint=_explain(hint, got))
+
+
+def _pair(got, expected):
+    """'got 0.58221912, expected 0.58221906': six digits, or two more than it takes to tell them apart."""
+    digits = 6
+    for needed in range(1, 16):
+        if f"{got:.{needed}g}" != f"{expected:.{needed}g}":
+            digits = max(6, needed + 2)
+            break
+    return f"got {got:.{digits}g}, expected {expected:.{digits}g}"
 
 
 def unpack_pair(result, *, case, what, expected=None):

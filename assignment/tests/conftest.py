@@ -27,13 +27,16 @@ except ModuleNotFoundError:
 # pytest makes when the run ends, which would otherwise scan all of torch (a fifth of a second).
 gc.freeze()
 
-from cases import cases_of
-from checks import CheckFailed, explain, import_student
+from cases import STAND_IN_NOTE, cases_of, known_good_attention_module
+from checks import CheckFailed, ForbiddenCall, NotWritten, explain, import_student, watch_forbidden_calls
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["test_masks.py", "test_attention.py", "test_mha.py", "test_extra.py"]  # the order of the lab
 FOOTER = "public tests: {earned}/{total} points (your grade also counts the hidden tests)"
 PARTIAL = " (partial run: {ran} of {tests} tests)"
+# What the grader does with a broken rule: the run counts the tests here, the rule's own points are the grader's.
+GRADER_ON_RULE = ("the grade: every test whose code calls a forbidden function gets no points ({tests} of the public "
+                  "tests here, counted as failed above), and the from-scratch rule's points are lost")
 
 
 def pytest_addoption(parser):
@@ -51,6 +54,7 @@ def pytest_configure(config):
     folder = Path(config.getoption("submission")).resolve()
     sys.path.insert(0, str(folder))  # first, so `from attention import ...` in mha.py finds yours
     sys.dont_write_bytecode = True  # leave no __pycache__ in the submission folder
+    watch_forbidden_calls(folder)  # before your files are imported: a name they import is watched too
     config.pluginmanager.register(Scoreboard(folder), "lab-scoreboard")
 
 
@@ -59,7 +63,8 @@ def _scoreboard(config):
 
 
 def _import(name, config):
-    folder = _scoreboard(config).folder
+    scoreboard = _scoreboard(config)
+    folder = scoreboard.folder
     runs = (name, "attention") if name == "mha" else (name,)  # mha.py imports attention.py
     # The same line `make submit` and the grader give for bytes Python would not read:
     message = next(filter(None, (unreadable(folder / f"{module}.py") for module in runs)), None)
@@ -68,7 +73,26 @@ def _import(name, config):
             return import_student(name, folder)
         except CheckFailed as exc:
             message = str(exc)
+        if name == "mha" and (folder / "mha.py").is_file() and _attention_fails(folder):
+            # As the grader does: mha.py is imported on attention built from torch, so a broken
+            # attention.py costs the attention points, not the MHA points too.
+            sys.modules["attention"] = known_good_attention_module()
+            try:
+                module = import_student(name, folder)
+            except CheckFailed as exc:
+                message = str(exc)
+            else:
+                scoreboard.notes.append(STAND_IN_NOTE)
+                return module
     pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback
+
+
+def _attention_fails(folder):
+    try:
+        import_student("attention", folder)
+    except CheckFailed:
+        return True
+    return False
 
 
 def pytest_generate_tests(metafunc):
@@ -162,6 +186,7 @@ class Scoreboard:
         self.passed = set()
         self.failed = set()
         self.unwritten = set()  # extra-credit tests skipped because their code is not written
+        self.forbidden = set()  # tests failed because the student's code called a forbidden built-in
         self.notes = []
 
     def pytest_collection_modifyitems(self, items):
@@ -181,6 +206,11 @@ class Scoreboard:
             return (yield)
         except CheckFailed as exc:
             message = str(exc)  # a case failed: its message says it all
+            if isinstance(exc, ForbiddenCall):
+                self.forbidden.add(pyfuncitem.nodeid)
+        except NotWritten as exc:  # an optional function the file does not define: as if not written yet
+            self.unwritten.add(pyfuncitem.nodeid)
+            pytest.skip(f"optional extra credit, not written yet: {exc}")
         except Exception as exc:
             message = explain(exc, self.folder)
             if message is None:
@@ -215,7 +245,9 @@ class Scoreboard:
         breaks = rule_breaks(self.folder)
         for line in breaks:
             reporter.write_line(f"RULE BROKEN: {line} (make submit refuses this file)", red=True, bold=True)
-        if breaks and session.exitstatus == pytest.ExitCode.OK:
+        if breaks or self.forbidden:
+            reporter.write_line(GRADER_ON_RULE.format(tests=len(self.forbidden & selected)), red=True, bold=True)
+        if (breaks or self.forbidden) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         for line in self.notes:
             reporter.write_line(f"note: {line}")

@@ -1,0 +1,182 @@
+"""`make test` predicts the grade: each mistake of issue 24, and every mutant the public tests catch, run
+through the public tests (as `make test` runs them) and through the hidden grader (one batch).
+
+For each mistake: the local output and the grade's feedback name the cause in the same words, and the
+local points lost predict the grade's: in each public part, local points lost if and only if the grade
+loses points in the hidden parts that public part covers. For a mutant of tests/variants/mutants.yaml
+the public tests catch (it loses public points), the same prediction holds; the mutants they do not
+catch are the hidden suite's to find (the public tests are a subset): they are skipped, saying so.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder.catalogue import FLOAT32_IN_FLOAT64
+from autograder.error_hints import INPLACE_ERROR, error_hint
+from autograder.generate import public_cases
+from test_public_hints import DEVICE_IGNORED, FLOAT32_SOFTMAX, MASKED_AFTER_SOFTMAX_IN_PLACE, SYNTAX_ERROR
+from test_public_suite import ROOT, run_public
+from variant_builder import build_mutant, build_reference, load_mutants
+
+pytestmark = pytest.mark.slow  # grades every mistake and mutant, and runs the public tests on each
+
+# The hidden parts each public part checks a subset of (the extra-credit part, by the function it tests).
+COVERS = {"part1_masks": ("masks",), "part1_attention": ("attention", "gradients"), "part2_init": ("mha_init",),
+          "part2_heads": ("heads",), "part2_forward": ("mha_forward",), "extra_tiled": ("extra: tiled_attention",),
+          "extra_step": ("extra: step",)}
+PART_OF_CASE = {name: part for name, part, _ in public_cases()[0]} | {
+    "tiled_attention_matches_pytorch": "extra_tiled", "step_reproduces_the_causal_forward": "extra_step"}
+MUTANTS = {m["name"]: m for m in load_mutants()}
+
+
+def line_of(mutant, text):
+    """The line number, in the mutant's file, of the line that reads ``text``."""
+    source = (ROOT / "solution" / mutant["file"]).read_text().replace(mutant["find"], mutant["replace"])
+    source = "".join(line for line in source.splitlines(keepends=True)
+                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    return next(n for n, line in enumerate(source.splitlines(), 1) if line.strip() == text)
+
+
+FLOAT32_CONSTANT = {"name": "float32_constant", "file": "attention.py", "find": "/ math.sqrt(d_k)  #",
+                    "replace": "/ torch.tensor(math.sqrt(d_k), dtype=torch.float32)  #"}
+# name -> (how to build it, the words both the local output and the grade's feedback must hold)
+MISTAKES = {
+    "float32_softmax": (FLOAT32_SOFTMAX, [FLOAT32_IN_FLOAT64.sentence]),
+    "float32_constant": (FLOAT32_CONSTANT, [FLOAT32_IN_FLOAT64.sentence]),
+    "masked_fill_in_place_after_softmax": (MASKED_AFTER_SOFTMAX_IN_PLACE, [
+        error_hint(INPLACE_ERROR),
+        f"in-place edit: attention.py, line {line_of(MASKED_AFTER_SOFTMAX_IN_PLACE, 'weights.masked_fill_(~allowed, 0.0)')}: "
+        "weights.masked_fill_(~allowed, 0.0)"]),
+    "causal_mask_ignores_device": (DEVICE_IGNORED, [
+        "the mask is on cpu, expected a tensor on the meta device",
+        "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"]),
+    "attention_syntax_error": (SYNTAX_ERROR, [
+        f"SyntaxError: '(' was never closed (attention.py, line {line_of(SYNTAX_ERROR, 'd_k = query.size(-1')})"]),
+    "uses_torch_sdpa": (MUTANTS["uses_torch_sdpa"], ["which the from-scratch rule forbids: this test gets no points"]),
+    "extra_credit_not_defined": ("not defined", ["tiled_attention", "step"]),
+}
+
+
+# The public step check runs again on a torch-built attention when it fails (as the MHA forward cases do); the
+# grader's step tests do not yet, so an attention bug (or an attention.py that does not import) costs the step
+# points in the grade only. Issue 24 asks the grader to give step the same retry (worktree charge24): once it
+# does, these pass and the strict xfail says to remove them.
+STEP_RETRY_PENDING = {"attention_syntax_error", "uses_torch_sdpa", "no_scaling", "scale_by_d_k", "scale_by_seq_len",
+                      "key_transpose_3d_only", "softmax_over_queries", "attention_does_not_import"}
+
+
+def pending(names):
+    return [pytest.param(name, marks=pytest.mark.xfail(
+        strict=True, reason="the grader's step tests have no retry on a known-good attention yet"))
+        if name in STEP_RETRY_PENDING else name for name in names]
+
+
+def build_without_extra(dest):
+    """The reference without tiled_attention and MultiHeadAttention.step: core files written from scratch."""
+    submission = build_reference(dest)
+    for file, name in [("attention.py", "tiled_attention"), ("mha.py", "step")]:
+        text = (submission / file).read_text()
+        start = text.rindex("\n", 0, text.index(f"def {name}(")) + 1
+        end = min(i for i in (text.find("\ndef ", start + 1), text.find("\nclass ", start + 1),
+                              text.find("\n    def ", start + 1), len(text)) if i != -1)
+        (submission / file).write_text(text[:start] + text[end + 1:])
+    return submission
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """{submission: (public run, grade's results.json, grade's feedback.md)} for every mistake and mutant."""
+    root = tmp_path_factory.mktemp("predicts")
+    batch, out = root / "batch", root / "reports"
+    for name, (mutant, _) in MISTAKES.items():
+        if mutant == "not defined":
+            build_without_extra(batch / name)
+        else:
+            build_mutant(mutant, batch / name)
+    for name, mutant in MUTANTS.items():
+        if name not in MISTAKES:
+            build_mutant(mutant, batch / f"mutant-{name}")
+    grade = subprocess.run([sys.executable, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=2400)
+    assert grade.returncode == 0, f"the grader exited {grade.returncode}:\n{grade.stderr[-3000:]}"
+    found = {}
+    for submission in sorted(p for p in batch.iterdir() if p.is_dir()):
+        (root / "public" / submission.name).mkdir(parents=True)
+        found[submission.name] = (run_public(submission, root / "public" / submission.name),
+                                  json.loads((out / submission.name / "results.json").read_text()),
+                                  (out / submission.name / "feedback.md").read_text())
+    return found
+
+
+def local_lost(run):
+    """The public parts in which the run did not earn every point (extra credit: not passed)."""
+    lost = set()
+    for name, text in list(run.failures.items()) + [(n, "skipped") for n in run.skipped]:
+        if text is not None:
+            lost.add(PART_OF_CASE[name.split("[", 1)[1].rstrip("]")])
+    return lost
+
+
+def hidden_part(test):
+    """A test's part; an extra-credit test's is named by the function it tests."""
+    part = test["tags"][0]
+    if part != "extra":
+        return part
+    return "extra: step" if "step" in test["name"] else "extra: tiled_attention"
+
+
+def grade_lost(results):
+    """The hidden parts in which the grade lost points."""
+    return {hidden_part(t) for t in results["tests"] if t["score"] < t["max_score"]}
+
+
+def disagreements(run, results):
+    """'part: local lost / grade kept' lines where the public run does not predict the grade."""
+    local, grade = local_lost(run), grade_lost(results)
+    found = []
+    for part, hidden in COVERS.items():
+        if (part in local) != bool(grade & set(hidden)):
+            found.append(f"{part}: the public tests {'lost' if part in local else 'kept'} points, the grade "
+                         f"{'lost' if grade & set(hidden) else 'kept'} points in {', '.join(hidden)}")
+    return found
+
+
+@pytest.mark.parametrize("name", MISTAKES)
+def test_the_local_message_names_the_cause_in_the_grades_words(graded, name):
+    run, _, feedback = graded[name]
+    local = "\n".join([run.output, *run.skipped.values()])  # a skipped test's reason: -rs, or the JUnit report
+    for words in MISTAKES[name][1]:
+        assert words in local, f"{name}: `make test` does not say {words!r}:\n{local[-3000:]}"
+        assert words in feedback, f"{name}: the grade's feedback does not say {words!r}:\n{feedback[:3000]}"
+
+
+@pytest.mark.parametrize("name", pending(MISTAKES))
+def test_the_local_points_lost_predict_the_grades(graded, name):
+    run, results, _ = graded[name]
+    assert local_lost(run), f"{name}: `make test` loses no points:\n{run.output[-2000:]}"
+    wrong = disagreements(run, results)
+    assert not wrong, f"{name}: " + "; ".join(wrong)
+
+
+def test_a_forbidden_call_loses_the_rule_in_the_grade_and_is_flagged_locally(graded):
+    run, results, _ = graded["uses_torch_sdpa"]
+    assert "rules" in grade_lost(results)
+    assert any(line.startswith("RULE BROKEN: ") for line in run.output.splitlines()), run.output[-2000:]
+
+
+def test_a_correct_core_without_extra_credit_exits_0(graded):
+    run, results, _ = graded["extra_credit_not_defined"]
+    assert run.returncode == 0, run.output[-2000:]
+    assert grade_lost(results) == {"extra: tiled_attention", "extra: step"}
+
+
+@pytest.mark.parametrize("name", pending(n for n in MUTANTS if n not in MISTAKES))
+def test_a_mutant_the_public_tests_catch_is_predicted_part_by_part(graded, name):
+    run, results, _ = graded[f"mutant-{name}"]
+    if not local_lost(run):
+        assert grade_lost(results), f"mutant {name} loses no points anywhere"
+        pytest.skip("the public tests do not catch it (the hidden suite does)")
+    wrong = disagreements(run, results)
+    assert not wrong, f"mutant {name} ({MUTANTS[name]['why']}): " + "; ".join(wrong)
