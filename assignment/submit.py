@@ -69,11 +69,11 @@ MODULES = {
 }
 ALLOWED_IMPORTS = ", ".join(sorted(m for m in MODULES if m != "__future__")) + " and your own attention"
 # Parts of torch's public API that run or load code the grader cannot read (the compiler, operator
-# registries, loaders, C++ extensions), watch it (the profiler), or are attention built-ins
+# registries, loaders and savers of files, C++ extensions), watch it (the profiler), or are attention built-ins
 # (torch.nn.attention). Refused wherever they appear in a torch path (torch.nn.functional.torch.jit too).
 TORCH_REFUSED = {"ops", "jit", "compile", "compiler", "library", "hub", "package", "classes", "profiler",
                  "overrides", "utils", "multiprocessing", "distributed", "fx", "export", "onnx", "load",
-                 "serialization", "attention"}
+                 "serialization", "attention", "from_file", "save", "UntypedStorage", "TypedStorage"}
 # Python's built-ins correct code uses: any other one, unless the file defines that name itself, is refused.
 ALLOWED_BUILTINS = {
     "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
