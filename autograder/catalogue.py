@@ -86,12 +86,15 @@ FLOAT32_IN_FLOAT64 = Mistake(
     "float32_in_float64", "precision", "A float32 constant or intermediate in a float64 computation: the result "
     "is only float32-accurate (a torch.Tensor/torch.FloatTensor constant, a .float() cast or dtype=torch.float32 "
     "somewhere on the way)", SECTION_PRECISION)
+# The float32 step named, after the words above (which `make test`, without a from-scratch attention to
+# recompute the step, shares with the grade).
 FLOAT32_SCALE = Mistake(
-    "float32_scale", "precision", "Your scale is a float32 tensor (torch.Tensor([d_k]) or torch.FloatTensor are "
-    "float32), so a float64 result is only float32-accurate: divide by math.sqrt(d_k)", SECTION_PRECISION)
+    "float32_scale", "precision", FLOAT32_IN_FLOAT64.sentence + ". Here it is your scale, a float32 tensor "
+    "(torch.Tensor([d_k]) or torch.FloatTensor are float32): divide by math.sqrt(d_k)", SECTION_PRECISION)
 FLOAT32_SOFTMAX = Mistake(
-    "float32_softmax", "precision", "Your softmax runs in float32 (a .float() before it, or dtype=torch.float32), "
-    "so a float64 result is only float32-accurate: take the softmax in the input's dtype", SECTION_PRECISION)
+    "float32_softmax", "precision", FLOAT32_IN_FLOAT64.sentence + ". Here it is your softmax, which runs in "
+    "float32 (a .float() before it, or dtype=torch.float32): take the softmax in the input's dtype",
+    SECTION_PRECISION)
 
 
 # --- masks ------------------------------------------------------------------------------------

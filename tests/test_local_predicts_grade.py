@@ -59,20 +59,6 @@ MISTAKES = {
 }
 
 
-# The public step check runs again on a torch-built attention when it fails (as the MHA forward cases do); the
-# grader's step tests do not yet, so an attention bug (or an attention.py that does not import) costs the step
-# points in the grade only. Issue 24 asks the grader to give step the same retry (worktree charge24): once it
-# does, these pass and the strict xfail says to remove them.
-STEP_RETRY_PENDING = {"attention_syntax_error", "uses_torch_sdpa", "no_scaling", "scale_by_d_k", "scale_by_seq_len",
-                      "key_transpose_3d_only", "softmax_over_queries", "attention_does_not_import"}
-
-
-def pending(names):
-    return [pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="the grader's step tests have no retry on a known-good attention yet"))
-        if name in STEP_RETRY_PENDING else name for name in names]
-
-
 def build_without_extra(dest):
     """The reference without tiled_attention and MultiHeadAttention.step: core files written from scratch."""
     submission = build_reference(dest)
@@ -152,7 +138,7 @@ def test_the_local_message_names_the_cause_in_the_grades_words(graded, name):
         assert words in feedback, f"{name}: the grade's feedback does not say {words!r}:\n{feedback[:3000]}"
 
 
-@pytest.mark.parametrize("name", pending(MISTAKES))
+@pytest.mark.parametrize("name", MISTAKES)
 def test_the_local_points_lost_predict_the_grades(graded, name):
     run, results, _ = graded[name]
     assert local_lost(run), f"{name}: `make test` loses no points:\n{run.output[-2000:]}"
@@ -172,7 +158,7 @@ def test_a_correct_core_without_extra_credit_exits_0(graded):
     assert grade_lost(results) == {"extra: tiled_attention", "extra: step"}
 
 
-@pytest.mark.parametrize("name", pending(n for n in MUTANTS if n not in MISTAKES))
+@pytest.mark.parametrize("name", [n for n in MUTANTS if n not in MISTAKES])
 def test_a_mutant_the_public_tests_catch_is_predicted_part_by_part(graded, name):
     run, results, _ = graded[f"mutant-{name}"]
     if not local_lost(run):
