@@ -28,7 +28,6 @@ STUDENT_MODULES = ("attention", "mha")
 
 # The tags of a result that is not a tensor, a number, a string or None (see ``tag``).
 SEQUENCE, TENSOR_OF, OBJECT = "__sequence__", "__tensor_of__", "__object__"
-META = "__meta_tensor__"  # a tensor on the "meta" device has a shape and a dtype, and no values to send
 MAX_TEXT = 2000           # characters of any string the child sends back
 MAX_TAGGED_ITEMS = 16     # items of a returned sequence that are sent back
 MAX_TAGGED_DEPTH = 4      # nested sequences below that become an OBJECT tag
@@ -259,8 +258,6 @@ def tag(value, depth=0):
     None stay; a sequence, a tensor subclass and any other object get a tag ``untag`` reads."""
     if depth > MAX_TAGGED_DEPTH:
         return {OBJECT: "too deeply nested"}
-    if isinstance(value, torch.Tensor) and value.device.type == "meta":
-        return {META: [int(n) for n in value.shape], "dtype": str(value.dtype).removeprefix("torch.")}
     if isinstance(value, torch.Tensor):
         tensor = torch.Tensor.as_subclass(value.detach(), torch.Tensor)
         return tensor if type(value) is torch.Tensor else {TENSOR_OF: type(value).__name__, "value": tensor}
@@ -285,17 +282,7 @@ def untag(value):
         return NotATensor(f"a {value[TENSOR_OF]} (a Tensor subclass)")
     if isinstance(value, dict) and OBJECT in value:
         return NotATensor(f"an object of type {value[OBJECT]}")
-    if isinstance(value, dict) and META in value:
-        return MetaTensor(tuple(value[META]), value["dtype"])
     return value
-
-
-@dataclass(frozen=True)
-class MetaTensor:
-    """A returned tensor on the "meta" device, as the child described it: its shape and dtype name."""
-    shape: tuple
-    dtype: str
-    device = "meta"
 
 
 class NotATensor:

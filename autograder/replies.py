@@ -24,7 +24,7 @@ str, ``{"__sequence__": "tuple" | "list", "items": [plain]}``, ``{"__tensor_of__
 """
 import torch
 
-from autograder.protocol import META, OBJECT, SEQUENCE, TENSOR_OF
+from autograder.protocol import OBJECT, SEQUENCE, TENSOR_OF
 
 MAX_INT = 1 << 62      # ints beyond this would overflow float arithmetic in the tests
 MAX_ITEMS = 4096       # entries of any one list or dict (honest replies: at most a few dozen)
@@ -146,8 +146,6 @@ def _plain(value, where, depth=0):
         fields(value, where, required={TENSOR_OF: _str, "value": _tensor})
     elif type(value) is dict and OBJECT in value:
         fields(value, where, required={OBJECT: _str})
-    elif type(value) is dict and META in value:
-        fields(value, where, required={META: _ints, "dtype": _str})
     else:
         _fail(where, "a tensor, a number, a string, a sequence or a tagged object")
 

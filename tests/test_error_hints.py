@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from autograder.error_hints import ERROR_HINTS, error_hint, inplace_edits
+from autograder.error_hints import ERROR_HINTS, device_ignored, error_hint, inplace_edits
 from autograder.protocol import ErrorInfo, Where
 from autograder.student import describe_error
 from conftest import public_checks, run_grader
@@ -79,3 +79,31 @@ def test_a_backward_error_names_the_inplace_edits_of_the_staged_files(tmp_path):
 def test_the_public_checks_find_the_same_inplace_edits():
     source = "def f(w):\n    w.add_(1)\n    w *= 2\n"
     assert public_checks().inplace_edits(source, "mha.py") == inplace_edits(source, "mha.py")
+
+
+# --- a causal mask that ignores `device` (found from the text: this machine has one device) ---------
+
+MASK_ON = "def causal_mask(seq_len, device=None):\n    return {}\n"
+
+
+def test_a_mask_that_never_reads_device_is_named():
+    source = MASK_ON.format("torch.ones(seq_len, seq_len, dtype=torch.bool).tril()")
+    assert "never uses its device argument" in device_ignored(source)
+
+
+@pytest.mark.parametrize("move", [".type(torch.BoolTensor)", ".cpu()"])
+def test_a_mask_moved_to_the_cpu_after_using_device_is_named(move):
+    source = MASK_ON.format(f"torch.ones(seq_len, seq_len, device=device).tril(){move}")
+    assert "moves the mask to the CPU" in device_ignored(source) and "line 2" in device_ignored(source)
+
+
+@pytest.mark.parametrize("code", ["torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()",
+                                  "torch.ones(seq_len, seq_len).tril().bool().to(device)",
+                                  "torch.tril(torch.ones(seq_len, seq_len, device=device)).type(torch.bool)"])
+def test_a_mask_made_where_asked_is_not_named(code):
+    assert device_ignored(MASK_ON.format(code)) is None
+
+
+def test_a_source_that_does_not_parse_or_lacks_the_function_says_nothing():
+    assert device_ignored("def causal_mask(:") is None
+    assert device_ignored("def padding_mask(tokens, pad_id, device=None):\n    return tokens\n") is None

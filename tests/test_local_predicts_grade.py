@@ -50,7 +50,7 @@ MISTAKES = {
         f"in-place edit: attention.py, line {line_of(MASKED_AFTER_SOFTMAX_IN_PLACE, 'weights.masked_fill_(~allowed, 0.0)')}: "
         "weights.masked_fill_(~allowed, 0.0)"]),
     "causal_mask_ignores_device": (DEVICE_IGNORED, [
-        "the mask is on cpu, expected a tensor on the meta device",
+        "causal_mask never uses its device argument, so the mask is made on the CPU whatever the caller asks for",
         "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"]),
     "attention_syntax_error": (SYNTAX_ERROR, [
         f"SyntaxError: '(' was never closed (attention.py, line {line_of(SYNTAX_ERROR, 'd_k = query.size(-1')})"]),

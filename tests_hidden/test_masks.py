@@ -1,9 +1,12 @@
 """Part 1: the causal and padding masks."""
+import os
+
 import pytest
 import torch
 
 from autograder.compare import diagnosed, expect_equal, expect_tensor, fail
-from autograder.protocol import MetaTensor
+from autograder.error_hints import DEVICE_HINT, device_ignored
+from autograder.rules import read_source
 from cases import tokens_with_padding
 
 pytestmark = pytest.mark.part("masks")
@@ -32,17 +35,16 @@ def test_causal_mask_is_a_square_bool_tensor(student):
 
 @pytest.mark.points(1)
 def test_causal_mask_accepts_a_device(student):
-    """Causal mask: made on the device asked for (device="cpu", and "meta", which a CPU mask cannot pass for)"""
+    """Causal mask: made on the device asked for (device="cpu" works, and the device argument is used)"""
     got = student.call("attention.causal_mask", 3, kwargs={"device": "cpu"}).result
     expect_equal(got, torch.ones(3, 3, dtype=torch.bool).tril(), 'causal_mask(3, device="cpu")', "mask")
-    got = student.call("attention.causal_mask", 3, kwargs={"device": "meta"}).result
-    case = 'causal_mask(3, device="meta")'
-    if not isinstance(got, MetaTensor):
-        where = f"on {got.device}" if isinstance(got, torch.Tensor) else f"{got!r}"
-        fail(case, f"the mask is {where}, expected a tensor on the meta device",
-             "pass device=device to the function that creates the tensor (torch.ones(..., device=device))")
-    if got.shape != (3, 3) or got.dtype != "bool":
-        fail(case, f"the mask is {got.shape} {got.dtype}, expected (3, 3) bool", "causal_mask(T) is a (T, T) bool tensor")
+    try:  # read by the trusted parent, never run: this machine has no second device to ask for
+        source = read_source(os.path.join(student.staged.dir, "attention.py"))
+    except (OSError, ValueError):
+        source = ""
+    why = device_ignored(source)
+    if why:
+        fail("causal_mask(seq_len, device)", why, DEVICE_HINT)
 
 
 def _padding_cases():

@@ -226,6 +226,35 @@ def inplace_edits(source, file):
                         and node.func.attr.endswith("_") and not node.func.attr.endswith("__")
                         and node.func.attr != "requires_grad_")})
     return [f"{file}, line {n}: {lines[n - 1].strip()[:120]}" for n in found[:3]]
+
+
+# A mask made on the CPU whatever ``device`` says passes every test this machine can run (it has no other
+# device, and torch's "meta" device costs seconds of imports on first use), so it is found from the text.
+DEVICE_HINT = "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"
+
+
+def device_ignored(source, function="causal_mask"):
+    """Why ``function`` (defined at the top of ``source``, with a ``device`` parameter) makes its tensor on
+    the CPU whatever ``device`` says, in a sentence; None when the text shows nothing of the kind."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            args = node.args
+            if "device" not in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
+                return None
+            if not any(isinstance(n, ast.Name) and n.id == "device" and isinstance(n.ctx, ast.Load)
+                       for n in ast.walk(node)):
+                return f"{function} never uses its device argument, so the mask is made on the CPU whatever the caller asks for"
+            for n in ast.walk(node):  # .cpu(), or .type(torch.BoolTensor): a legacy type names a CPU tensor
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and (
+                        n.func.attr == "cpu" or (n.func.attr == "type" and n.args and isinstance(n.args[0], ast.Attribute)
+                                                 and n.args[0].attr.endswith("Tensor"))):
+                    return (f"{function} moves the mask to the CPU with .{n.func.attr}(...) (line {n.lineno}), "
+                            f"whatever device the caller asks for")
+    return None
 # (end of the grader's hints)
 
 
