@@ -94,15 +94,16 @@ def _grade(sources, out_dir, args, started):
                 f"{exposed[0]} is readable by other users: `chmod o-rwx` it, or grade where namespaces or "
                 "Landlock work")
 
-    from autograder.zygote import Zygote
+    from autograder.zygote import Zygote, uncollected
 
     # Before this process imports torch: the zygote's torch import then runs beside ours, on the other core.
     zygote = Zygote(level, layers=layers)
     try:
-        from autograder.batch import Progress, grade_all
-        from autograder.config import ConfigError, load_config
-        from autograder.discover import UsageError
-        from autograder.runner import Engine
+        with uncollected():
+            from autograder.batch import Progress, grade_all
+            from autograder.config import ConfigError, load_config
+            from autograder.discover import UsageError
+            from autograder.runner import Engine
 
         try:
             config = load_config(args.config)

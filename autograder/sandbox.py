@@ -46,9 +46,12 @@ def zygote_main():
     """The zygote's own process (exec'd by ``zygote.Zygote``): warm up, then fork a waiter per request."""
     settings = json.loads(sys.argv[2])
     sock = socket.socket(fileno=settings["fd"])
-    from autograder import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)
+    from autograder.zygote import uncollected
 
-    warm_up()
+    with uncollected():
+        from autograder import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)
+
+        warm_up()
     serve(sock, settings["level"], settings["hidden"], settings["layers"])
 
 

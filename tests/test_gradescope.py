@@ -363,6 +363,25 @@ def test_a_forked_zygote_keeps_only_its_socket_and_stdio():
     assert held["fds"]["0"] == held["fds"]["1"] == "/dev/null" and held["fds"]["3"].startswith("socket:"), held
 
 
+PRELOAD = """
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+from autograder import zygote
+zygote.preload()
+print(json.dumps({"full": gc.get_stats()[2]["collections"], "frozen": gc.get_freeze_count(), "on": gc.isenabled()}))
+"""
+
+
+def test_the_preload_imports_torch_without_a_full_collection_and_freezes_it():
+    """A full collection during torch's import scans torch's growing heap (see bench/RESULTS.md): the grader
+    imports it with the collector off, then freezes it, so no later collection (nor the forks') scans it."""
+    run = subprocess.run([sys.executable, "-E", "-s", "-B", "-c", PRELOAD, str(ROOT)], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    state = json.loads(run.stdout)
+    assert state["full"] == 0 and state["frozen"] > 100_000 and state["on"], state
+
+
 def test_a_zygote_is_forked_only_from_a_process_started_with_the_allow_listed_environment(monkeypatch):
     from autograder import zygote
 
