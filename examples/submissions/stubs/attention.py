@@ -68,7 +68,8 @@ def scaled_dot_product_attention(query, key, value, mask=None):
 
     Returns:
         ``(output, weights)``: output ``(..., T_q, d_v)`` and weights
-        ``(..., T_q, T_k)``, both in the input dtype. Each row of ``weights``
+        ``(..., T_q, T_k)``, both in the input dtype and as accurate as it
+        (no float32 constant or step in a float64 run). Each row of ``weights``
         sums to 1 over the keys, and blocked positions get exactly 0 weight.
 
     Contract: scale by ``1 / sqrt(d_k)`` with ``d_k = query.size(-1)``; never
