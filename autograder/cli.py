@@ -94,7 +94,8 @@ def _grade(sources, out_dir, args, started):
                 f"{exposed[0]} is readable by other users: `chmod o-rwx` it, or grade where namespaces or "
                 "Landlock work")
 
-    from autograder.zygote import Zygote, uncollected
+    from autograder.frozen import uncollected
+    from autograder.zygote import Zygote
 
     # Before this process imports torch: the zygote's torch import then runs beside ours, on the other core.
     zygote = Zygote(level, layers=layers)

@@ -18,6 +18,9 @@ ERROR_HINTS = [
      "weights = weights.masked_fill(...), x = x / s"),
 ]
 
+# When no gradient reaches the inputs at all.
+NO_GRADIENT_HINT = "do not detach, call .item()/.numpy(), or compute under torch.no_grad()"
+
 
 def error_hint(message):
     """The hint for an exception's message, or None; torch's messages can span lines."""

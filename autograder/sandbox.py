@@ -46,7 +46,7 @@ def zygote_main():
     """The zygote's own process (exec'd by ``zygote.Zygote``): warm up, then fork a waiter per request."""
     settings = json.loads(sys.argv[2])
     sock = socket.socket(fileno=settings["fd"])
-    from autograder.zygote import uncollected
+    from autograder.frozen import uncollected
 
     with uncollected():
         from autograder import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)

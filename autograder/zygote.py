@@ -11,8 +11,6 @@ Two ways to start it, both with nothing of the grader's secrets in it:
 
 The zygote's own side (``zygote_main``, ``serve``) and the child's are in ``sandbox``.
 """
-import contextlib
-import gc
 import json
 import mmap
 import os
@@ -138,26 +136,12 @@ class Zygote:
 def preload():
     """In a grader that will fork its zygote (``Zygote(preloaded=True)``): import and warm up what the
     zygote holds, before this process reads anything of the course or the student."""
+    from autograder.frozen import uncollected
+
     with uncollected():
         from autograder import confine, probes, sandbox  # noqa: F401  (imports torch)
 
         sandbox.warm_up()
-
-
-@contextlib.contextmanager
-def uncollected():
-    """Import what lives as long as the process (torch) with the garbage collector off, then freeze it.
-    A collection during torch's import scans torch's growing heap: about 0.2 s of CPU, for a few
-    thousand cycles of import-time garbage; frozen, it is never scanned again (the later imports'
-    collections, the forks' ones) and a fork's collections do not write to (copy) its pages."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def environment_is_allow_listed():

@@ -5,6 +5,7 @@ import torch
 from attention_checks import check_sdpa, sdpa_expected
 from autograder import catalogue
 from autograder.compare import expect_close, fail
+from autograder.error_hints import NO_GRADIENT_HINT
 from autograder.student import Failure, RuleViolation, StudentError
 from cases import AttentionCase, randn, reference_grads
 
@@ -45,7 +46,7 @@ def _check_gradients(student, reference, case):
     grads = reply.grads or {}
     if not grads.get("connected"):
         fail(case.describe(), "no gradient flows from output and weights back to query, key and value",
-             "do not detach, call .item()/.numpy(), or compute under torch.no_grad()")
+             NO_GRADIENT_HINT)
     for name, got, want in zip(("query", "key", "value"), grads["inputs"], expected):
         if got is None:
             fail(case.describe(), f"the {name} gets no gradient", "every input must take part in the computation graph")

@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 
 from checks import (FORMULA, INPLACE_ERROR, CheckFailed, ForbiddenCall, NotWritten, attention_hint, check_attention, check_layout,
-                    DEVICE_HINT, check_mha, check_tensor, describe, error_hint, explain, fail, forbidden_calls, forbidden_message,
+                    DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain, fail, forbidden_calls, forbidden_message,
                     device_ignored, import_student, inplace_edits, lower_triangle, projections, randn, split_hint, torch_attention,
                     torch_mha, unpack_pair, watch_forbidden_calls)
 
@@ -338,7 +338,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
     check_layout(weights, (2, 5, 5), torch.float64, case=case, what="weights")
     if not (output.requires_grad and weights.requires_grad):
         fail(case, "no gradient flows from output and weights back to query, key and value",
-             hint="do not detach, call .item()/.numpy(), or compute under torch.no_grad()")
+             hint=NO_GRADIENT_HINT)
     try:
         grads = torch.autograd.grad((output, weights), (query, key, value), (grad_output, grad_weights),
                                     allow_unused=True)
