@@ -416,6 +416,32 @@ def test_what_the_warm_up_freed_is_not_resident_for_the_call_to_reuse():
     assert int(grown.stdout) >= 60, f"64 MiB of blocks grew the RSS by {grown.stdout.strip()} MiB"
 
 
+FREED = """
+import torch
+from autograder import probes
+from solution.attention import tiled_attention
+def field(name):
+    return next(int(line.split()[1]) << 10 for line in open("/proc/self/status") if line.startswith(name + ":"))
+torch.set_num_threads(1)  # as in the child
+q, k, v = (torch.randn(4096, 16) for _ in range(3))
+probes.warm_up_ops([[4096, 16]] * 3)
+probes.release_free_memory()
+open("/proc/self/clear_refs", "w").write("5")  # the peak starts here, as the parent's meter does
+tiled_attention(q, k, v, causal=True)
+print((field("VmHWM") - field("VmRSS")) >> 10)
+"""
+
+
+def test_what_a_measured_call_frees_goes_back_to_the_kernel():
+    """After the warm-up glibc's thresholds are fixed. By default each freed large block raises them, a
+    tiled loop's freed (T_q, block) temporaries then stay resident, and the peak counts the allocator's
+    leftovers as the student's: the reference's 64-key tiling measured 16.2 to 16.8 MiB (its live peak
+    is a few MiB) and failed test_hostile's matrix / 4 bound in CI. Here the RSS after the call was its
+    peak (9.5 to 14.4 MiB) before the fix; with it the temporaries alive at the peak are gone after it."""
+    freed = subprocess.run([sys.executable, "-c", FREED], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert int(freed.stdout) >= 2048, f"the call's freed temporaries: {freed.stdout.strip()} KiB left the RSS"
+
+
 def test_a_failed_import_answers_with_the_imports_error_in_every_later_probe(folder):
     write(folder, attention="raise ValueError('broken at import')\n")
     submission = Submission(str(folder), "student")
