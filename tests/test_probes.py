@@ -403,7 +403,8 @@ def rss():
 probes.warm_up_ops([[4096, 16]] * 3)
 probes.release_free_memory()
 before = rss()
-blocks = [torch.ones(4096, 256) for _ in range(16)]  # 64 MiB in pieces of the warm-up's (T_q, 256) blocks
+small = [torch.ones(4096, 4) for _ in range(256)]  # 16 MiB in 64 KiB pieces, below the mmap threshold: the heap
+large = [torch.ones(4096, 64) for _ in range(48)]  # 48 MiB in the warm-up's (T_q, 64) blocks
 print((rss() - before) >> 20)
 """
 
@@ -411,7 +412,7 @@ print((rss() - before) >> 20)
 def test_what_the_warm_up_freed_is_not_resident_for_the_call_to_reuse():
     """The meter starts after the warm-up: memory it freed but the allocator kept would take a student's
     blocks of the same sizes unseen (tests/hostile/memory_warm_reuse). Without the release, 64 MiB of such
-    blocks grew the RSS by 39 to 51 MiB here."""
+    blocks grew the RSS by 39 to 54 MiB here."""
     grown = subprocess.run([sys.executable, "-c", REUSE], cwd=ROOT, capture_output=True, text=True, check=True)
     assert int(grown.stdout) >= 60, f"64 MiB of blocks grew the RSS by {grown.stdout.strip()} MiB"
 
