@@ -54,16 +54,16 @@ test: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider -c assignment/tests/pytest.ini assignment/tests --submission=$(SUBMISSION)
 
 stubs: $(STAMP)
-	$(PY) -m autograder.generate
+	$(PY) -m autograder.platforms.generate
 
 submit: $(STAMP)
 	$(PY) assignment/submit.py $(SUBMISSION)
 
 gradescope: $(STAMP)
-	$(PY) -m autograder.gradescope build
+	$(PY) -m autograder.platforms.gradescope build
 
 nbgrader-course: $(STAMP)
-	$(PY) -m autograder.nbgrader_course $(NBGRADER_COURSE)
+	$(PY) -m autograder.platforms.nbgrader_course $(NBGRADER_COURSE)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
@@ -76,7 +76,7 @@ lock:
 	( echo "# Generated from requirements/kit.in with 'pip freeze' in a fresh venv; 'make lock' rewrites it."; \
 	  /tmp/kit-lock-venv/bin/pip freeze --all | grep -v '^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' ) > requirements/kit.lock
 	$(MAKE) venv
-	$(PY) -m autograder.gradescope lock
+	$(PY) -m autograder.platforms.gradescope lock
 
 # Only what the kit rebuilds. Never OUT, reports/, an nbgrader course or anything else under dist/:
 # they hold grades (gradebook.db, submitted/, results.json) that no command can make again.

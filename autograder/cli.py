@@ -35,7 +35,7 @@ def main(argv=None):
 
 
 def grade_command(args):
-    from autograder.discover import UsageError, discovered
+    from autograder.grading.discover import UsageError, discovered
 
     started = time.monotonic()
     out_dir = os.path.abspath(args.out)
@@ -56,7 +56,7 @@ def grade_command(args):
         print(f"error: {err.code}", file=sys.stderr)
         return USAGE_ERROR
     except Exception as err:
-        from autograder.reference_check import SuiteBroken
+        from autograder.grading.reference_check import SuiteBroken
 
         if not isinstance(err, SuiteBroken):
             raise
@@ -65,7 +65,7 @@ def grade_command(args):
 
 
 def _check_out_dir(out_dir):
-    from autograder.discover import UsageError
+    from autograder.grading.discover import UsageError
 
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError(f"--out {out_dir} exists and is not a folder")
@@ -80,7 +80,7 @@ def _check_out_dir(out_dir):
 def _grade(sources, out_dir, args, started):
     import dataclasses
 
-    from autograder import isolation
+    from autograder.containment import isolation
     from autograder.paths import KIT_ROOT
 
     # Tried in a throwaway fork, which is cheaper before this process holds torch.
@@ -94,17 +94,17 @@ def _grade(sources, out_dir, args, started):
                 f"{exposed[0]} is readable by other users: `chmod o-rwx` it, or grade where namespaces or "
                 "Landlock work")
 
-    from autograder.frozen import uncollected
-    from autograder.zygote import Zygote
+    from autograder.containment.frozen import uncollected
+    from autograder.containment.zygote import Zygote
 
     # Before this process imports torch: the zygote's torch import then runs beside ours, on the other core.
     zygote = Zygote(level, layers=layers)
     try:
         with uncollected():
-            from autograder.batch import Progress, grade_all
+            from autograder.grading.batch import Progress, grade_all
             from autograder.config import ConfigError, load_config
-            from autograder.discover import UsageError
-            from autograder.runner import Engine
+            from autograder.grading.discover import UsageError
+            from autograder.grading.runner import Engine
 
         try:
             config = load_config(args.config)
@@ -136,7 +136,7 @@ def shown(submission_id):
 
 
 def clean(text):
-    from autograder.inert_text import clean
+    from autograder.reports.inert_text import clean
 
     return clean(text)
 
@@ -145,9 +145,9 @@ def print_table(outcome, out_dir, level, seconds):
     from rich.console import Console
     from rich.table import Table
 
-    from autograder.classbook import status_of, submission_label
+    from autograder.reports.classbook import status_of, submission_label
     from autograder.parts import PART_TITLES
-    from autograder.results import GRADED, part_scores, parts_in
+    from autograder.reports.results import GRADED, part_scores, parts_in
 
     table = Table(title=f"Graded {len(outcome.graded)}, resumed {len(outcome.skipped)} "
                         f"({level} isolation, {seconds:.1f} s)")

@@ -12,7 +12,7 @@ in staging and in ``student.source_classes``), so a byte-order mark, CRLF line e
 coding line are read as Python reads them, everywhere, and bytes Python refuses get one message.
 
 The same script also names the built-ins (``builtin_name``), for the op record of the child
-(``autograder/probes.py``) too, so a call reads the same whichever opinion found it.
+(``autograder/containment/probes.py``) too, so a call reads the same whichever opinion found it.
 """
 import functools
 import importlib.util
@@ -35,7 +35,7 @@ def _scanner():
     return _submit_script().find_forbidden_calls
 
 
-# The attention built-ins the child's op record watches (autograder/probes.py), by dotted path:
+# The attention built-ins the child's op record watches (autograder/containment/probes.py), by dotted path:
 # the child records calls of these, and the parent accepts a record naming only these.
 WATCHED = ("torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
            "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer")

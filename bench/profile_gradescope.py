@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/profile_gradescope.py [--runs N] [--submission examples/submissions/reference]
 
-Runs ``python -m autograder.gradescope run`` on a Gradescope-shaped folder (the kit itself as the source),
+Runs ``python -m autograder.platforms.gradescope run`` on a Gradescope-shaped folder (the kit itself as the source),
 profiled with cProfile (wall clock) in one process: the per-submission grader is not forked here, so
 its phases are seen too. Beside it, the same interpreter's ``import torch`` under the same limit. The
 half-CPU rows need a cgroup CPU controller (``cpu_quota``); without one they are skipped with the reason.
@@ -29,10 +29,11 @@ INNER = r'''
 import cProfile, inspect, json, os, sys, time
 t_start = time.time()
 sys.path.insert(0, sys.argv[1])
-from autograder import gradescope, zygote  # no torch yet: the grader imports it when it starts the zygote
+from autograder.platforms import gradescope  # no torch yet: the grader imports it when it starts the zygote
+from autograder.containment import zygote
 started_zygote = zygote.Zygote.__init__
 def _imports():  # what grade_submission imports, then grade one submission in this process, where it is profiled
-    from autograder import batch, runner
+    from autograder.grading import batch, runner
     batch.grade_forked = lambda engine, path, slot=0: runner.grade_one(engine, path, slot)
 def start_then_unfork(self, *args, **kwargs):
     started_zygote(self, *args, **kwargs)
@@ -119,7 +120,7 @@ def main(argv=None):
                 for _ in range(args.runs):
                     torch_s.append(timed([args.python, "-E", "-s", "-c", "import torch"], quota)[1])
                     root = gradescope_root(tmp, args.submission)
-                    plain_s.append(timed([args.python, "-E", "-s", "-B", "-m", "autograder.gradescope", "run",
+                    plain_s.append(timed([args.python, "-E", "-s", "-B", "-m", "autograder.platforms.gradescope", "run",
                                           "--root", str(root)], quota, cwd=args.kit, env=env)[1])
                     stats_file = tmp / "stats"
                     started, wall = timed([args.python, "-E", "-s", "-B", "-c", INNER, str(args.kit), str(root),

@@ -8,7 +8,7 @@ Every figure is the median of several runs, and the compared commands run side b
 round runs every command once, in a rotated order, so machine noise lands on all of them alike
 (`--short-runs N` runs the short ones, torch import, one submission and `make test`, N times per
 round, interleaved, for steadier ratios).
-Peak memory is PSS summed over a command's whole process tree (autograder/measure.py), sampled
+Peak memory is PSS summed over a command's whole process tree (autograder/grading/measure.py), sampled
 every 0.1 s under every command alike. The table is printed and written to bench/RESULTS.md
 between two markers; text outside the markers (the analysis) is kept.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.measure import measure  # noqa: E402
+from autograder.grading.measure import measure  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from cpu_quota import CpuQuota  # noqa: E402
@@ -45,12 +45,12 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
 def student_constant(name):
-    """A constant of autograder/student.py, read without importing it: it imports torch, and this
+    """A constant of autograder/grading/student.py, read without importing it: it imports torch, and this
     process would then share torch's pages with the measured ones and lower their PSS."""
-    for node in ast.parse((ROOT / "autograder" / "student.py").read_text()).body:
+    for node in ast.parse((ROOT / "autograder" / "grading" / "student.py").read_text()).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
             return ast.literal_eval(node.value)
-    raise LookupError(f"autograder/student.py has no {name}")
+    raise LookupError(f"autograder/grading/student.py has no {name}")
 
 
 MAX_TIMEOUTS = student_constant("MAX_TIMEOUTS")  # timeouts before a submission's time budget is spent
@@ -150,7 +150,7 @@ def half_cpu_items(space):
     """Gradescope's half a CPU: its command and a torch import, each in a cgroup CPU quota of 0.5."""
     if space["half_cpu"] is None:
         return []
-    gradescope = [PY, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root", space["gradescope"]]
+    gradescope = [PY, "-E", "-s", "-B", "-m", "autograder.platforms.gradescope", "run", "--root", space["gradescope"]]
     bare = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root"}  # Gradescope's run_autograder: a bare one
     return [
         Item("torch_half", lambda n: [[PY, "-c", "import torch"]], short=True, quota=space["half_cpu"]),
@@ -348,7 +348,7 @@ def uid_rows(by, settings):
 
 def half_cpu_row(by, settings):
     measure_text = (f"Gradescope at its default half a CPU (a cgroup CPU quota of {GRADESCOPE_CPU:g}): "
-                    "`python -m autograder.gradescope run` on the reference, against `import torch` in the same quota")
+                    "`python -m autograder.platforms.gradescope run` on the reference, against `import torch` in the same quota")
     if "gradescope_half" not in by:
         return ("7", measure_text, f"not measured: {settings.half_cpu_skipped}", "", "")
     unit, run = by["torch_half"].wall(), by["gradescope_half"].wall()

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/side_by_side.py BEFORE_KIT AFTER_KIT [--runs N] [--cpu 0.5]
 
-Each round runs, in a rotated order, ``import torch`` and each kit's ``python -m autograder.gradescope run``
+Each round runs, in a rotated order, ``import torch`` and each kit's ``python -m autograder.platforms.gradescope run``
 on the reference (Gradescope's layout, run_autograder's bare environment), every one in the same CPU
 quota (``--cpu``, Gradescope's half a CPU by default; 0 for none). Prints medians and ratios to the torch import:
 of wall time, and (where the cgroup counts it) of the CPU time of the whole process tree, which does not depend
@@ -43,7 +43,7 @@ def main(argv=None):
     (root / "submission_metadata.json").write_text(json.dumps({"users": [{"name": "Bench", "sid": "1"}]}))
     commands = {"import torch": ([args.python, "-c", "import torch"], ROOT)}
     for kit in args.kits:
-        commands[str(kit)] = ([args.python, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root",
+        commands[str(kit)] = ([args.python, "-E", "-s", "-B", "-m", "autograder.platforms.gradescope", "run", "--root",
                                str(root)], kit)
     seconds = {name: [] for name in commands}
     cpu = {name: [] for name in commands}

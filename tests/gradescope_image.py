@@ -5,7 +5,7 @@ of this machine's venv or PATH. It is built once and cached outside the reposito
 (``~/.cache/attention-kit``). For each test session it is copied, the zip is unpacked into
 ``/autograder/source`` as Gradescope does, and ``setup.sh`` runs in it as root with a bare
 environment. Each submission then gets its own fresh ``/autograder/submission`` and
-``/autograder/results`` and runs ``/autograder/run_autograder``:
+``/autograder/reports/results`` and runs ``/autograder/run_autograder``:
 
 * in a new PID and mount namespace (like a container: nothing it starts can outlive it
   unnoticed, and the harness sees what was still alive when run_autograder returned);
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # also run as a script (the namespace's init)
-from autograder import cgroups  # noqa: E402
+from autograder.containment import cgroups  # noqa: E402
 from bench.cpu_quota import CpuQuota  # noqa: E402
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attention-kit"
@@ -194,7 +194,7 @@ class Image:
         (autograder / "submission_metadata.json").write_text(json.dumps(metadata or {}))
         self._clean_tmp()
         outcome = self.run(["/autograder/run_autograder"], cwd="/autograder", drop_sys_admin=True,
-                           memory=memory, timeout=timeout, watch="/autograder/results/results.json", cpu=cpu)
+                           memory=memory, timeout=timeout, watch="/autograder/reports/results/results.json", cpu=cpu)
         path = autograder / "results" / "results.json"
         try:
             results = json.loads(path.read_text())
@@ -256,7 +256,7 @@ def _make_folders(root, relative):
     return made
 
 
-# --- the container's memory cgroup: autograder.cgroups, plus the OOM-kill count ---------------
+# --- the container's memory cgroup: autograder.containment.cgroups, plus the OOM-kill count ---------------
 
 def oom_kills(cgroup):
     """Processes the cgroup's OOM killer ended."""

@@ -1,4 +1,4 @@
-"""Per-submission cgroups (autograder/cgroups.py): one memory and process limit for all of a
+"""Per-submission cgroups (autograder/containment/cgroups.py): one memory and process limit for all of a
 submission's processes. Tests that need a cgroup the grader may create skip, with the reason,
 where the machine gives none (Gradescope's container; not root)."""
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from autograder import cgroups
+from autograder.containment import cgroups
 from conftest import ROOT
 
 MiB = 1 << 20
@@ -23,7 +23,7 @@ def cgroup():
 
 def run_in(made, code):
     """Run ``code`` in a fresh Python that first joins ``made``, as a sandboxed child does."""
-    prelude = f"from autograder import cgroups; cgroups.join({made.procs!r})\n"
+    prelude = f"from autograder.containment import cgroups; cgroups.join({made.procs!r})\n"
     return subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
 

@@ -1,13 +1,13 @@
-"""The class files (autograder/classbook.py, and summary.html's chart): every submission counted once."""
+"""The class files (autograder/reports/classbook.py, and summary.html's chart): every submission counted once."""
 import csv
 import io
 import re
 
-from autograder.classbook import gradebook_csv, named_bugs, score_bands, submission_label, summary_markdown
-from autograder.discover import Submitter
-from autograder.html_pages import CHART_HEIGHT, summary_html
+from autograder.reports.classbook import gradebook_csv, named_bugs, score_bands, submission_label, summary_markdown
+from autograder.grading.discover import Submitter
+from autograder.reports.html_pages import CHART_HEIGHT, summary_html
 from test_results import record, result
-from autograder.results import results_json
+from autograder.reports.results import results_json
 
 
 def entries(*scores):
@@ -98,7 +98,7 @@ def test_the_combined_mistake_alone_still_names_both_defects():
 
 
 def test_the_catalogue_says_which_defects_the_combined_mha_mistake_is_made_of():
-    from autograder.catalogue import CATALOGUE
+    from autograder.grading.catalogue import CATALOGUE
     names = {entry.name: entry for kind in CATALOGUE.values() for entry, _ in kind}
     assert names["split_and_merge_without_transpose"].defects == ("split_without_transpose", "merge_without_transpose")
     assert all(d in names for entry in names.values() for d in entry.defects), "a defect that is not catalogued"
@@ -161,7 +161,7 @@ def test_the_gradebook_imports_into_canvas_with_gradescopes_fields_where_canvas_
     """name -> Student, sid -> SIS User ID, email -> SIS Login ID; Canvas's own ID and Section left empty."""
     import csv
     import io
-    from autograder.classbook import gradebook_csv
+    from autograder.reports.classbook import gradebook_csv
     pair = (Submitter("Ada Lovelace", "ada@example.edu", "A1815"),
             Submitter("Alan Turing", "alan@example.edu", "T1912"))
     made = [("submission_1", pair, head_reshape_results()), ("folder_2", (), head_reshape_results())]

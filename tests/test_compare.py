@@ -4,10 +4,10 @@ import math
 import pytest
 import torch
 
-from autograder import pictures
-from autograder.catalogue import FLOAT32_IN_FLOAT64
-from autograder.compare import TOLERANCES, expect_close, matrix_figure
-from autograder.student import StudentError
+from autograder.reports import pictures
+from autograder.grading.catalogue import FLOAT32_IN_FLOAT64
+from autograder.grading.compare import TOLERANCES, expect_close, matrix_figure
+from autograder.grading.student import StudentError
 from conftest import public_checks
 
 
@@ -96,7 +96,7 @@ def test_finding_the_worst_matrix_never_imports_sympy():
     import sys
     from pathlib import Path
 
-    probe = ("import sys, torch; from autograder.compare import matrix_figure; "
+    probe = ("import sys, torch; from autograder.grading.compare import matrix_figure; "
              "e = torch.zeros(2, 3, 4, 4); g = e.clone(); g[1, 2, 0, 0] = 1.0; "
              "assert matrix_figure('weights', e, g)['where'] == 'batch 1, head 2'; "
              "print('sympy' in sys.modules)")

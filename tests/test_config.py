@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from autograder import by_hand
+from autograder.grading import by_hand
 from autograder.config import SETTINGS, Config, ConfigError, Limits, load_config
 from conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""Confinement without namespaces (autograder/confine.py): each layer, applied in a fresh process,
+"""Confinement without namespaces (autograder/containment/confine.py): each layer, applied in a fresh process,
 refuses what it should and leaves what the child needs.
 
 Each test starts a Python process that confines itself and then tries things; a layer this kernel
@@ -12,15 +12,15 @@ import sys
 
 import pytest
 
-from autograder import confine, isolation
-from autograder.zygote import child_environment  # as a child has it: one OpenBLAS thread
+from autograder.containment import confine, isolation
+from autograder.containment.zygote import child_environment  # as a child has it: one OpenBLAS thread
 from conftest import ROOT
 
 OFFERED = confine.possible_layers()
 
 ATTEMPT = r"""
 import ctypes, json, os, socket, sys, threading
-from autograder import confine
+from autograder.containment import confine
 layers, readable, writable, tries = json.loads(sys.argv[1])
 confine.apply(layers, readable=readable, writable=writable)
 outcome = {}
@@ -141,7 +141,7 @@ def test_landlock_scope_stops_signals_to_processes_outside(tmp_path):
 
 def test_a_layer_the_kernel_lacks_is_refused_not_skipped():
     # In its own process: were the check missing, Landlock would confine whoever called it.
-    code = ("from autograder import confine\n"
+    code = ("from autograder.containment import confine\n"
             "confine.landlock_abi = lambda: 3  # a kernel with Landlock but without scopes\n"
             "try:\n    confine.apply(['landlock-fs', 'landlock-scope'], readable=[], writable=[])\n"
             "except confine.ConfineError as err:\n    print('refused:', err)\n")

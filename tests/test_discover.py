@@ -4,8 +4,8 @@ import zipfile
 
 import pytest
 
-from autograder.discover import SubmissionSource, Submitter, UsageError, discover, discovered
-from autograder.stage import stage
+from autograder.grading.discover import SubmissionSource, Submitter, UsageError, discover, discovered
+from autograder.grading.stage import stage
 
 ATTENTION = "def scaled_dot_product_attention(query, key, value, mask=None):\n    pass\n"
 MHA = "from attention import scaled_dot_product_attention\n"
@@ -295,7 +295,7 @@ def test_yaml_aliases_in_gradescope_metadata_are_refused(tmp_path):
 
 
 def test_gradescope_metadata_past_its_size_cap_is_refused_unread(tmp_path, monkeypatch):
-    from autograder import discover as module
+    from autograder.grading import discover as module
 
     monkeypatch.setattr(module, "METADATA_MAX_BYTES", 1024)
     export = gradescope_export(tmp_path / "export")

@@ -1,11 +1,11 @@
-"""Hints for torch errors (autograder/error_hints.py): one table, in the reports and the public checks."""
+"""Hints for torch errors (autograder/grading/error_hints.py): one table, in the reports and the public checks."""
 import json
 
 import pytest
 
-from autograder.error_hints import ERROR_HINTS, device_ignored, error_hint, inplace_edits
-from autograder.protocol import ErrorInfo, Where
-from autograder.student import describe_error
+from autograder.grading.error_hints import ERROR_HINTS, device_ignored, error_hint, inplace_edits
+from autograder.containment.protocol import ErrorInfo, Where
+from autograder.grading.student import describe_error
 from conftest import public_checks, run_grader
 from variant_builder import build_mutant
 

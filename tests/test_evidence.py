@@ -1,16 +1,16 @@
 """Every field of a child's reply is a claim: the trusted side checks them.
 
 A stand-in child answers the way a submission that rewrote the probes could: these tests show
-what the grader's handle (autograder/student.py) makes of forged op records, forged exception
+what the grader's handle (autograder/grading/student.py) makes of forged op records, forged exception
 ancestry and a file that hides its calls, without starting a sandbox.
 """
 from types import SimpleNamespace
 
 import pytest
 
-from autograder import replies
+from autograder.containment import replies
 from autograder.config import Limits
-from autograder.student import RECORD_MISSING, RuleViolation, Student, exception_mro, source_classes
+from autograder.grading.student import RECORD_MISSING, RuleViolation, Student, exception_mro, source_classes
 from variant_builder import SOLUTION, without_markers
 
 SDPA = "torch.nn.functional.scaled_dot_product_attention"

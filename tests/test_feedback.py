@@ -1,10 +1,10 @@
-"""feedback.md (autograder/feedback.py), from records written by hand: what a student reads."""
+"""feedback.md (autograder/reports/feedback.py), from records written by hand: what a student reads."""
 import pytest
 
-from autograder.feedback import OUTPUT_SHOWN, feedback_markdown, printed_output, sandbox_description
-from autograder.inert_text import fenced
+from autograder.reports.feedback import OUTPUT_SHOWN, feedback_markdown, printed_output, sandbox_description
+from autograder.reports.inert_text import fenced
 from autograder.parts import PART_TITLES
-from autograder.results import results_json
+from autograder.reports.results import results_json
 from test_results import MIXED, record, result
 
 

@@ -1,11 +1,11 @@
-"""A finished report is reused only when everything that decided it is unchanged (autograder/fingerprint.py)."""
+"""A finished report is reused only when everything that decided it is unchanged (autograder/grading/fingerprint.py)."""
 import dataclasses
 import os
 import shutil
 
 import pytest
 
-from autograder import fingerprint
+from autograder.grading import fingerprint
 from autograder.config import Config
 from conftest import ROOT
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from autograder import generate
+from autograder.platforms import generate
 
 ROOT = generate.ROOT
 ASSIGNMENT = ROOT / "assignment"
@@ -382,7 +382,7 @@ def test_the_lab_text_shows_the_example_heatmap_drawn_from_the_reference():
 
 
 def test_the_example_heatmap_is_the_same_on_every_render():
-    from autograder import lab_figure
+    from autograder.reports import lab_figure
 
     source = ROOT / "solution" / "attention.py"
     assert lab_figure.render(source) == lab_figure.render(source)

@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from autograder.parts import EXTRA_PARTS, PARTS as LAB_PARTS
-from autograder.suite_points import core_max, extra_max, full_marks, part_points
+from autograder.grading.suite_points import core_max, extra_max, full_marks, part_points
 from conftest import ROOT, run_grader
 
 SAMPLES = ROOT / "examples" / "submissions"

@@ -25,9 +25,9 @@ import jsonschema
 import pytest
 
 from autograder.config import GRADER_MARGIN_MB, Config
-from autograder.gradescope_zip import GRADESCOPE_MEMORY_MB
-from autograder.measure import measure
-from autograder.suite_points import core_max, full_marks
+from autograder.platforms.gradescope_zip import GRADESCOPE_MEMORY_MB
+from autograder.grading.measure import measure
+from autograder.grading.suite_points import core_max, full_marks
 from conftest import ROOT, run_grader
 
 SAMPLES = ROOT / "examples" / "submissions"
@@ -44,7 +44,7 @@ METADATA = {
 @pytest.fixture(scope="module")
 def autograder_zip(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist") / "autograder.zip"
-    run = subprocess.run([sys.executable, "-m", "autograder.gradescope", "build", "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "autograder.platforms.gradescope", "build", "--out", str(out)],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "KiB" in run.stdout, "the build prints the zip's size"
@@ -65,7 +65,7 @@ def gradescope_root(tmp_path, autograder_zip, metadata=METADATA):
 def run_autograder(root, pass_fds=(), **env):
     """Run the grader's entry point as run_autograder execs it; returns (results dict, Measurement)."""
     environment = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", **env}
-    command = [sys.executable, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root", str(root)]
+    command = [sys.executable, "-E", "-s", "-B", "-m", "autograder.platforms.gradescope", "run", "--root", str(root)]
     run = measure(command, cwd=str(root / "source"), env=environment, timeout=300, pass_fds=pass_fds)
     assert run.returncode == 0, f"the grader failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
     return json.loads((root / "results" / "results.json").read_text()), run
@@ -99,6 +99,13 @@ def test_zip_carries_engine_suite_and_reference_and_nothing_else(autograder_zip)
     assert [n for n in names if n.startswith("assignment/")] == ["assignment/submit.py"]
 
 
+def test_zip_carries_every_module_of_the_engine_in_its_group(autograder_zip):
+    names = {n for n in zipfile.ZipFile(autograder_zip).namelist() if n.startswith("autograder/")}
+    engine = {path.relative_to(ROOT).as_posix() for path in (ROOT / "autograder").rglob("*.py")
+              if "__pycache__" not in path.parts}
+    assert names == engine and "autograder/containment/probes.py" in names, sorted(names ^ engine)
+
+
 def test_zip_is_small(autograder_zip):
     assert autograder_zip.stat().st_size < 200 * 1024
 
@@ -111,28 +118,28 @@ def test_runtime_requirements_pin_every_package(autograder_zip):
 
 
 def test_runtime_lock_is_in_sync_with_kit_lock_and_the_installed_packages():
-    from autograder.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
+    from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
 
     assert Path(RUNTIME_LOCK).read_text() == runtime_lock_text(), (
         "requirements/gradescope.lock drifted from kit.lock or from what torch, numpy, pytest and PyYAML "
-        "require: run `.venv/bin/python -m autograder.gradescope lock` (make lock does it too)")
+        "require: run `.venv/bin/python -m autograder.platforms.gradescope lock` (make lock does it too)")
 
 
 def test_setup_script_pins_the_cpu_torch_and_leaves_the_system_python_alone():
-    text = (ROOT / "autograder" / "gradescope_files" / "setup.sh").read_text()
+    text = (ROOT / "autograder" / "platforms" / "gradescope_files" / "setup.sh").read_text()
     assert '"torch==2.13.0"' in text and "whl/cpu" in text and '"pip==' in text
     assert "/usr/local/bin/python3" not in text and "conda" not in text and "git clone" not in text
 
 
 def test_run_autograder_execs_the_kits_python_by_absolute_path():
-    text = (ROOT / "autograder" / "gradescope_files" / "run_autograder").read_text()
+    text = (ROOT / "autograder" / "platforms" / "gradescope_files" / "run_autograder").read_text()
     assert 'exec "$KIT_PYTHON"' in text and "KIT_PYTHON=/opt/attention-kit/bin/python" in text
     assert "python3 -m" not in text, "the first python3 on PATH is Gradescope's, not the kit's"
 
 
 @pytest.mark.parametrize("script", ["setup.sh", "run_autograder"])
 def test_scripts_parse(script):
-    run = subprocess.run(["bash", "-n", str(ROOT / "autograder" / "gradescope_files" / script)],
+    run = subprocess.run(["bash", "-n", str(ROOT / "autograder" / "platforms" / "gradescope_files" / script)],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
 
@@ -141,7 +148,7 @@ def test_scripts_parse(script):
 def test_scripts_pass_shellcheck(script):
     if not shutil.which("shellcheck"):
         pytest.skip("shellcheck is not installed (Debian package 'shellcheck'; .ci/run installs it)")
-    run = subprocess.run(["shellcheck", str(ROOT / "autograder" / "gradescope_files" / script)],
+    run = subprocess.run(["shellcheck", str(ROOT / "autograder" / "platforms" / "gradescope_files" / script)],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout
 
@@ -337,7 +344,7 @@ def memory_hunt(feedback):
 FORKED_ZYGOTE = """
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
-from autograder import zygote
+from autograder.containment import zygote
 inherited = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)  # as whoever started the grader might leave one
 zygote.preload()
 forked = zygote.Zygote("rlimits", preloaded=True)
@@ -353,7 +360,7 @@ print(json.dumps({"fds": seen, "inherited": os.readlink(f"/proc/self/fd/{inherit
 
 
 def test_a_forked_zygote_keeps_only_its_socket_and_stdio():
-    from autograder.zygote import child_environment
+    from autograder.containment.zygote import child_environment
 
     run = subprocess.run([sys.executable, "-E", "-s", "-B", "-c", FORKED_ZYGOTE, str(ROOT)], env=child_environment(),
                          capture_output=True, text=True, timeout=300)
@@ -366,7 +373,7 @@ def test_a_forked_zygote_keeps_only_its_socket_and_stdio():
 PRELOAD = """
 import gc, json, sys
 sys.path.insert(0, sys.argv[1])
-from autograder import zygote
+from autograder.containment import zygote
 zygote.preload()
 print(json.dumps({"full": gc.get_stats()[2]["collections"], "frozen": gc.get_freeze_count(), "on": gc.isenabled()}))
 """
@@ -383,7 +390,7 @@ def test_the_preload_imports_torch_without_a_full_collection_and_freezes_it():
 
 
 def test_a_zygote_is_forked_only_from_a_process_started_with_the_allow_listed_environment(monkeypatch):
-    from autograder import zygote
+    from autograder.containment import zygote
 
     for name, value in zygote.child_environment().items():
         monkeypatch.setenv(name, value)
@@ -504,7 +511,8 @@ def test_submitters_carry_the_sid_never_a_user_id(tmp_path, autograder_zip):
 
 def test_make_gradescope_refuses_a_grading_yaml_the_grader_would_refuse(tmp_path, monkeypatch, capsys):
     """Otherwise every student's submission would end in a grader error on Gradescope."""
-    from autograder import config, gradescope
+    from autograder import config
+    from autograder.platforms import gradescope
 
     (tmp_path / "grading.yaml").write_text("limits:\n  memory_mb: 16\n")
     monkeypatch.setattr(config, "KIT_ROOT", str(tmp_path))
@@ -518,13 +526,13 @@ def test_make_gradescope_refuses_a_grading_yaml_the_grader_would_refuse(tmp_path
 # --- make gradescope: grading.yaml's memory against Gradescope's container -------------------------
 
 def test_a_memory_limit_that_fits_beside_the_graders_margin_builds_without_a_word():
-    from autograder.gradescope_zip import GRADESCOPE_MEMORY_MB, memory_warning
+    from autograder.platforms.gradescope_zip import GRADESCOPE_MEMORY_MB, memory_warning
     assert memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_MARGIN_MB)) is None
     assert memory_warning(Config()) is None, "the shipped grading.yaml fits"
 
 
 def test_a_memory_limit_beyond_the_container_is_named_in_one_line_with_the_setting_to_raise():
-    from autograder.gradescope_zip import GRADESCOPE_MEMORY_MB, memory_warning
+    from autograder.platforms.gradescope_zip import GRADESCOPE_MEMORY_MB, memory_warning
     warning = memory_warning(Config(memory_mb=GRADESCOPE_MEMORY_MB - GRADER_MARGIN_MB + 1))
     assert warning and "\n" not in warning and "limits.memory_mb" in warning, warning
     assert f"at least {GRADESCOPE_MEMORY_MB + 1} MiB" in warning and "Autograder Settings" in warning, warning
@@ -532,7 +540,7 @@ def test_a_memory_limit_beyond_the_container_is_named_in_one_line_with_the_setti
 
 def test_make_gradescope_prints_the_memory_warning_and_still_builds(tmp_path, monkeypatch, capsys):
     import autograder.config
-    from autograder.gradescope import main
+    from autograder.platforms.gradescope import main
     monkeypatch.setattr(autograder.config, "load_config", lambda path=None: Config(memory_mb=2048))
     assert main(["build", "--out", str(tmp_path / "autograder.zip")]) == 0
     assert (tmp_path / "autograder.zip").exists()
@@ -543,7 +551,7 @@ def test_make_gradescope_prints_the_memory_warning_and_still_builds(tmp_path, mo
 def test_gradescope_metadata_is_read_with_a_size_cap_and_bounded_names(tmp_path, monkeypatch, capsys):
     """Issue 23, 6b: submission_metadata.json is read with a bound, and a submitter's fields are cut to
     200 characters before any report or gradebook holds them."""
-    from autograder import gradescope
+    from autograder.platforms import gradescope
 
     metadata = {"users": [{"name": "N" * 100_000, "email": "e@x.edu", "sid": 7}], "previous_submissions": []}
     (tmp_path / "submission_metadata.json").write_text(json.dumps(metadata))

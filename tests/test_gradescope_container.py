@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 
 import gradescope_image
-from autograder.suite_points import core_max, full_marks
+from autograder.grading.suite_points import core_max, full_marks
 from conftest import ROOT
 from gradescope_image import GRADESCOPE_MEMORY, Image
 from test_gradescope import MEMORY_HUNT, METADATA, _zip_bytes, memory_hunt, plant_secret
@@ -51,7 +51,7 @@ def failing(results):
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     work = tmp_path_factory.mktemp("gradescope-image")
-    built = subprocess.run([sys.executable, "-m", "autograder.gradescope", "build", "--out", str(work / "autograder.zip")],
+    built = subprocess.run([sys.executable, "-m", "autograder.platforms.gradescope", "build", "--out", str(work / "autograder.zip")],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
     wheel = gradescope_image.torch_cpu_wheel(work / "wheels")
@@ -107,7 +107,7 @@ def test_setup_fails_the_build_when_the_image_cannot_grade(image):
     broken = image.root / "autograder" / "broken-source"
     shutil.copytree(image.root / "autograder" / "source", broken)
     try:
-        (broken / "autograder" / "compare.py").write_text("raise ImportError('deliberately broken for this test')\n")
+        (broken / "autograder" / "grading" / "compare.py").write_text("raise ImportError('deliberately broken for this test')\n")
         outcome = image.run(["bash", "./setup.sh"], cwd="/autograder/broken-source",
                             env={"TORCH_INDEX": f"file://{gradescope_image.TORCH_WHEEL_INDEX}"}, timeout=900)
     finally:
@@ -232,7 +232,7 @@ def hostile(image, tmp_path_factory):
     graded = {}
     try:
         build_batch(batch, {"TOKEN": token, "MARKERS": f"/markers-hx-{token}", "KIT": "/autograder/source",
-                            "OUT": "/autograder/results", "BATCH": "/autograder/submission",
+                            "OUT": "/autograder/reports/results", "BATCH": "/autograder/submission",
                             "PORT": listener.getsockname()[1],
                             "SHARED": f"/tmp/hx-{token}.sock"})  # no listener in the image: a connect finds none
         for folder in sorted(batch.iterdir()):

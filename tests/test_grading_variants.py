@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from autograder.suite_points import core_max
+from autograder.grading.suite_points import core_max
 from variant_builder import EXTRA_VARIANTS, ROOT, build_correct, build_mutant, build_reference, correct_names, load_mutants
 
 pytestmark = pytest.mark.slow  # grades every correct variant and every mutant (`make check-fast` skips it)
@@ -140,7 +140,7 @@ def test_feedback_names_the_catalogued_mistake(reports, mutant):
 
 
 def test_every_catalogue_entry_is_proved_by_a_mutant():
-    from autograder.catalogue import CATALOGUE, PRECISION
+    from autograder.grading.catalogue import CATALOGUE, PRECISION
 
     entries = {entry.name for kind in CATALOGUE.values() for entry, _ in kind}
     entries |= {entry.name for _, steps in PRECISION.values() for entry, _ in steps}

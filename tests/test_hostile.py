@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.suite_points import full_marks
+from autograder.grading.suite_points import full_marks
 from readable_runtime import readable_python
 from variant_builder import FILES, ROOT, SOLUTION, build_mutant, load_mutants, without_markers
 
@@ -282,7 +282,7 @@ def escaped_files(run):
              *run.out.rglob(pattern), *run.batch.rglob(pattern)]
     fake = f"FAKE-REPORT-{run.token}".encode()
     found += [run.out / name for name, data in run.reports_later.items() if fake in data]
-    gradescope = Path("/autograder/results/results.json")
+    gradescope = Path("/autograder/reports/results/results.json")
     if gradescope.is_file() and fake in gradescope.read_bytes():
         found.append(gradescope)
     return found
@@ -359,7 +359,7 @@ def run(request):
                 pass
         for path in [*Path("/tmp").glob(f"*hx-{token}*"), *ROOT.glob(f"*hx-{token}*"), *ROOT.glob(f"*/*hx-{token}*")]:
             path.unlink(missing_ok=True)  # what an escaped payload wrote
-        gradescope = Path("/autograder/results/results.json")
+        gradescope = Path("/autograder/reports/results/results.json")
         if gradescope.is_file() and f"FAKE-REPORT-{token}".encode() in gradescope.read_bytes():
             gradescope.unlink()
         shutil.rmtree(base, ignore_errors=True)
@@ -651,8 +651,9 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
     not run student code as the same uid: killing "every process of the sandbox uid" (the uid
     level's timeout kill, Gradescope's final sweep) would then kill the other run's children in the
     middle of a test, and RLIMIT_NPROC would count both runs' processes together."""
-    from autograder import config, isolation
-    from autograder.zygote import Zygote
+    from autograder import config
+    from autograder.containment import isolation
+    from autograder.containment.zygote import Zygote
 
     level = isolation.choose_level()
     zygotes, children = [], []
@@ -717,8 +718,9 @@ def processes_of_uid(uid):
 def test_closing_a_uid_level_child_kills_the_daemons_it_started(open_tmp, daemon, attempt):
     """At the uid level a daemon escapes the child's process group; closing the child must still leave
     no process of its uid (the waiter sweeps the uid when the child dies; the grader if it could not)."""
-    from autograder import config, sandbox
-    from autograder.zygote import Zygote
+    from autograder import config
+    from autograder.containment import sandbox
+    from autograder.containment.zygote import Zygote
 
     zygote = Zygote("uid", hidden=[str(ROOT)])
     try:
@@ -765,7 +767,7 @@ def test_uid_level_without_landlock_refuses_when_the_kit_is_readable_by_others(t
 def test_uid_level_refuses_a_runtime_the_sandbox_cannot_read(tmp_path):
     if os.getuid() != 0:
         pytest.skip("the uid level needs root")
-    from autograder import isolation
+    from autograder.containment import isolation
 
     if all(isolation._readable_by_others(p) for p in isolation.runtime_roots()):
         pytest.skip("this machine's kit interpreter is readable by other users; nothing to refuse")
@@ -835,7 +837,7 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     import torch
 
     from autograder import rules
-    from autograder.by_hand import standalone_student
+    from autograder.grading.by_hand import standalone_student
 
     monkeypatch.setattr(rules, "hidden_calls", lambda path: [])
     # Without the kernel filter (which refuses the helper's fork): what is tested is the measurement.
@@ -953,8 +955,9 @@ def test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc(tmp_path, m
     the namespaces level, Landlock at the uid level) must not hide the matrix; the reference stays far below."""
     import torch
 
-    from autograder import cgroups, isolation, rules
-    from autograder.by_hand import standalone_student
+    from autograder.containment import cgroups, isolation
+    from autograder import rules
+    from autograder.grading.by_hand import standalone_student
 
     level = isolation.choose_level()
     if case == "memory_clear_refs" and level != "namespaces" and not any(

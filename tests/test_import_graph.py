@@ -1,4 +1,7 @@
-"""The engine's modules import one another one way only: no module of autograder/ depends on itself.
+"""The engine's modules import one another one way only: no module of autograder/ depends on itself,
+and the four groups are layered. The shared facts at the top import no group; the sandbox and the
+reports import only those facts; grading imports the sandbox and the reports; a platform imports
+anything, and nothing imports a platform but the command line.
 
 Imports inside functions count: deferred or not, an import that closes a loop ties two modules
 together, and neither can then be read, tested or moved without the other.
@@ -8,28 +11,51 @@ import ast
 from conftest import ROOT
 
 PACKAGE = ROOT / "autograder"
+GROUPS = ("containment", "grading", "reports", "platforms")
+ENTRY = {"cli", "__main__"}
+FACTS = {"__init__", "config", "paths", "parts", "rules"}
+MAY_IMPORT = {  # layer -> the layers its modules may import
+    "facts": {"facts"},
+    "containment": {"facts", "containment"},
+    "reports": {"facts", "reports"},
+    "grading": {"facts", "containment", "reports", "grading"},
+    "platforms": {"facts", "containment", "reports", "grading", "platforms"},
+    "entry": {"facts", "containment", "reports", "grading", "platforms", "entry"},
+}
+
+
+def module_name(path):
+    """``containment.sandbox`` for autograder/containment/sandbox.py; ``cli`` for autograder/cli.py."""
+    return ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
 
 
 def imported_modules(source, known):
-    """The modules of ``known`` (names in autograder/) that ``source`` imports, anywhere in it."""
+    """The modules of ``known`` (dotted names below autograder/) that ``source`` imports, anywhere in it."""
     found = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "autograder":
-                found |= {alias.name for alias in node.names if alias.name in known}
-            elif node.module.startswith("autograder."):
-                found.add(node.module.split(".")[1])
-        elif isinstance(node, ast.ImportFrom) and node.level > 0:
-            found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
+                node.module == "autograder" or node.module.startswith("autograder.")):
+            package = node.module.removeprefix("autograder").lstrip(".")
+            for alias in node.names:  # a module imported from its package, or a name from a module
+                whole = f"{package}.{alias.name}" if package else alias.name
+                found.add(whole if whole in known else package)
         elif isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("autograder.")}
+            found |= {alias.name.removeprefix("autograder.") for alias in node.names
+                      if alias.name.startswith("autograder.")}
     return found & known
 
 
 def import_graph():
-    paths = sorted(PACKAGE.glob("*.py"))
-    known = {path.stem for path in paths}
-    return {path.stem: imported_modules(path.read_text(), known) - {path.stem} for path in paths}
+    paths = sorted(PACKAGE.rglob("*.py"))
+    known = {module_name(path) for path in paths}
+    return {module_name(path): imported_modules(path.read_text(), known) - {module_name(path)} for path in paths}
+
+
+def layer(name):
+    group = name.split(".")[0]
+    if group in GROUPS:
+        return group
+    return "entry" if name in ENTRY else "facts" if name in FACTS else None
 
 
 def find_cycle(graph):
@@ -59,8 +85,16 @@ def find_cycle(graph):
 
 
 def test_imports_inside_functions_are_part_of_the_graph():
-    source = "import os\nfrom autograder import wire\n\ndef later():\n    from autograder.sandbox import Child\n"
-    assert imported_modules(source, {"wire", "sandbox", "probes"}) == {"wire", "sandbox"}
+    source = ("import os\nfrom autograder.containment import wire\n\n"
+              "def later():\n    from autograder.containment.sandbox import Child\n")
+    known = {"containment.wire", "containment.sandbox", "containment.probes"}
+    assert imported_modules(source, known) == {"containment.wire", "containment.sandbox"}
+
+
+def test_a_module_and_a_name_from_a_module_are_told_apart():
+    source = "from autograder import rules\nfrom autograder.reports.results import GRADED\nimport autograder.config\n"
+    assert imported_modules(source, {"rules", "reports.results", "config", "reports"}) == {
+        "rules", "reports.results", "config"}
 
 
 def test_a_cycle_is_found_and_named():
@@ -71,15 +105,47 @@ def test_a_cycle_is_found_and_named():
 
 def test_the_engine_has_no_import_cycle():
     graph = import_graph()
-    assert {"cli", "batch", "runner", "plugin", "student", "sandbox", "isolation"} <= set(graph), (
-        "the graph lost the engine's modules: is PACKAGE still autograder/?")
+    assert {"cli", "grading.batch", "grading.runner", "grading.plugin", "grading.student", "containment.sandbox",
+            "containment.isolation"} <= set(graph), "the graph lost the engine's modules: is PACKAGE still autograder/?"
     cycle = find_cycle(graph)
     assert cycle is None, f"autograder/ imports in a loop: {' -> '.join(cycle)} (imports inside functions count)"
 
 
+def test_the_engine_imports_its_modules_by_their_full_names():
+    """No relative imports: each module has one name, the one the graph (and a reader's grep) sees."""
+    relative = sorted(module_name(path) for path in PACKAGE.rglob("*.py")
+                      if any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(ast.parse(path.read_text()))))
+    assert not relative, f"relative imports in {relative}: write from autograder.<group>.<module> import ..."
+
+
+def test_every_module_belongs_to_one_layer():
+    """A module at the top is the entry or a shared fact; every other lives in one of the four groups."""
+    stray = sorted(name for name in import_graph() if layer(name) is None)
+    assert not stray, f"{stray}: move each into a group (or list it in ENTRY or FACTS if every group needs it)"
+
+
+def test_the_groups_import_down_the_layers_only():
+    graph = import_graph()
+    upward = sorted(f"{name} -> {target}" for name, targets in graph.items() for target in targets
+                    if layer(target) not in MAY_IMPORT[layer(name)])
+    assert not upward, f"imports across the layers: {upward} (see each group's __init__.py)"
+
+
+def test_a_layer_rule_catches_an_upward_import():
+    graph = {"containment.probes": {"grading.compare"}, "reports.report": {"containment.wire"}}
+    assert all(layer(target) not in MAY_IMPORT[layer(name)] for name, targets in graph.items() for target in targets)
+
+
+def test_each_group_says_what_it_may_import():
+    for group in GROUPS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / group / "__init__.py").read_text()))
+        assert doc and "May import:" in doc, f"autograder/{group}/__init__.py: say what the group is and may import"
+
+
 def test_the_pipeline_imports_top_down():
     """cli/gradescope -> batch -> runner -> plugin -> student -> sandbox -> isolation: never back up."""
-    order = ["batch", "runner", "plugin", "student", "sandbox", "isolation"]
+    order = ["grading.batch", "grading.runner", "grading.plugin", "grading.student", "containment.sandbox",
+             "containment.isolation"]
     graph = import_graph()
     for lower_index, lower in enumerate(order):
         for upper in order[:lower_index]:

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from autograder import isolation
+from autograder.containment import isolation
 
 UID_MAX = 2 ** 32 - 2  # (uid_t)-1 means "no uid" to the kernel
 
@@ -77,7 +77,7 @@ def test_the_uid_counter_must_live_where_only_root_writes(uid_state):
 
 def test_a_zygote_keeps_the_uids_its_forks_allocated(uid_state):
     """The final sweep (``Zygote.kill_sandbox_users``) must know the uids the forked graders took."""
-    from autograder.zygote import LEDGER_BYTES, Zygote
+    from autograder.containment.zygote import LEDGER_BYTES, Zygote
 
     zygote = Zygote.__new__(Zygote)  # its ledger alone: no interpreter is started
     zygote.ledger = mmap.mmap(-1, LEDGER_BYTES)

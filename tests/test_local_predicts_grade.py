@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from autograder.catalogue import FLOAT32_IN_FLOAT64
-from autograder.error_hints import INPLACE_ERROR, error_hint
-from autograder.generate import public_cases
+from autograder.grading.catalogue import FLOAT32_IN_FLOAT64
+from autograder.grading.error_hints import INPLACE_ERROR, error_hint
+from autograder.platforms.generate import public_cases
 from test_public_hints import DEVICE_IGNORED, FLOAT32_SOFTMAX, MASKED_AFTER_SOFTMAX_IN_PLACE, SYNTAX_ERROR
 from test_public_suite import ROOT, run_public
 from variant_builder import build_mutant, build_reference, load_mutants

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import nbgrader_course
-from autograder.suite_points import core_max, full_marks
+from autograder.platforms import nbgrader_course
+from autograder.grading.suite_points import core_max, full_marks
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/kit.lock has it)")
 
@@ -401,7 +401,7 @@ def test_graded_cells_run_the_public_checks_for_a_student_and_refuse_to_grade_in
 def test_autograde_without_the_kit_stops_with_one_line(tmp_path, monkeypatch):
     import nbformat
 
-    from autograder import nbgrader_grading
+    from autograder.platforms import nbgrader_grading
 
     monkeypatch.delenv("LAB03_KIT", raising=False)
     grader = nbgrader_grading.GradeWithKit(kit=str(tmp_path / "moved-kit"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import generate
+from autograder.platforms import generate
 
 pytest.importorskip("otter", reason="otter-grader is not installed (requirements/kit.lock has it)")
 

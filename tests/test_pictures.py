@@ -15,9 +15,10 @@ from html.parser import HTMLParser
 import pytest
 from PIL import Image, ImageStat
 
-from autograder import classbook, html_pages, parts, pictures
-from autograder.suite_points import core_max
-from autograder.discover import Submitter
+from autograder.reports import classbook, html_pages, pictures
+from autograder import parts
+from autograder.grading.suite_points import core_max
+from autograder.grading.discover import Submitter
 from conftest import ROOT, run_grader
 
 SAMPLES = ROOT / "examples" / "submissions"
@@ -131,7 +132,7 @@ def test_png_heatmap_draws_nan_and_inf():
 
 
 def test_grading_does_not_import_matplotlib_until_a_picture_is_drawn():
-    code = ("import sys; import autograder.report, autograder.batch; from autograder.pictures import text_heatmap; "
+    code = ("import sys; import autograder.reports.report, autograder.grading.batch; from autograder.reports.pictures import text_heatmap; "
             "text_heatmap({'what': 'm', 'expected': [[1]], 'got': [[0]]}); print('matplotlib' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.stdout.strip() == "False", run.stderr or "matplotlib was imported by the grading modules"

@@ -178,7 +178,7 @@ def as_rgb(rgb):
 
 
 def test_reference_run_passes_every_otter_check(reference_run):
-    from autograder.generate import public_cases
+    from autograder.platforms.generate import public_cases
 
     nb, _ = reference_run
     results = {cell.id: text(cell).strip() for cell in check_cells(nb)}
@@ -310,7 +310,7 @@ def test_syntax_error_run_draws_no_figure_from_old_code(runs):
 
 
 def test_there_is_a_check_cell_for_every_part_in_the_order_of_the_parts():
-    from autograder.generate import public_cases
+    from autograder.platforms.generate import public_cases
 
     nb = nbformat.read(ROOT / "assignment" / "playground.ipynb", as_version=4)
     checked = [re.fullmatch(r'grader\.check\("(\w+)"\)', cell.source.strip())[1] for cell in check_cells(nb)]

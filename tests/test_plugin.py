@@ -1,20 +1,20 @@
-"""The hidden suite's pytest plugin (autograder/plugin.py): what one test's result holds.
+"""The hidden suite's pytest plugin (autograder/grading/plugin.py): what one test's result holds.
 
 A small suite written here runs in-process under the plugin, with a ``GradingContext`` collecting
 results as the batch grader's does; no sandbox is involved.
 """
 import pytest
 
-from autograder import plugin
+from autograder.grading import plugin
 from autograder.config import Config
-from autograder.plugin import GradingContext
-from autograder.stage import Staged
+from autograder.grading.plugin import GradingContext
+from autograder.grading.stage import Staged
 
 pytest_plugins = ["pytester"]
 
 HEADS = '''
 import pytest
-from autograder.student import StudentError
+from autograder.grading.student import StudentError
 
 pytestmark = pytest.mark.part("heads")
 

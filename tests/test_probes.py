@@ -1,4 +1,4 @@
-"""What runs inside the sandboxed child (autograder/probes.py): importing the student's files,
+"""What runs inside the sandboxed child (autograder/containment/probes.py): importing the student's files,
 running one probe per request, describing what the student's code raised, and the op record.
 
 These tests call the child's functions in this process, on small student files written to a
@@ -13,10 +13,10 @@ import textwrap
 import pytest
 import torch
 
-from autograder import probes, replies, wire
-from autograder.probes import (MAX_TEXT, SDPA, ImportFailed, OpRecord, Submission, answer, decode_token_by_token,
+from autograder.containment import probes, replies, wire
+from autograder.containment.probes import (MAX_TEXT, SDPA, ImportFailed, OpRecord, Submission, answer, decode_token_by_token,
                                describe_exception, weighted_sum)
-from autograder.protocol import (SEQUENCE, STUDENT_MODULES, Construct, ErrorInfo, Gradients, Import, Probe,
+from autograder.containment.protocol import (SEQUENCE, STUDENT_MODULES, Construct, ErrorInfo, Gradients, Import, Probe,
                                  WarmUp, Where)
 from variant_builder import ROOT, SOLUTION, without_markers
 
@@ -397,7 +397,7 @@ def test_a_warm_up_that_fails_answers_with_its_error(folder, monkeypatch):
 
 REUSE = """
 import sys, torch
-from autograder import probes
+from autograder.containment import probes
 def rss():
     return next(int(line.split()[1]) << 10 for line in open("/proc/self/status") if line.startswith("VmRSS:"))
 probes.warm_up_ops([[4096, 16]] * 3)
@@ -419,7 +419,7 @@ def test_what_the_warm_up_freed_is_not_resident_for_the_call_to_reuse():
 
 FREED = """
 import torch
-from autograder import probes
+from autograder.containment import probes
 from solution.attention import tiled_attention
 def field(name):
     return next(int(line.split()[1]) << 10 for line in open("/proc/self/status") if line.startswith(name + ":"))
@@ -538,7 +538,7 @@ def test_tripwires_record_the_forbidden_builtins_and_keep_them_working():
     running (a request that measures memory) it fails, so it is never unseen and useful."""
     script = textwrap.dedent("""\
         import torch
-        from autograder import probes
+        from autograder.containment import probes
         probes.install_tripwires()
         q = torch.randn(1, 2, 4)
         with probes.OpRecord("n") as record:
@@ -560,7 +560,7 @@ def test_the_child_refuses_threads_and_sizes_torchs_pools_to_one():
     """The op record sees one thread only: a thread started by the student's code is refused at once."""
     script = textwrap.dedent("""\
         import threading, torch
-        from autograder import probes
+        from autograder.containment import probes
         probes.single_threaded()
         try:
             threading.Thread(target=print).start()

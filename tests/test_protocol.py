@@ -1,10 +1,10 @@
-"""The child protocol (autograder/protocol.py): what a request may say, what a reply reads as,
+"""The child protocol (autograder/containment/protocol.py): what a request may say, what a reply reads as,
 and how results that are not plain tensors are tagged."""
 import pytest
 import torch
 
-from autograder import replies, wire
-from autograder.protocol import (MAX_TAGGED_ITEMS, MAX_TEXT, OBJECT, SEQUENCE, TENSOR_OF, Answer, Construct,
+from autograder.containment import replies, wire
+from autograder.containment.protocol import (MAX_TAGGED_ITEMS, MAX_TEXT, OBJECT, SEQUENCE, TENSOR_OF, Answer, Construct,
                                  ErrorInfo, Gradients, Import, NotATensor, Probe, ProtocolError, WarmUp, Where,
                                  read_request, request_body, tag, untag)
 

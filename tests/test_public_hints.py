@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from autograder.generate import public_cases
+from autograder.platforms.generate import public_cases
 from test_public_suite import FOOTER, PUBLIC, ROOT, Run, run_public
 from variant_builder import build_mutant, build_reference, load_mutants
 
@@ -217,7 +217,7 @@ def failed(run):
 
 
 def test_float32_in_a_float64_run_is_charged_once_in_the_graders_words(tmp_path):
-    from autograder.catalogue import FLOAT32_IN_FLOAT64
+    from autograder.grading.catalogue import FLOAT32_IN_FLOAT64
 
     run = run_on(FLOAT32_SOFTMAX, tmp_path)
     assert list(failed(run)) == ["test_attention[attention_is_float64_accurate_in_float64]"], run.output
@@ -228,7 +228,7 @@ def test_float32_in_a_float64_run_is_charged_once_in_the_graders_words(tmp_path)
 
 
 def test_a_backward_pass_broken_in_place_names_the_line_and_the_hint(tmp_path):
-    from autograder.error_hints import INPLACE_ERROR, error_hint
+    from autograder.grading.error_hints import INPLACE_ERROR, error_hint
 
     run = run_on(MASKED_AFTER_SOFTMAX_IN_PLACE, tmp_path)
     assert list(failed(run)) == ["test_attention[gradients_flow_back_to_query_key_and_value]"], run.output

@@ -38,9 +38,9 @@ def test_readme_counts_the_correct_variants_and_the_mutants():
 
 
 def test_readme_counts_the_catalogue_entries():
-    from autograder.catalogue import CATALOGUE
+    from autograder.grading.catalogue import CATALOGUE
 
-    [entries] = stated(r"\(`autograder/catalogue.py`, (\d+) entries\)")
+    [entries] = stated(r"\(`autograder/grading/catalogue.py`, (\d+) entries\)")
     actual = sum(len(kind) for kind in CATALOGUE.values())
     assert entries == actual, f"README.md says the catalogue has {entries} entries; it has {actual}"
 
@@ -58,7 +58,7 @@ def test_readme_counts_the_real_code_fixtures():
 
 
 def test_readme_counts_the_public_tests():
-    from autograder.generate import public_cases
+    from autograder.platforms.generate import public_cases
 
     cases, _ = public_cases()  # ((name, part, points), ...)
     points = sum(case_points for _, _, case_points in cases)
@@ -94,8 +94,8 @@ TOTALS_STATED = [
 
 def suite_totals():
     """What the suites hold: the hidden suite's maximum, extra credit and parts; the public table's points."""
-    from autograder.generate import public_cases
-    from autograder.suite_points import core_max, core_points, extra_max, full_marks
+    from autograder.platforms.generate import public_cases
+    from autograder.grading.suite_points import core_max, core_points, extra_max, full_marks
 
     public = sum(points for _, _, points in public_cases()[0])
     return {"core": core_max(), "extra": extra_max(), "full": full_marks(), "parts": len(core_points()),
@@ -121,7 +121,7 @@ def readme_points_table():
 
 
 def test_readme_points_table_is_the_suites():
-    from autograder.suite_points import part_points
+    from autograder.grading.suite_points import part_points
 
     actual = {part: float(points) for part, points in part_points().items()}
     assert readme_points_table() == actual, (

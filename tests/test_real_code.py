@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.suite_points import core_max
+from autograder.grading.suite_points import core_max
 from variant_builder import FILES, ROOT, _write
 
 pytestmark = pytest.mark.slow  # grades the real-code fixtures and runs their oracle (`make check-fast` skips it)

@@ -1,8 +1,8 @@
-"""A hidden suite is trusted only after the reference passes it (autograder/reference_check.py)."""
+"""A hidden suite is trusted only after the reference passes it (autograder/grading/reference_check.py)."""
 import pytest
 
-from autograder import reference_check
-from autograder.reference_check import SuiteBroken, failures_of, verify
+from autograder.grading import reference_check
+from autograder.grading.reference_check import SuiteBroken, failures_of, verify
 
 PARTS = {"suite": "s", "reference": "r", "settings": "c", "engine": "e"}
 

@@ -16,8 +16,9 @@ import pytest
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from autograder import classbook, cli, inert_text, report
-from autograder.discover import Submitter, discover
+from autograder.reports import classbook, inert_text, report
+from autograder import cli
+from autograder.grading.discover import Submitter, discover
 from variant_builder import ROOT, build_reference
 
 ESC = "\x1b"

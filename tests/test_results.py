@@ -1,4 +1,4 @@
-"""The results dict (autograder/results.py) against Gradescope's results.json schema.
+"""The results dict (autograder/reports/results.py) against Gradescope's results.json schema.
 
 Built from records written by hand, without running the grader: what each field is, its type,
 the values Gradescope accepts, how tests are numbered and scored, what stays hidden from a
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.discover import Submitter
+from autograder.grading.discover import Submitter
 from autograder.parts import PARTS
-from autograder.results import part_scores, results_json
+from autograder.reports.results import part_scores, results_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -225,7 +225,7 @@ def test_a_grader_error_is_flagged_and_told_to_the_student(where):
 
 # --- what loading the report modules costs ----------------------------------------------------
 
-@pytest.mark.parametrize("module", ["autograder.parts", "autograder.results", "autograder.report"])
+@pytest.mark.parametrize("module", ["autograder.parts", "autograder.reports.results", "autograder.reports.report"])
 def test_report_modules_import_without_torch_pytest_or_matplotlib(module):
     code = f"import sys, {module}; print(sorted(m for m in ('torch', 'pytest', 'matplotlib') if m in sys.modules))"
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

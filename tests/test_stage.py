@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from autograder.stage import (MAX_DEPTH, MAX_FILE_BYTES, MAX_SCANNED_ENTRIES, SUBMISSION_FILES, human_size,
+from autograder.grading.stage import (MAX_DEPTH, MAX_FILE_BYTES, MAX_SCANNED_ENTRIES, SUBMISSION_FILES, human_size,
                               safe_extract, stage)
 
 ATTENTION = "def scaled_dot_product_attention(query, key, value, mask=None):\n    pass\n"

@@ -1,4 +1,4 @@
-"""The trusted parent's handle on one submission (autograder/student.py): the messages a student
+"""The trusted parent's handle on one submission (autograder/grading/student.py): the messages a student
 reads, the exception ancestry it trusts, what a reply becomes, and how a child that fails, hangs
 or crashes costs the submission.
 
@@ -13,11 +13,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from autograder import replies
+from autograder.containment import replies
 from autograder.config import Limits
-from autograder.protocol import OBJECT, SEQUENCE, ErrorInfo, NotATensor, Where
-from autograder.sandbox import ChildDied, OutOfTurn
-from autograder.student import (MAX_TIMEOUTS, RECORD_MISSING, Failure, Reply, RuleViolation, Student, StudentError,
+from autograder.containment.protocol import OBJECT, SEQUENCE, ErrorInfo, NotATensor, Where
+from autograder.containment.sandbox import ChildDied, OutOfTurn
+from autograder.grading.student import (MAX_TIMEOUTS, RECORD_MISSING, Failure, Reply, RuleViolation, Student, StudentError,
                                 _runs, describe_error, exception_mro, forbidden_message, hidden_message,
                                 source_classes)
 from variant_builder import SOLUTION, without_markers
@@ -400,7 +400,7 @@ def process_figure(call_mib, ballast_mib=0):
     import subprocess
     import sys
 
-    from autograder.student import MemoryMeter
+    from autograder.grading.student import MemoryMeter
 
     child = subprocess.Popen([sys.executable, "-c", PHASES_CHILD.replace("@CALL@", str(call_mib)).replace(
         "@BALLAST@", str(ballast_mib))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

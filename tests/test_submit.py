@@ -213,8 +213,8 @@ HIDDEN = {
     "closure": "import torch.nn.functional as F\nf = F.softmax.__closure__[0].cell_contents",
     "module as value": "import torch\nmodules = (torch, 1)",
     "getattr as a value": "import functools\nf = functools.reduce(getattr, ['nn'], object)",
-    "the grader": "import autograder.probes",
-    "grader from": "from autograder import probes",
+    "the grader": "import autograder.containment.probes",
+    "grader from": "from autograder.containment import probes",
     "jit from a string": "import torch\ncu = torch.jit.CompilationUnit('def f(x): return x')",
     "subprocess": "import subprocess",
     "os.fork": "import os\npid = os.fork()",
@@ -357,7 +357,7 @@ def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
 
 def recorded_names():
     """Every name under which the child's op record reports a forbidden built-in."""
-    from autograder import probes
+    from autograder.containment import probes
 
     return sorted(set(probes.FORBIDDEN) | {shown for _, shown in probes.FORBIDDEN_OPS} | {probes.MHA_CLASS})
 
@@ -382,7 +382,7 @@ def test_the_grader_asks_the_scanner_for_builtin_names():
 def test_the_grader_accepts_a_record_naming_exactly_what_the_child_records():
     """A record may name only what the child watches; anything else is forged. Both sides take the
     list from autograder/rules.py, so a built-in added to the watch is never mistaken for a forgery."""
-    from autograder import student
+    from autograder.grading import student
 
     assert set(recorded_names()) == set(student.KNOWN_FORBIDDEN), (
         f"the child records {recorded_names()}, the grader accepts {sorted(student.KNOWN_FORBIDDEN)}")

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder import batch, reference_check
+from autograder.grading import batch, reference_check
 from autograder.config import Limits, load_config
 from autograder.paths import KIT_ROOT
-from autograder.runner import HIDDEN_TESTS
-from autograder.suite_points import part_points
+from autograder.grading.runner import HIDDEN_TESTS
+from autograder.grading.suite_points import part_points
 from test_results import record, result
 
 LIMIT = 1.0  # the submission's time limit in these tests; the margin is patched to 1 s too
@@ -95,8 +95,9 @@ os.dup2(r, 3)  # the probe loop now waits on a pipe whose writer is this process
 
 @pytest.mark.skipif(os.getuid() != 0, reason="the sandbox levels above rlimits need root")
 def test_a_child_dies_with_the_grader_that_holds_its_pipes(tmp_path):
-    from autograder import config, isolation
-    from autograder.zygote import Zygote
+    from autograder import config
+    from autograder.containment import isolation
+    from autograder.containment.zygote import Zygote
 
     zygote = Zygote(isolation.choose_level(), hidden=[KIT_ROOT])
     try:

@@ -18,10 +18,10 @@ import time
 import pytest
 import torch
 
-from autograder import replies, wire
+from autograder.containment import replies, wire
 from autograder.config import Limits
-from autograder.sandbox import Child, ChildDied, OutOfTurn
-from autograder.zygote import Zygote
+from autograder.containment.sandbox import Child, ChildDied, OutOfTurn
+from autograder.containment.zygote import Zygote
 
 CAP = Child.MAX_REPLY_BYTES
 
@@ -386,7 +386,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
     its reply and must grow by little more than the reply cap, not by the 250 MiB announced."""
     from variant_builder import FILES, ROOT, SOLUTION, without_markers
 
-    from autograder import isolation
+    from autograder.containment import isolation
 
     folder = open_tmp / "sub"
     folder.mkdir()

@@ -5,11 +5,11 @@ import os
 
 import torch
 
-from autograder import catalogue
-from autograder.compare import diagnosed, expect_close, expect_pair
-from autograder.probes import CONTRACT
+from autograder.grading import catalogue
+from autograder.grading.compare import diagnosed, expect_close, expect_pair
+from autograder.containment.probes import CONTRACT
 from autograder.rules import read_source
-from autograder.student import Failure, StudentError
+from autograder.grading.student import Failure, StudentError
 from cases import AttentionCase
 
 HINTS = {

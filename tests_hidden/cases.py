@@ -3,8 +3,8 @@ from dataclasses import dataclass
 
 import torch
 
-from autograder.probes import weighted_sum
-from autograder.seeded import randn  # the public checks hold a generated copy
+from autograder.containment.probes import weighted_sum
+from autograder.grading.seeded import randn  # the public checks hold a generated copy
 
 
 def reference_grads(outputs, leaves, grad_outputs):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from attention_checks import check_sdpa
-from autograder.compare import fail
+from autograder.grading.compare import fail
 from cases import AttentionCase
 
 pytestmark = pytest.mark.part("attention")

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from attention_checks import sdpa_expected, with_attention_fallback
-from autograder.compare import diagnosed, expect_close, fail
+from autograder.grading.compare import diagnosed, expect_close, fail
 from autograder.rules import read_source
-from autograder.student import Failure, StudentError
+from autograder.grading.student import Failure, StudentError
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")

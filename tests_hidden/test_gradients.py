@@ -3,10 +3,10 @@ import pytest
 import torch
 
 from attention_checks import check_sdpa, sdpa_expected
-from autograder import catalogue
-from autograder.compare import expect_close, fail
-from autograder.error_hints import NO_GRADIENT_HINT
-from autograder.student import Failure, RuleViolation, StudentError
+from autograder.grading import catalogue
+from autograder.grading.compare import expect_close, fail
+from autograder.grading.error_hints import NO_GRADIENT_HINT
+from autograder.grading.student import Failure, RuleViolation, StudentError
 from cases import AttentionCase, randn, reference_grads
 
 pytestmark = pytest.mark.part("gradients")

@@ -4,8 +4,8 @@ import os
 import pytest
 import torch
 
-from autograder.compare import diagnosed, expect_equal, expect_tensor, fail
-from autograder.error_hints import DEVICE_HINT, device_ignored
+from autograder.grading.compare import diagnosed, expect_equal, expect_tensor, fail
+from autograder.grading.error_hints import DEVICE_HINT, device_ignored
 from autograder.rules import read_source
 from cases import tokens_with_padding
 

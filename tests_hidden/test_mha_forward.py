@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from attention_checks import with_attention_fallback
-from autograder.compare import diagnosed, expect_close, expect_pair, fail
+from autograder.grading.compare import diagnosed, expect_close, expect_pair, fail
 from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")

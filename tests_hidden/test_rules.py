@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from autograder.compare import fail
+from autograder.grading.compare import fail
 from autograder.rules import forbidden_calls
 from cases import AttentionCase, MHACase
 

@@ -35,7 +35,7 @@ FORMULA = (
 
 # ----------------------------------------------------------------------------- inputs
 
-# The grader's seeded inputs, copied from autograder/seeded.py: do not edit.
+# The grader's seeded inputs, copied from autograder/grading/seeded.py: do not edit.
 def randn(*shape, seed=0, dtype=torch.float64, scale=1.0):
     """Normal samples from a private generator seeded with ``seed``, drawn in float64, scaled, then
     cast: the same values on every run, and a float32 input is its float64 twin rounded."""
@@ -189,7 +189,7 @@ def explain(exc, folder):
     return f"{type(exc).__name__}: {text}\n    raised in {chain}\n    > {source}" + (f"\n    hint: {hint}" if hint else "")
 
 
-# The grader's hints for torch errors, copied from autograder/error_hints.py: do not edit.
+# The grader's hints for torch errors, copied from autograder/grading/error_hints.py: do not edit.
 import ast
 
 # torch errors students meet, by a piece of their message, and what usually causes them.
@@ -261,7 +261,7 @@ def device_ignored(source, function="causal_mask"):
 # (end of the grader's hints)
 
 
-# The grader's float32-in-float64 diagnosis, copied from autograder/compare.py and catalogue.py: do not edit.
+# The grader's float32-in-float64 diagnosis, copied from autograder/grading/compare.py and catalogue.py: do not edit.
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 FLOAT32_IN_FLOAT64 = 'A float32 constant or intermediate in a float64 computation: the result is only float32-accurate (a torch.Tensor/torch.FloatTensor constant, a .float() cast or dtype=torch.float32 somewhere on the way) (see "Part 1: `attention.py`" in the lab text)'
 FLOAT32_HINT = "keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or query.new_tensor(d_k), not torch.Tensor([d_k]) or torch.FloatTensor(...), which are float32, and no .float() or dtype=torch.float32 on the way"

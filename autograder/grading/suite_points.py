@@ -4,7 +4,7 @@
 ``@pytest.mark.points(n)`` under its module's ``pytest.mark.part(...)``. The core maximum is the
 sum over the parts that are not extra credit (autograder/parts.py), the extra maximum the rest.
 
-Standard library and pytest only. ``python -m autograder.suite_points`` prints the table.
+Standard library and pytest only. ``python -m autograder.grading.suite_points`` prints the table.
 """
 import contextlib
 import functools

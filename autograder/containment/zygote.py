@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-from autograder import isolation
+from autograder.containment import isolation
 from autograder.paths import KIT_ROOT
 
 # What a zygote (and so every child) sees of the environment: nothing of the instructor's or
@@ -27,7 +27,7 @@ from autograder.paths import KIT_ROOT
 # older OpenBLAS builds need them to compute right.
 ENV_PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 LEDGER_BYTES = 1 << 20  # room for 262,143 children's uids per run
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandbox import zygote_main; zygote_main()"
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.containment.sandbox import zygote_main; zygote_main()"
 
 
 def child_environment():
@@ -93,7 +93,7 @@ class Zygote:
     def spawn(self, submission_dir, mode, limits, uid, cgroup_procs=()):
         """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``), in the
         submission's cgroup when there is one (``cgroups.SubmissionCgroup.procs``); returns a ``sandbox.Child``."""
-        from autograder.sandbox import Child  # imports torch (replies are tensors): not needed to start
+        from autograder.containment.sandbox import Child  # imports torch (replies are tensors): not needed to start
 
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
@@ -136,10 +136,10 @@ class Zygote:
 def preload():
     """In a grader that will fork its zygote (``Zygote(preloaded=True)``): import and warm up what the
     zygote holds, before this process reads anything of the course or the student."""
-    from autograder.frozen import uncollected
+    from autograder.containment.frozen import uncollected
 
     with uncollected():
-        from autograder import confine, probes, sandbox  # noqa: F401  (imports torch)
+        from autograder.containment import confine, probes, sandbox  # noqa: F401  (imports torch)
 
         sandbox.warm_up()
 
@@ -171,7 +171,7 @@ def _fork_zygote(theirs, log, level, hidden, layers):
         os.dup2(log.fileno(), 2)
         os.dup2(theirs.fileno(), SOCKET_FD)
         os.closerange(SOCKET_FD + 1, _max_fd())  # the grader's socket end, its log, whatever it inherited
-        from autograder import sandbox
+        from autograder.containment import sandbox
 
         sandbox.serve(socket.socket(fileno=SOCKET_FD), level, hidden, layers)
     except BaseException:

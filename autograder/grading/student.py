@@ -30,15 +30,15 @@ import torch
 
 from autograder import rules
 from autograder.config import GRADER_MARGIN_MB
-from autograder.error_hints import INPLACE_ERROR, error_hint, inplace_edits
-from autograder.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
+from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits
+from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
                                  untag)
-from autograder.sandbox import ChildDied, OutOfTurn
+from autograder.containment.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
 GRADER_MARGIN = GRADER_MARGIN_MB << 20  # what the grader may still need beside a child in a memory-limited container
 MIN_CHILD_MB = 96  # below this even honest code cannot run; the container's OOM killer then decides
-# What a child's op record may name (autograder/probes.py); anything else means it was forged.
+# What a child's op record may name (autograder/containment/probes.py); anything else means it was forged.
 KNOWN_FORBIDDEN = rules.watched_builtins()
 RECORD_MISSING = "no trustworthy record of the ops it ran (the grader's profiler was stopped or replaced)"
 
@@ -285,7 +285,7 @@ class Student:
         container's OOM killer. Measured once, at the first child, when the zygote is warm."""
         if self.memory_fitted:
             return
-        from autograder import cgroups
+        from autograder.containment import cgroups
 
         self.memory_fitted = True
         headroom = cgroups.memory_headroom()
@@ -300,7 +300,7 @@ class Student:
     def _submission_cgroup(self):
         """One memory and process limit for all of this submission's children (``cgroups``), or None."""
         if not self.cgroup_tried:
-            from autograder import cgroups
+            from autograder.containment import cgroups
 
             self.cgroup_tried = True
             self.cgroup = cgroups.create(self.limits.memory_mb << 20, self.limits.max_processes)

@@ -10,10 +10,10 @@ import json
 import os
 import tempfile
 
-from autograder.classbook import gradebook_csv, summary_markdown
-from autograder.feedback import feedback_markdown
-from autograder.html_pages import feedback_html, summary_html
-from autograder.results import results_json
+from autograder.reports.classbook import gradebook_csv, summary_markdown
+from autograder.reports.feedback import feedback_markdown
+from autograder.reports.html_pages import feedback_html, summary_html
+from autograder.reports.results import results_json
 
 
 def write_atomic(path, text):

@@ -1,9 +1,9 @@
 """Write an nbgrader course folder for LAB-03, for instructors who grade on JupyterHub.
 
-    python -m autograder.nbgrader_course OUT      # or: make nbgrader-course [NBGRADER_COURSE=OUT]
+    python -m autograder.platforms.nbgrader_course OUT      # or: make nbgrader-course [NBGRADER_COURSE=OUT]
 
 OUT gets ``nbgrader_config.py``, ``lab03_grading.py`` (the preprocessors that grade with the kit,
-a copy of autograder/nbgrader_grading.py) and ``source/lab03/``: the playground notebook with
+a copy of autograder/platforms/nbgrader_grading.py) and ``source/lab03/``: the playground notebook with
 nbgrader cell metadata, the student stubs (never the reference), the public tests and the lab
 text. The notebook has one graded cell per part of `make grade`, worth that part's points; at
 autograde the kit's sandboxed grader scores them (see nbgrader_grading.py), and when a student runs
@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.generate import ROOT
+from autograder.platforms.generate import ROOT
 
 ASSIGNMENT = "lab03"
 NOTEBOOK = "playground.ipynb"
@@ -145,7 +145,7 @@ cell, nbgrader's autograde scores them with the kit's grader and shows its repor
 
 def part_points():
     """{part: points} of the hidden suite, in the lab's order, read from its markers (nothing runs)."""
-    from autograder.suite_points import part_points as suite_part_points
+    from autograder.grading.suite_points import part_points as suite_part_points
 
     return suite_part_points()
 
@@ -163,7 +163,7 @@ def graded_cell(part):
     import nbformat
 
     from autograder.parts import PART_TITLES
-    from autograder.suite_points import core_max
+    from autograder.grading.suite_points import core_max
 
     points = 0 if part == EXTRA_PART else part_points()[part]
     worth = (f"up to {part_points()[part]:g} points above the {core_max():g}" if part == EXTRA_PART
@@ -221,7 +221,7 @@ def course_files():
     import nbformat
 
     files = {"nbgrader_config.py": config_text().encode(),
-             GRADING_MODULE: (ROOT / "autograder" / "nbgrader_grading.py").read_bytes()}
+             GRADING_MODULE: (ROOT / "autograder" / "platforms" / "nbgrader_grading.py").read_bytes()}
     assignment = ROOT / "assignment"
     for path in sorted(assignment.rglob("*")):
         relative = path.relative_to(assignment)
@@ -321,15 +321,15 @@ def write_atomic(path, data):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder.nbgrader_course", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder.platforms.nbgrader_course", description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the course folder to write or update")
     args = parser.parse_args(argv)
     if args.out.exists() and not args.out.is_dir():
         print(f"error: {args.out} is not a folder", file=sys.stderr)
         return 2
-    from autograder.batch import verify_suite
+    from autograder.grading.batch import verify_suite
     from autograder.config import ConfigError, load_config
-    from autograder.reference_check import SuiteBroken
+    from autograder.grading.reference_check import SuiteBroken
 
     try:  # a suite the reference fails would charge every student of the course
         verify_suite(load_config())

@@ -9,11 +9,11 @@ import os
 import shutil
 import tempfile
 
-from autograder import isolation, sandbox
+from autograder.containment import isolation, sandbox
 from autograder.config import Limits, load_config
-from autograder.stage import stage
-from autograder.student import Student
-from autograder.zygote import Zygote
+from autograder.grading.stage import stage
+from autograder.grading.student import Student
+from autograder.containment.zygote import Zygote
 
 
 @contextlib.contextmanager

@@ -22,11 +22,13 @@ import sys
 import time
 import traceback
 
-from autograder import fingerprint, isolation, reference_check, report
-from autograder.inert_text import clean
+from autograder.grading import fingerprint, reference_check
+from autograder.containment import isolation
+from autograder.reports import report
+from autograder.reports.inert_text import clean
 from autograder.parts import PART_TITLES
-from autograder.runner import HIDDEN_TESTS, Engine, grade_one
-from autograder.zygote import Zygote
+from autograder.grading.runner import HIDDEN_TESTS, Engine, grade_one
+from autograder.containment.zygote import Zygote
 
 # What a per-submission grader may take beyond the submission's time limit (its calls never run past it):
 # starting pytest and the children, closing them, drawing the report's pictures. Measured: the reference,
@@ -182,7 +184,7 @@ def _timed_out_record(engine):
 
     Its parts and points are the suite's (``suite_points``), so the report is out of the same maximum as
     every other. Visible at once: a student sees why the grade is 0, and it reveals no hidden test."""
-    from autograder.suite_points import part_points
+    from autograder.grading.suite_points import part_points
 
     seconds = _grader_seconds(engine)
     reason = (f"timed out: grading this submission took longer than {seconds:g} s, so it was stopped "

@@ -408,7 +408,7 @@ def detect_layers(level):
     """The confinement layers (``confine.LAYERS``) that work here at ``level``, each tried in a throwaway child.
     With namespaces, the private root and the empty network namespace do what Landlock would: only the
     seccomp filter is added (the system calls a child may make: no new process or thread, no IPC, no keys)."""
-    from autograder import confine
+    from autograder.containment import confine
 
     # AUTOGRADER_LAYERS=none (or a comma list) withholds layers, to test what happens without them.
     allowed = os.environ.get("AUTOGRADER_LAYERS")
@@ -421,7 +421,7 @@ def detect_layers(level):
 
 
 def _try_layer(level, layer):
-    from autograder import confine
+    from autograder.containment import confine
 
     scratch = tempfile.mkdtemp(prefix="ag-probe-")
     os.chmod(scratch, 0o777)

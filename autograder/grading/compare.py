@@ -8,8 +8,8 @@ import contextlib
 
 import torch
 
-from autograder import catalogue
-from autograder.student import StudentError
+from autograder.grading import catalogue
+from autograder.grading.student import StudentError
 
 TOLERANCES = {  # dtype -> (atol, rtol)
     torch.float16: (1e-2, 1e-2),
@@ -94,7 +94,7 @@ def fail(case, problem, hint=None, figure=None, mistake=None):
 
 
 FLOAT32_EPS = torch.finfo(torch.float32).eps
-# The hint for a float64 result that is only float32-accurate; the public checks copy it (autograder/generate.py).
+# The hint for a float64 result that is only float32-accurate; the public checks copy it (autograder/platforms/generate.py).
 FLOAT32_HINT = ("keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or query.new_tensor(d_k), "
                 "not torch.Tensor([d_k]) or torch.FloatTensor(...), which are float32, "
                 "and no .float() or dtype=torch.float32 on the way")

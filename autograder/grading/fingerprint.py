@@ -19,7 +19,7 @@ from autograder.paths import KIT_ROOT
 REFERENCE_DIR = os.path.join(KIT_ROOT, "solution")
 REFERENCE_FILES = ("attention.py", "mha.py")
 # The kit's code that runs while grading, as (folder, file endings); the lock pins what it imports.
-ENGINE_SOURCES = (("autograder", (".py",)), (os.path.join("autograder", "gradescope_files"), ("",)))
+ENGINE_SOURCES = (("autograder", (".py",)), (os.path.join("autograder", "platforms", "gradescope_files"), ("",)))
 ENGINE_FILES = (os.path.join("assignment", "submit.py"), os.path.join("requirements", "kit.lock"))
 # A submission larger than this is graded every time rather than read whole to fingerprint it.
 MAX_SUBMISSION_BYTES = 512 << 20
@@ -43,7 +43,7 @@ def grader_parts(config, level, tests_dir):
         "suite": _folder_digest(tests_dir, endings=("",)),
         "reference": _files_digest(REFERENCE_DIR, REFERENCE_FILES),
         "settings": _text_digest(json.dumps(settings, sort_keys=True)),
-        "engine": _text_digest(json.dumps([*(_folder_digest(os.path.join(KIT_ROOT, folder), endings, recurse=False)
+        "engine": _text_digest(json.dumps([*(_folder_digest(os.path.join(KIT_ROOT, folder), endings)
                                              for folder, endings in ENGINE_SOURCES),
                                            _files_digest(KIT_ROOT, ENGINE_FILES), runtime])),
     }

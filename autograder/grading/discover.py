@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import yaml
 
-from autograder.stage import MAX_DEPTH, ExtractionStopped, extract_all, find_candidates, is_ignored_dir
+from autograder.grading.stage import MAX_DEPTH, ExtractionStopped, extract_all, find_candidates, is_ignored_dir
 
 LAYOUTS = ("auto", "single", "batch")
 METADATA = "submission_metadata.yml"

@@ -11,7 +11,7 @@ the check costs one grading per change of the suite, the reference, the settings
 import json
 import os
 
-from autograder.fingerprint import grader_key
+from autograder.grading.fingerprint import grader_key
 
 
 class SuiteBroken(Exception):

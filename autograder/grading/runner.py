@@ -12,11 +12,11 @@ import shutil
 import tempfile
 import time
 
-from autograder import isolation, sandbox
+from autograder.containment import isolation, sandbox
 from autograder.config import Limits
 from autograder.paths import KIT_ROOT
-from autograder.stage import stage
-from autograder.zygote import Zygote
+from autograder.grading.stage import stage
+from autograder.containment.zygote import Zygote
 
 HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
 # pytest as the grader runs it: no third-party plugins (an instructor's machine may have any), and
@@ -68,8 +68,8 @@ def grade_one(engine, source_path, slot=0):
     """Grade the submission at ``source_path`` (folder or zip); returns a JSON-ready record."""
     import pytest
 
-    from autograder.plugin import GradingContext
-    from autograder.student import Student
+    from autograder.grading.plugin import GradingContext
+    from autograder.grading.student import Student
 
     started = time.monotonic()
     scratch = tempfile.mkdtemp(prefix="ag-sub-")

@@ -1,8 +1,8 @@
 """Gradescope: grade one submission inside Gradescope's container; and the command line of both sides.
 
-``python -m autograder.gradescope run --root /autograder`` is what ``run_autograder`` calls: the
+``python -m autograder.platforms.gradescope run --root /autograder`` is what ``run_autograder`` calls: the
 same engine, suite and sandbox as ``make grade``, for the one submission in ``ROOT/submission``.
-``python -m autograder.gradescope build`` writes ``dist/autograder.zip`` (``make gradescope``) and
+``python -m autograder.platforms.gradescope build`` writes ``dist/autograder.zip`` (``make gradescope``) and
 ``lock`` rewrites its runtime lock: both on the instructor's machine, in ``gradescope_zip``.
 
 Gradescope's layout: the zip is unpacked into ROOT/source, the student's upload lands in
@@ -58,7 +58,7 @@ def run(root, isolation_settings=None):
 def start_zygote(isolation_settings):
     """The sandbox's zygote, forked from this process when it may be (``zygote.Zygote(preloaded=True)``):
     one torch import for both. Else exec'd before this process imports torch, so the imports overlap."""
-    from autograder import isolation, zygote
+    from autograder.containment import isolation, zygote
 
     for name, value in isolation_settings.items():  # read here, then gone before the fork
         os.environ[name] = value
@@ -86,12 +86,12 @@ def restart_with_allow_listed_environment(root):
     """Exec this command again with the zygote's environment (``zygote.child_environment``) and nothing of
     Gradescope's: the zygote forked from it then sees nothing the grader was started with. Before any
     import of torch, so the restart costs an interpreter's start. The isolation settings go as an argument."""
-    from autograder.zygote import child_environment
+    from autograder.containment.zygote import child_environment
 
     settings = {k: os.environ[k] for k in ISOLATION_SETTINGS if k in os.environ}
     sys.stdout.flush(), sys.stderr.flush()
     try:
-        os.execve(sys.executable, [sys.executable, "-E", "-s", "-B", "-m", "autograder.gradescope", "run", "--root",
+        os.execve(sys.executable, [sys.executable, "-E", "-s", "-B", "-m", "autograder.platforms.gradescope", "run", "--root",
                                    root, "--isolation-settings", json.dumps(settings)], child_environment())
     except OSError as err:  # graded all the same, with an exec'd zygote (two torch imports)
         print(f"could not restart with the allow-listed environment ({err}): the zygote is exec'd", flush=True)
@@ -108,11 +108,11 @@ def _write_atomic(path, text):
 
 def grade_submission(root, metadata, config, zygote):
     try:
-        from autograder.batch import grade_forked
-        from autograder.discover import Submitter
-        from autograder.feedback import feedback_markdown
-        from autograder.results import results_json
-        from autograder.runner import Engine
+        from autograder.grading.batch import grade_forked
+        from autograder.grading.discover import Submitter
+        from autograder.reports.feedback import feedback_markdown
+        from autograder.reports.results import results_json
+        from autograder.grading.runner import Engine
 
         engine = Engine(config, level=zygote.level, layers=zygote.layers, zygote=zygote, graders=1)
         record = grade_forked(engine, submission_path(os.path.join(root, "submission")))
@@ -133,7 +133,7 @@ def grade_submission(root, metadata, config, zygote):
 
 def submission_path(folder):
     """What students upload: the two files, a zip of them, or a zip of a folder holding them."""
-    from autograder.stage import find_candidates
+    from autograder.grading.stage import find_candidates
 
     if not os.path.isdir(folder):
         return folder
@@ -160,7 +160,7 @@ def _read_metadata(root):
     """Gradescope's submission_metadata.json, read with a bound: past METADATA_MAX_BYTES it is set aside
     (graded without it: the daily limit is not applied) rather than parsed into the grader's memory.
     The submitters' names, emails and ids are cut to what a report or gradebook shows."""
-    from autograder.discover import bounded_text
+    from autograder.grading.discover import bounded_text
 
     try:
         fd = os.open(os.path.join(root, "submission_metadata.json"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -242,7 +242,7 @@ def grader_error_results(err):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder.gradescope")
+    parser = argparse.ArgumentParser(prog="python -m autograder.platforms.gradescope")
     commands = parser.add_subparsers(dest="command", required=True)
     build_cmd = commands.add_parser("build", help="write dist/autograder.zip")
     build_cmd.add_argument("--out", default=os.path.join(KIT_ROOT, "dist", "autograder.zip"))
@@ -252,10 +252,10 @@ def main(argv=None):
     run_cmd.add_argument("--isolation-settings", type=json.loads, help=argparse.SUPPRESS)  # set by the restart
     args = parser.parse_args(argv)
     if args.command == "build":
-        from autograder.batch import verify_suite
+        from autograder.grading.batch import verify_suite
         from autograder.config import ConfigError, load_config
-        from autograder.gradescope_zip import build
-        from autograder.reference_check import SuiteBroken
+        from autograder.platforms.gradescope_zip import build
+        from autograder.grading.reference_check import SuiteBroken
 
         try:  # a grading.yaml the grader refuses would fail every student's submission on Gradescope
             config = load_config()
@@ -272,8 +272,8 @@ def main(argv=None):
               "Ubuntu 22.04 base image (see README, 'Grading on Gradescope')")
         return 0
     if args.command == "lock":
-        from autograder.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
-        from autograder.report import write_atomic
+        from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
+        from autograder.reports.report import write_atomic
 
         write_atomic(RUNTIME_LOCK, runtime_lock_text())
         print(f"wrote {RUNTIME_LOCK}")

@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 
-from autograder import cgroups, isolation, replies, wire
+from autograder.containment import cgroups, isolation, replies, wire
 
 OUTPUT_CAP = 64 * 1024
 
@@ -46,10 +46,10 @@ def zygote_main():
     """The zygote's own process (exec'd by ``zygote.Zygote``): warm up, then fork a waiter per request."""
     settings = json.loads(sys.argv[2])
     sock = socket.socket(fileno=settings["fd"])
-    from autograder.frozen import uncollected
+    from autograder.containment.frozen import uncollected
 
     with uncollected():
-        from autograder import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)
+        from autograder.containment import confine, probes  # noqa: F401  (every child needs them; the kit may be hidden from it)
 
         warm_up()
     serve(sock, settings["level"], settings["hidden"], settings["layers"])
@@ -135,7 +135,7 @@ def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden
 
     A setup error goes to the waiter's status pipe, which the child closes before any student code
     runs: only that pipe, never the reply pipe that student code can write, can name a grader error."""
-    from autograder import confine, probes  # already imported in the zygote: costs nothing
+    from autograder.containment import confine, probes  # already imported in the zygote: costs nothing
 
     setup_fd = status_w
     try:
@@ -426,7 +426,7 @@ def warm_up():
     """
     import torch
 
-    from autograder import probes
+    from autograder.containment import probes
 
     torch.set_num_threads(1)  # grading runs many small ops; threads only add overhead
     x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)

@@ -15,7 +15,7 @@ import pytest
 
 from autograder.parts import part_index
 from autograder.paths import KIT_ROOT
-from autograder.student import StudentError
+from autograder.grading.student import StudentError
 
 
 class GradingContext:
@@ -166,7 +166,7 @@ def student(request):
     if context is not None:
         yield context.student
         return
-    from autograder.by_hand import standalone_student
+    from autograder.grading.by_hand import standalone_student
 
     path = request.config.getoption("--submission")
     if not path:

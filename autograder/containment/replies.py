@@ -24,7 +24,7 @@ str, ``{"__sequence__": "tuple" | "list", "items": [plain]}``, ``{"__tensor_of__
 """
 import torch
 
-from autograder.protocol import OBJECT, SEQUENCE, TENSOR_OF
+from autograder.containment.protocol import OBJECT, SEQUENCE, TENSOR_OF
 
 MAX_INT = 1 << 62      # ints beyond this would overflow float arithmetic in the tests
 MAX_ITEMS = 4096       # entries of any one list or dict (honest replies: at most a few dozen)

@@ -5,8 +5,8 @@ images). Standard library only: the schema can be built and tested without torch
 """
 import dataclasses
 
-from autograder import pictures
-from autograder.inert_text import fenced, md_text
+from autograder.reports import pictures
+from autograder.reports.inert_text import fenced, md_text
 from autograder.parts import EXTRA_PARTS, part_number
 
 

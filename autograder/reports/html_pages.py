@@ -14,13 +14,13 @@ import statistics
 import sys
 import urllib.parse
 
-from autograder import pictures
-from autograder.classbook import (LIKELY_BUG, NOT_GRADED_TEXT, common_bugs, graded_entries, named_bugs, not_graded,
+from autograder.reports import pictures
+from autograder.reports.classbook import (LIKELY_BUG, NOT_GRADED_TEXT, common_bugs, graded_entries, named_bugs, not_graded,
                                   pass_rates, renamed_line, score_bands, status_of, submission_label)
-from autograder.feedback import not_run, printed_output, sandbox_description
-from autograder.inert_text import clean
+from autograder.reports.feedback import not_run, printed_output, sandbox_description
+from autograder.reports.inert_text import clean
 from autograder.parts import PART_TITLES
-from autograder.results import GRADED, part_scores
+from autograder.reports.results import GRADED, part_scores
 
 MAX_PICTURES = 6  # PNG heatmaps per feedback.html: each one is drawn in the submission's grading time
 PICTURED = {"mask", "weights"}  # what gets a PNG; other matrices (results, gradients) stay text

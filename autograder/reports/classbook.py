@@ -6,8 +6,8 @@ import io
 import statistics
 import urllib.parse
 
-from autograder.inert_text import md_text, spreadsheet_cell
-from autograder.results import GRADED, GRADER_ERROR, NO_FILES, part_scores, parts_in
+from autograder.reports.inert_text import md_text, spreadsheet_cell
+from autograder.reports.results import GRADED, GRADER_ERROR, NO_FILES, part_scores, parts_in
 
 # Canvas's gradebook import needs these first, in this order; it finds each student by ID, then SIS
 # User ID, then SIS Login ID, then name or sortable name, and offers every later column as an

@@ -1,9 +1,9 @@
 """feedback.md: one submission's report for a person (parts, failures with their messages, and
 what the code printed), and the sentences it shares with feedback.html.
 """
-from autograder.inert_text import fenced
+from autograder.reports.inert_text import fenced
 from autograder.parts import PART_TITLES
-from autograder.results import NO_FILES, part_scores
+from autograder.reports.results import NO_FILES, part_scores
 
 OUTPUT_SHOWN = 4000
 

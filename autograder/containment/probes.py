@@ -6,7 +6,7 @@ tensors and Python scalars. Every comparison happens in the parent, and every fi
 (results, attributes, errors, the forbidden ops seen, memory figures) is a claim the parent
 recomputes or cross-checks before a score depends on it.
 
-What a request may ask and what a reply holds is defined in ``autograder.protocol``.
+What a request may ask and what a reply holds is defined in ``autograder.containment.protocol``.
 """
 import ctypes
 import dataclasses
@@ -22,8 +22,9 @@ import _thread
 
 import torch
 
-from autograder import rules, wire
-from autograder.protocol import (MAX_TEXT, STUDENT_MODULES, Answer, ErrorInfo, Import, Probe, ProtocolError,
+from autograder import rules
+from autograder.containment import wire
+from autograder.containment.protocol import (MAX_TEXT, STUDENT_MODULES, Answer, ErrorInfo, Import, Probe, ProtocolError,
                                  WarmUp, Where, read_request, tag)
 
 # --- the from-scratch rule, checked while the student's code runs ------------------------
@@ -75,7 +76,7 @@ FORBIDDEN_EVENT = "forbidden:"
 def single_threaded():
     """The op record sees only the thread that runs the request, so the child runs one thread: torch's
     pools sized to one, and a Python thread refused when it is started (the kernel filter refuses the
-    clone too, where there is one: autograder/confine.py; this holds without it)."""
+    clone too, where there is one: autograder/containment/confine.py; this holds without it)."""
     torch.set_num_threads(1)
     try:
         torch.set_num_interop_threads(1)

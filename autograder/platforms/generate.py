@@ -1,7 +1,7 @@
 """Generate what students receive from the reference, with nbgrader's own ClearSolutions.
 
-    python -m autograder.generate           # rewrite the targets that are out of sync
-    python -m autograder.generate --check   # only list them; exit 1 if any
+    python -m autograder.platforms.generate           # rewrite the targets that are out of sync
+    python -m autograder.platforms.generate --check   # only list them; exit 1 if any
 
 Every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region of a source becomes
 ``raise NotImplementedError`` at the region's indentation; everything else (docstrings,
@@ -11,11 +11,11 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/lab_figure.py), and four
+lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and four
 regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
-grader's (autograder/compare.py) so a value the public tests accept is one the grader accepts,
-the seeded ``randn`` (autograder/seeded.py) the hidden cases draw their inputs with, the
-table of torch errors' hints (autograder/error_hints.py) the reports use too, and the grader's
+grader's (autograder/grading/compare.py) so a value the public tests accept is one the grader accepts,
+the seeded ``randn`` (autograder/grading/seeded.py) the hidden cases draw their inputs with, the
+table of torch errors' hints (autograder/grading/error_hints.py) the reports use too, and the grader's
 test for a float64 result that is only float32-accurate, with the catalogue's words for it.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
@@ -29,7 +29,7 @@ import importlib
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # (source, target) pairs relative to ROOT, rendered by RENDERERS after the source's suffix.
 PAIRS = [
@@ -38,7 +38,7 @@ PAIRS = [
     ("solution/playground.ipynb", "assignment/playground.ipynb"),
 ]
 
-# The lab text's example picture, drawn from the reference (autograder/lab_figure.py).
+# The lab text's example picture, drawn from the reference (autograder/reports/lab_figure.py).
 FIGURE_PAIRS = [("solution/attention.py", "assignment/causal_attention.png")]
 
 # The public case table, and the folder of otter checks generated from it (one file per part).
@@ -49,24 +49,24 @@ CHECKS = "assignment/checks"
 # pair of markers are rendered from their source, so the two cannot disagree. The students' file
 # imports nothing from the grader; it holds copies. First, the tolerance table.
 REGION_TARGET = "assignment/tests/checks.py"
-TOLERANCE_SOURCE = "autograder/compare.py"
+TOLERANCE_SOURCE = "autograder/grading/compare.py"
 TOLERANCE_BEGIN = "# The grader's own tolerances (atol + rtol * |expected|), copied from its table: do not edit."
 TOLERANCE_END = "# (end of the grader's tolerances)"
 
 # The public checks' seeded inputs, the same way: the function the hidden cases use, copied.
-SEEDED_SOURCE = "autograder/seeded.py"
-SEEDED_BEGIN = "# The grader's seeded inputs, copied from autograder/seeded.py: do not edit."
+SEEDED_SOURCE = "autograder/grading/seeded.py"
+SEEDED_BEGIN = "# The grader's seeded inputs, copied from autograder/grading/seeded.py: do not edit."
 SEEDED_END = "# (end of the grader's seeded inputs)"
 
 # And the hints for torch's errors, which the reports give too: the module's code, copied.
-HINTS_SOURCE = "autograder/error_hints.py"
-HINTS_BEGIN = "# The grader's hints for torch errors, copied from autograder/error_hints.py: do not edit."
+HINTS_SOURCE = "autograder/grading/error_hints.py"
+HINTS_BEGIN = "# The grader's hints for torch errors, copied from autograder/grading/error_hints.py: do not edit."
 HINTS_END = "# (end of the grader's hints)"
 
-# And the grader's diagnosis of a float64 result that is only float32-accurate (autograder/compare.py), with
-# the catalogue's sentence for it (autograder/catalogue.py): `make test` names it in the grade's words.
-PRECISION_SOURCE = "autograder/catalogue.py"  # with the test and hint from autograder/compare.py
-PRECISION_BEGIN = "# The grader's float32-in-float64 diagnosis, copied from autograder/compare.py and catalogue.py: do not edit."
+# And the grader's diagnosis of a float64 result that is only float32-accurate (autograder/grading/compare.py), with
+# the catalogue's sentence for it (autograder/grading/catalogue.py): `make test` names it in the grade's words.
+PRECISION_SOURCE = "autograder/grading/catalogue.py"  # with the test and hint from autograder/grading/compare.py
+PRECISION_BEGIN = "# The grader's float32-in-float64 diagnosis, copied from autograder/grading/compare.py and catalogue.py: do not edit."
 PRECISION_END = "# (end of the grader's float32-in-float64 diagnosis)"
 
 CODE_STUB = "raise NotImplementedError"
@@ -198,26 +198,26 @@ def render_check(part: str) -> str:
 
 def tolerance_table() -> str:
     """The public ``TOLERANCE`` dict, as source text, from the grader's ``compare.TOLERANCES``."""
-    from autograder.compare import TOLERANCES
+    from autograder.grading.compare import TOLERANCES
 
     rows = "".join(f"    {dtype}: dict(atol={atol!r}, rtol={rtol!r}),\n" for dtype, (atol, rtol) in TOLERANCES.items())
     return "TOLERANCE = {\n" + rows + "}\n"
 
 
 def seeded_source() -> str:
-    """The source text of ``autograder.seeded.randn``, for the public checks."""
+    """The source text of ``autograder.grading.seeded.randn``, for the public checks."""
     import inspect
 
-    from autograder import seeded
+    from autograder.grading import seeded
 
     return inspect.getsource(seeded.randn)
 
 
 def hints_source() -> str:
-    """The code of ``autograder/error_hints.py`` (its docstring, which speaks of the grader, left out)."""
+    """The code of ``autograder/grading/error_hints.py`` (its docstring, which speaks of the grader, left out)."""
     import ast
 
-    from autograder import error_hints
+    from autograder.grading import error_hints
 
     text = Path(error_hints.__file__).read_text(encoding="utf-8")
     docstring = ast.parse(text).body[0]
@@ -228,7 +228,7 @@ def precision_source() -> str:
     """The grader's float32-precision test, its hint, and the catalogue's words for the mistake."""
     import inspect
 
-    from autograder import catalogue, compare
+    from autograder.grading import catalogue, compare
 
     return (f"FLOAT32_EPS = torch.finfo(torch.float32).eps\n"
             f"FLOAT32_IN_FLOAT64 = {catalogue.FLOAT32_IN_FLOAT64.explain()!r}\n"
@@ -275,7 +275,7 @@ def render(source: str, target: str):
     if source in REGIONS:
         return render_region_of(source, ROOT / target)
     if target.endswith(".png"):
-        from autograder import lab_figure
+        from autograder.reports import lab_figure
 
         return lab_figure.render(ROOT / source)
     return RENDERERS[Path(source).suffix](ROOT / source)
@@ -333,7 +333,7 @@ def diff(source: str, target: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.generate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder.platforms.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only list out-of-sync targets; exit 1 if any")
     args = parser.parse_args(argv)
 

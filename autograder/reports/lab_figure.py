@@ -4,7 +4,7 @@
 
 The sentence, seed and projections are the playground's (section 3), so the picture in
 assignment/README.md is the one a student's notebook draws once attention.py is right.
-autograder/generate.py writes it to assignment/causal_attention.png like the stubs, and the
+autograder/platforms/generate.py writes it to assignment/causal_attention.png like the stubs, and the
 kit's tests fail when the committed image drifts from what this module draws.
 """
 import importlib.util

@@ -1,6 +1,6 @@
 """Build Gradescope's autograder zip, and the lock its image installs from: on the instructor's machine.
 
-``python -m autograder.gradescope build`` and ``lock`` (``make gradescope``, ``make lock``) call
+``python -m autograder.platforms.gradescope build`` and ``lock`` (``make gradescope``, ``make lock``) call
 this module; what runs inside Gradescope's container is ``gradescope``.
 """
 import os
@@ -11,12 +11,11 @@ import zipfile
 from autograder.config import GRADER_MARGIN_MB
 from autograder.paths import KIT_ROOT
 
-FILES_DIR = os.path.join(KIT_ROOT, "autograder", "gradescope_files")
+FILES_DIR = os.path.join(KIT_ROOT, "autograder", "platforms", "gradescope_files")
 # What the grader imports inside Gradescope; requirements/gradescope.lock pins them and all they need.
 RUNTIME_ROOTS = ("torch", "numpy", "pytest", "PyYAML")
 RUNTIME_LOCK = os.path.join(KIT_ROOT, "requirements", "gradescope.lock")
-PACKED = {  # folder -> what of it goes into the zip
-    "autograder": "*.py",
+PACKED = {  # folder -> what of it goes into the zip (and every .py of the engine: engine_folders)
     "tests_hidden": "*.py",
     "solution": ("attention.py", "mha.py"),
     "assignment": ("submit.py",),  # the from-scratch scanner that students run too
@@ -56,11 +55,18 @@ def build(out_path):
             _add(archive, os.path.join(FILES_DIR, name), name, executable=True)
         _add(archive, RUNTIME_LOCK, "requirements-gradescope.txt")
         _add(archive, os.path.join(KIT_ROOT, "grading.yaml"), "grading.yaml")
-        for folder, pattern in PACKED.items():
+        for folder, pattern in {**dict.fromkeys(engine_folders(), "*.py"), **PACKED}.items():
             for name in _files(folder, pattern):
                 _add(archive, os.path.join(KIT_ROOT, folder, name), f"{folder}/{name}")
     os.replace(tmp, out_path)
     return os.path.getsize(out_path)
+
+
+def engine_folders():
+    """The engine's package and its group packages (each sub-folder with an ``__init__.py``)."""
+    root = os.path.join(KIT_ROOT, "autograder")
+    return ["autograder"] + sorted(f"autograder/{name}" for name in os.listdir(root)
+                                   if os.path.isfile(os.path.join(root, name, "__init__.py")))
 
 
 def _files(folder, pattern):

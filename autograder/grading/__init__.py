@@ -1,0 +1,12 @@
+"""Grading: from a submission on disk to a record of every test.
+
+``stage`` and ``discover`` find and copy a submission, ``runner`` runs the hidden suite on one
+(``plugin`` gives pytest the points), ``batch`` many, each in a forked grader. ``student`` is the
+tests' handle on the sandboxed child; ``compare`` and ``catalogue`` judge and name its answers,
+``error_hints`` explains torch errors, ``seeded`` makes the inputs. ``measure`` (for the bench and
+the Gradescope tests) takes a command's time and memory as Gradescope would see them.
+``fingerprint`` and ``reference_check`` decide what can be reused, ``suite_points`` reads the
+totals from the suite, ``by_hand`` runs the suite under plain pytest.
+
+May import: the shared facts at the top, containment and reports; never platforms.
+"""
