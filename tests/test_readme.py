@@ -1,8 +1,8 @@
 """The docs' counts are the code's: each number the README or a docs/ page states about the kit is
 read back here, from the page that states it, and compared with what the kit holds, so adding a
 mutant, a catalogue entry or a hidden test's points fails until the prose says so too. The README
-and docs/*.md name only `make` targets and repository paths that exist, and link only files that
-exist."""
+and docs/*.md name only `make` targets and repository paths that exist, link only files that
+exist, and the README links every docs/ page."""
 import re
 import subprocess
 
@@ -75,11 +75,12 @@ def test_readme_counts_the_public_tests():
         f"has {len(cases)} worth {points}")
 
 
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.relative_to(ROOT).as_posix())
 @pytest.mark.parametrize("pattern", [r"about \d+(\.\d+)?x faster", r"about \d+ KiB"])
-def test_readme_states_no_measured_figure_that_goes_stale(pattern):
+def test_readme_states_no_measured_figure_that_goes_stale(pattern, doc):
     """Speed ratios and zip sizes change with every release: bench/RESULTS.md and `make gradescope` print them."""
-    found = re.search(pattern, README)
-    assert not found, f"README.md states {found.group(0)!r}; point to where it is measured instead"
+    found = re.search(pattern, doc.read_text(encoding="utf-8"))
+    assert not found, f"{doc.name} states {found.group(0)!r}; point to where it is measured instead"
 
 
 # --- totals: every file that states the suite's totals, checked against tests_hidden/ -----------
@@ -191,5 +192,7 @@ def test_docs_links_lead_to_files_of_the_kit(doc):
     assert not missing, f"{doc.name} links to files that are not there: {missing}"
 
 
-def test_readme_links_the_instructors_guide():
-    assert "(docs/instructor.md)" in README, "README.md should link docs/instructor.md"
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_readme_links_every_docs_page(page):
+    """A newcomer starts at the README: every page of docs/ is one link away (the instructor's guide too)."""
+    assert f"(docs/{page.name})" in README, f"README.md should link docs/{page.name}"
