@@ -625,7 +625,7 @@ def test_memory_held_at_once_counts_only_overlapping_survivors():
 
 def test_a_submission_cannot_fill_the_disk(run):
     """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. The uid level has no
-    mount of its own: its writes land on the host's disk, bounded only per file (the README says so)."""
+    mount of its own: its writes land on the host's disk, bounded only per file (docs/security.md says so)."""
     match = re.search(r"^DISK wrote=(\d+) error=(.*)$", run.printed("disk_fill"), re.MULTILINE)
     assert match, f"the disk payload did not report:\n{run.printed('disk_fill')[:500]}"
     if run.results("disk_fill")["extra_data"]["isolation"] != "namespaces":
@@ -850,7 +850,7 @@ def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, m
     with standalone_student(str(tmp_path / "memory_forged")) as (student, _):
         reply = student.call("attention.tiled_attention", q, k, v, kwargs={"causal": True}, measure_memory=True)
     if reply.memory_measured_by != "cgroup":
-        pytest.skip("no cgroup here: the peak is the child's own figure, which this payload forges (README)")
+        pytest.skip("no cgroup here: the peak is the child's own figure, which this payload forges (docs/security.md)")
     matrix = t * t * 4
     assert isinstance(reply.result, torch.Tensor) and reply.result.shape == (t, d), "the payload did not run as planned"
     assert reply.peak_bytes is not None and reply.peak_bytes > matrix / 2, (
@@ -962,7 +962,7 @@ def test_without_a_cgroup_the_grader_reads_the_childs_peak_from_proc(tmp_path, m
     level = isolation.choose_level()
     if case == "memory_clear_refs" and level != "namespaces" and not any(
             layer.startswith("landlock") for layer in isolation.detect_layers(level)):
-        pytest.skip(f"{level} level without Landlock: the child may reset its own peak (README)")
+        pytest.skip(f"{level} level without Landlock: the child may reset its own peak (docs/security.md)")
     monkeypatch.setattr(cgroups, "create", lambda *args, **kwargs: None)
     monkeypatch.setattr(rules, "hidden_calls", lambda path: [])  # the rule refuses open(): test the measurement
     reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}

@@ -1,7 +1,8 @@
-"""The README's counts are the code's: each number it states about the kit is read back here and
-compared with what the kit holds, so adding a mutant, a catalogue entry or a hidden test's points
-fails until the prose says so too. The README and docs/*.md name only `make` targets and
-repository paths that exist."""
+"""The docs' counts are the code's: each number the README or a docs/ page states about the kit is
+read back here, from the page that states it, and compared with what the kit holds, so adding a
+mutant, a catalogue entry or a hidden test's points fails until the prose says so too. The README
+and docs/*.md name only `make` targets and repository paths that exist, link only files that
+exist, and the README links every docs/ page."""
 import re
 import subprocess
 
@@ -10,13 +11,18 @@ import pytest
 from variant_builder import ROOT, correct_names, load_mutants
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+INSTRUCTOR = "docs/instructor.md"  # what is graded, and how fairly: the counts below live there
+STUDENTS = "docs/students.md"      # the public tests
 REAL_CODE = ROOT / "tests" / "real_code"
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+DOCS = [ROOT / "README.md", *PAGES]
 
 
-def stated(pattern):
-    """The integers the README states where ``pattern`` (a regex with groups of digits) matches."""
-    match = re.search(pattern, " ".join(README.split()))  # the README wraps its lines anywhere
-    assert match, f"README.md no longer says {pattern!r}: update this test with the new wording"
+def stated(pattern, path):
+    """The integers ``path`` states where ``pattern`` (a regex with groups of digits) matches."""
+    text = (ROOT / path).read_text(encoding="utf-8")
+    match = re.search(pattern, " ".join(text.split()))  # the docs wrap their lines anywhere
+    assert match, f"{path} no longer says {pattern!r}: update this test with the new wording"
     return [int(group) for group in match.groups()]
 
 
@@ -31,29 +37,29 @@ def real_code_bugs():
 
 
 def test_readme_counts_the_correct_variants_and_the_mutants():
-    variants, bugs = stated(r"`tests/variants/` holds (\d+) correct variants that earn full marks and (\d+) common bugs")
+    variants, bugs = stated(r"`tests/variants/` holds (\d+) correct variants that earn full marks and (\d+) common bugs", INSTRUCTOR)
     assert (variants, bugs) == (len(correct_names()), len(load_mutants())), (
-        f"README.md says {variants} correct variants and {bugs} bugs; tests/variants/ holds "
+        f"{INSTRUCTOR} says {variants} correct variants and {bugs} bugs; tests/variants/ holds "
         f"{len(correct_names())} and tests/variants/mutants.yaml {len(load_mutants())}")
 
 
 def test_readme_counts_the_catalogue_entries():
     from autograder.grading.catalogue import CATALOGUE
 
-    [entries] = stated(r"\(`autograder/grading/catalogue.py`, (\d+) entries\)")
+    [entries] = stated(r"\(`autograder/grading/catalogue.py`, (\d+) entries\)", INSTRUCTOR)
     actual = sum(len(kind) for kind in CATALOGUE.values())
-    assert entries == actual, f"README.md says the catalogue has {entries} entries; it has {actual}"
+    assert entries == actual, f"{INSTRUCTOR} says the catalogue has {entries} entries; it has {actual}"
 
 
 def test_readme_counts_the_real_code_fixtures():
     bugs = real_code_bugs()
     correct = sum(bug.startswith("none") for bug in bugs.values())
-    [held] = stated(r"`tests/real_code/` holds (\d+) submissions")
-    [agreed, right, wrong] = stated(r"agrees on all (\d+), part by part: the (\d+) correct ones .* the (\d+) buggy ones")
+    [held] = stated(r"`tests/real_code/` holds (\d+) submissions", INSTRUCTOR)
+    [agreed, right, wrong] = stated(r"agrees on all (\d+), part by part: the (\d+) correct ones .* the (\d+) buggy ones", INSTRUCTOR)
     folders = sorted(p.name for p in REAL_CODE.iterdir() if p.is_dir())
     assert sorted(bugs) == folders, "every fixture folder should have exactly one row in tests/real_code/README.md"
     assert (held, agreed, right, wrong) == (len(folders), len(folders), correct, len(folders) - correct), (
-        f"README.md says {held} fixtures ({right} correct, {wrong} buggy); tests/real_code/ holds "
+        f"{INSTRUCTOR} says {held} fixtures ({right} correct, {wrong} buggy); tests/real_code/ holds "
         f"{len(folders)} ({correct} correct)")
 
 
@@ -62,29 +68,30 @@ def test_readme_counts_the_public_tests():
 
     cases, _ = public_cases()  # ((name, part, points), ...)
     points = sum(case_points for _, _, case_points in cases)
-    [tests] = stated(r"\(partial run: N of (\d+) tests\)")
-    [total] = stated(r'"public tests: \d+/(\d+) points"')
+    [tests] = stated(r"\(partial run: N of (\d+) tests\)", STUDENTS)
+    [total] = stated(r'"public tests: \d+/(\d+) points"', STUDENTS)
     assert (tests, total) == (len(cases), points), (
-        f"README.md says {tests} public tests worth {total} points; the table in assignment/tests/cases.py "
+        f"{STUDENTS} says {tests} public tests worth {total} points; the table in assignment/tests/cases.py "
         f"has {len(cases)} worth {points}")
 
 
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.relative_to(ROOT).as_posix())
 @pytest.mark.parametrize("pattern", [r"about \d+(\.\d+)?x faster", r"about \d+ KiB"])
-def test_readme_states_no_measured_figure_that_goes_stale(pattern):
+def test_readme_states_no_measured_figure_that_goes_stale(pattern, doc):
     """Speed ratios and zip sizes change with every release: bench/RESULTS.md and `make gradescope` print them."""
-    found = re.search(pattern, README)
-    assert not found, f"README.md states {found.group(0)!r}; point to where it is measured instead"
+    found = re.search(pattern, doc.read_text(encoding="utf-8"))
+    assert not found, f"{doc.name} states {found.group(0)!r}; point to where it is measured instead"
 
 
 # --- totals: every file that states the suite's totals, checked against tests_hidden/ -----------
 
 # (file, pattern): each named group is one total, by its name (a suffix _2 marks a second mention).
 TOTALS_STATED = [
-    ("README.md", r"What is graded \((?P<core>\d+) points, plus (?P<extra>\d+) extra credit\)"),
-    ("README.md", r"a full core scores (?P<core>\d+) / (?P<core_2>\d+), with extra up to (?P<full>\d+)\)"),
-    ("README.md", r"the \d+ correct ones score (?P<core>\d+) / (?P<core_2>\d+)"),
-    ("README.md", r"enter the core maximum, the sum of the hidden suite.s points outside extra credit \((?P<core>\d+) as shipped"),
-    ("README.md", r"the graded suite \(pytest\), (?P<core>\d+) points in (?P<parts>\d+) parts \+ (?P<extra>\d+) extra"),
+    (INSTRUCTOR, r"What is graded \((?P<core>\d+) points, plus (?P<extra>\d+) extra credit\)"),
+    (INSTRUCTOR, r"a full core scores (?P<core>\d+) / (?P<core_2>\d+), with extra up to (?P<full>\d+)\)"),
+    (INSTRUCTOR, r"the \d+ correct ones score (?P<core>\d+) / (?P<core_2>\d+)"),
+    ("docs/platforms.md", r"enter the core maximum, the sum of the hidden suite.s points outside extra credit \((?P<core>\d+) as shipped"),
+    ("docs/contributing.md", r"the graded suite \(pytest\), (?P<core>\d+) points in (?P<parts>\d+) parts \+ (?P<extra>\d+) extra"),
     ("assignment/README.md", r"up to \*\*(?P<extra>\d+) points above the (?P<core>\d+)\*\*"),
     ("assignment/README.md", r"public tests: \d+/(?P<public>\d+) points"),
     ("assignment/README.md", r"never change the (?P<public>\d+) points"),
@@ -114,8 +121,9 @@ def test_stated_totals_are_the_suites(path, pattern):
 
 
 def readme_points_table():
-    """{part: points} of the table under the README's "What is graded" heading ("+10" for extra credit)."""
-    section = README.split("### What is graded", 1)[1].split("\n\n", 2)[1]
+    """{part: points} of the table under the instructor's guide's "What is graded" heading ("+10" for extra credit)."""
+    text = (ROOT / INSTRUCTOR).read_text(encoding="utf-8")
+    section = text.split("### What is graded", 1)[1].split("\n\n", 2)[1]
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()]
     return {cells[0]: float(cells[1].lstrip("+")) for cells in rows if cells[1].lstrip("+").isdigit()}
 
@@ -125,12 +133,11 @@ def test_readme_points_table_is_the_suites():
 
     actual = {part: float(points) for part, points in part_points().items()}
     assert readme_points_table() == actual, (
-        f"update README.md's points table (What is graded): it says {readme_points_table()}, the suite {actual}")
+        f"update {INSTRUCTOR}'s points table (What is graded): it says {readme_points_table()}, the suite {actual}")
 
 
 # --- names: the make targets and repository paths the README and docs/*.md mention exist ---------
 
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TRACKED = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
 TOP_LEVEL = {name.split("/")[0] for name in TRACKED}
 
@@ -185,5 +192,7 @@ def test_docs_links_lead_to_files_of_the_kit(doc):
     assert not missing, f"{doc.name} links to files that are not there: {missing}"
 
 
-def test_readme_links_the_instructors_guide():
-    assert "(docs/instructor.md)" in README, "README.md should link docs/instructor.md"
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_readme_links_every_docs_page(page):
+    """A newcomer starts at the README: every page of docs/ is one link away (the instructor's guide too)."""
+    assert f"(docs/{page.name})" in README, f"README.md should link docs/{page.name}"

@@ -269,7 +269,7 @@ def main(argv=None):
             return 3
         size = build(args.out)
         print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder, "
-              "Ubuntu 22.04 base image (see README, 'Grading on Gradescope')")
+              "Ubuntu 22.04 base image (see docs/platforms.md)")
         return 0
     if args.command == "lock":
         from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text

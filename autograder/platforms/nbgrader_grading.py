@@ -15,7 +15,7 @@ its two preprocessors in ``Autograde.autograde_preprocessors``:
   the part's points as the cell's partial credit. No tampering with the grading from the notebook's
   kernel (modules, environment, the submitted files) changes a score: the kernel starts after the
   grading, and its outputs in the graded cells are replaced. (It still runs as the user running
-  autograde, unsandboxed, as in every nbgrader course: see the kit's README.)
+  autograde, unsandboxed, as in every nbgrader course: see the kit's docs/platforms.md.)
 * ``SaveKitGrades`` is nbgrader's ``SaveAutoGrades``, and records the extra-credit points of the
   ``extra`` cell (worth 0 points) as that cell's extra credit, so the total is ``make grade``'s.
 
