@@ -1,6 +1,6 @@
 """The grading engine of the Attention from Scratch kit.
 
-Four groups, each a package that says what it may import (tests/test_import_graph.py checks it):
+Four groups, each a package that says what it may import (tests/kit/test_import_graph.py checks it):
 ``containment`` (the sandbox and its channel), ``grading`` (a submission to a record of every test),
 ``reports`` (what a grade looks like) and ``platforms`` (Gradescope, nbgrader, generated files).
 Here at the top: the entry (``cli``, ``__main__``) and the facts every group shares, which import

@@ -6,7 +6,7 @@ For each folder it imports attention.py and mha.py (folder first on sys.path, fr
 modules each time), calls every probe and saves ``{folder: {probe: record}}`` to OUT.pt,
 where a record is ``{"part", "value", "forbidden"}``: the probe's result (tensors and
 plain values, or "raised <Error>") and the forbidden built-ins called while it ran.
-The parent compares records with the reference's (tests/test_variant_table.py).
+The parent compares records with the reference's (tests/grading/test_variant_table.py).
 All folders share one process, so torch is imported once.
 """
 import ast

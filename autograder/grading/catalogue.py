@@ -4,7 +4,7 @@ When a student's result is wrong, the grader recomputes every known mistake of t
 the same inputs; if the student's result matches one, the feedback names it in one sentence
 and points to the part of the lab that covers it. Add a mistake by writing one small function
 with the ``@mistake`` decorator below, and a mutant that makes it to tests/variants/mutants.yaml:
-``tests/test_grading_variants.py`` proves each entry is recognised from a submission written that way.
+``tests/heavy/test_grading_variants.py`` proves each entry is recognised from a submission written that way.
 
 Kinds and what their functions compute:
 * ``causal_mask(seq_len) -> mask``

@@ -6,7 +6,7 @@ entry point (what run_autograder execs) runs there with a bare environment. Thes
 cover the grading logic fast: schema, upload shapes, visibility, the daily limit, grader
 errors. They borrow this machine's interpreter, so they prove nothing about the image:
 setup.sh and run_autograder themselves are tested in a clean container by
-tests/test_gradescope_container.py.
+tests/heavy/test_gradescope_container.py.
 """
 import datetime
 import io
@@ -320,8 +320,8 @@ def test_hostile_submission_cannot_touch_results_or_read_the_reference(tmp_path,
     assert (root / "results" / "results.json").read_bytes() == written, "results.json changed after grading"
 
 
-MEMORY_HUNT = ROOT / "tests" / "hostile" / "grader_memory" / "attention.py.payload"
-INHERITED_FDS = ROOT / "tests" / "hostile" / "inherited_fds" / "attention.py.payload"
+MEMORY_HUNT = ROOT / "tests" / "heavy" / "hostile" / "grader_memory" / "attention.py.payload"
+INHERITED_FDS = ROOT / "tests" / "heavy" / "hostile" / "inherited_fds" / "attention.py.payload"
 
 
 def plant_secret(root, secret):

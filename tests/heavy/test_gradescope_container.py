@@ -218,7 +218,7 @@ def test_the_memory_points_count_what_the_call_allocated_without_a_cgroup(graded
 
 @pytest.fixture(scope="module")
 def hostile(image, tmp_path_factory):
-    """Every case of tests/hostile graded in the image: case -> (results, Outcome, escapes, connections)."""
+    """Every case of tests/heavy/hostile graded in the image: case -> (results, Outcome, escapes, connections)."""
     assert image.setup_outcome.returncode == 0, "setup.sh failed"
     token = secrets.token_hex(4)
     markers = image.root / f"markers-hx-{token}"
@@ -250,7 +250,7 @@ def hostile(image, tmp_path_factory):
 
 
 def escapes(image, token):
-    """Files a payload made outside its sandbox: their names hold the token (tests/hostile/README.md)."""
+    """Files a payload made outside its sandbox: their names hold the token (tests/heavy/hostile/README.md)."""
     pattern = f"*hx-{token}*"
     places = [image.root, image.root / "tmp", image.root / "root", image.root / "autograder"]
     found = [p for place in places for p in place.glob(pattern) if p.name != f"markers-hx-{token}"]

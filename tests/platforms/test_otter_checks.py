@@ -20,7 +20,7 @@ pytest.importorskip("otter", reason="otter-grader is not installed (requirements
 
 pytestmark = pytest.mark.slow  # runs otter-grader's checks (`make check-fast` skips it)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT = ROOT / "assignment"
 CHECKS = ROOT / generate.CHECKS
 NOT_IMPLEMENTED = "is not implemented yet (NotImplementedError in "

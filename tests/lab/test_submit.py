@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUBMIT = ROOT / "assignment" / "submit.py"
 SOLUTION = ROOT / "solution"
 FILES = ["attention.py", "mha.py"]
@@ -327,7 +327,7 @@ def every_kit_submission(tmp_path):
                     for m in vb.load_mutants()})
     folders.update({f"examples/{p.name}": p for p in (ROOT / "examples" / "submissions").iterdir() if p.is_dir()})
     folders["stubs"] = ROOT / "assignment"
-    folders.update({f"real_code/{p.name}": p for p in (ROOT / "tests" / "real_code").iterdir() if p.is_dir()})
+    folders.update({f"real_code/{p.name}": p for p in (ROOT / "tests" / "heavy" / "real_code").iterdir() if p.is_dir()})
     return folders, {m["name"] for m in vb.load_mutants() if "rules" in m["parts"]}
 
 
@@ -335,7 +335,7 @@ def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
     """A false accusation is worse than a missed cheat: every correct variant, every mutant (their
     bugs are honest mistakes), every example and every real-code fixture passes. The mutants that
     lose rule points, and real code that calls a built-in, may be flagged for the built-in they use,
-    never for code that hides what it calls (tests/test_grading_variants.py proves they lose the rule)."""
+    never for code that hides what it calls (tests/heavy/test_grading_variants.py proves they lose the rule)."""
     folders, rule_mutants = every_kit_submission(tmp_path)
     accused = {}
     for label, folder in folders.items():

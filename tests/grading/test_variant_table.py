@@ -17,7 +17,7 @@ from autograder.parts import PARTS
 from variant_builder import (CORRECT, EXTRA_VARIANTS, FILES, SOLUTION, build_correct, build_mutant, build_reference,
                              correct_names, edits, load_mutants)
 
-CHECKER = Path(__file__).resolve().parent / "variant_checker.py"
+CHECKER = Path(__file__).resolve().parents[1] / "variant_checker.py"
 MUTANTS = load_mutants()
 CORRECT_NAMES = correct_names()
 FIELDS = {"name", "file", "find", "replace", "parts", "why"}

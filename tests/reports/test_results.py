@@ -15,7 +15,7 @@ from autograder.grading.discover import Submitter
 from autograder.parts import PARTS
 from autograder.reports.results import part_scores, results_json
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Gradescope's results.json: the fields it reads at the top and in each test, and their types.
 TOP_FIELDS = {"score": (int, float), "execution_time": (int, float), "output": str, "output_format": str,

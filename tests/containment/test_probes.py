@@ -2,8 +2,8 @@
 running one probe per request, describing what the student's code raised, and the op record.
 
 These tests call the child's functions in this process, on small student files written to a
-temporary folder; the sandbox around them is tested elsewhere (tests/test_isolation.py,
-tests/test_hostile.py). ``install_tripwires`` is not called here: it wraps torch's functions
+temporary folder; the sandbox around them is tested elsewhere (tests/containment/test_isolation.py,
+tests/heavy/test_hostile.py). ``install_tripwires`` is not called here: it wraps torch's functions
 for good, so it runs in a subprocess of its own.
 """
 import subprocess
@@ -411,7 +411,7 @@ print((rss() - before) >> 20)
 
 def test_what_the_warm_up_freed_is_not_resident_for_the_call_to_reuse():
     """The meter starts after the warm-up: memory it freed but the allocator kept would take a student's
-    blocks of the same sizes unseen (tests/hostile/memory_warm_reuse). Without the release, 64 MiB of such
+    blocks of the same sizes unseen (tests/heavy/hostile/memory_warm_reuse). Without the release, 64 MiB of such
     blocks grew the RSS by 39 to 54 MiB here."""
     grown = subprocess.run([sys.executable, "-c", REUSE], cwd=ROOT, capture_output=True, text=True, check=True)
     assert int(grown.stdout) >= 60, f"64 MiB of blocks grew the RSS by {grown.stdout.strip()} MiB"

@@ -1,6 +1,6 @@
 """An independent judge of submissions, built from torch's own attention (never the kit's reference).
 
-    python tests/real_code_oracle.py OUT.json FOLDER [FOLDER...]
+    python tests/heavy/real_code_oracle.py OUT.json FOLDER [FOLDER...]
 
 For each folder it imports attention.py and mha.py, checks every part of the contract against
 ``F.scaled_dot_product_attention`` and ``nn.MultiheadAttention``, and writes

@@ -19,7 +19,7 @@ pytest.importorskip("ipykernel", reason="ipykernel is not installed: no kernel t
 
 pytestmark = pytest.mark.slow  # executes the playground notebook (`make check-fast` skips it)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ("bidirectional_vs_causal", "padding", "heads")  # heatmaps that show(fig, name) saves
 LINE_PLOTS = ("memory", "kv_cache")  # extra credit: two curves each, in matplotlib's first two colours
 NOT_YET = re.compile(r"^Not yet: implement (.+) first, then run this cell again\.$", re.MULTILINE)

@@ -101,7 +101,7 @@ def test_finding_the_worst_matrix_never_imports_sympy():
              "assert matrix_figure('weights', e, g)['where'] == 'batch 1, head 2'; "
              "print('sympy' in sys.modules)")
     printed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                             cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+                             cwd=Path(__file__).resolve().parents[2]).stdout.strip()
     assert printed == "False", "drawing the worst matrix imported sympy into the grader"
 
 

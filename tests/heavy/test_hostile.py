@@ -1,6 +1,6 @@
 """Hostile submissions are contained.
 
-Every attack (tests/hostile/, one folder per case) is graded in one batch together
+Every attack (tests/heavy/hostile/, one folder per case) is graded in one batch together
 with the reference as a control, by one run of ``python -m autograder grade``. Each attack must
 end with a clear message in its own report and a score for everything else, the grader must
 exit 0, and nothing may escape: no file outside the sandbox's scratch folder, no connection, no
@@ -156,7 +156,7 @@ def build_batch(batch, values):
     """Write every case (and the controls) as one submission folder of `batch`.
 
     A case file is appended to the reference's file of the same name, so it only holds the
-    hostile part (see tests/hostile/README.md); `values` fill in its @PLACEHOLDERS@.
+    hostile part (see tests/heavy/hostile/README.md); `values` fill in its @PLACEHOLDERS@.
     """
     reference = {name: without_markers((SOLUTION / name).read_text()) for name in FILES}
     for folder in sorted(p for p in HOSTILE.iterdir() if p.is_dir()):
@@ -379,7 +379,7 @@ def explain(tests):
 def test_every_case_has_expectations():
     folders = {p.name for p in HOSTILE.iterdir() if p.is_dir()}
     unchecked = folders - set(EXPECTED) - {"monkeypatch"}  # monkeypatch has a test of its own
-    assert not unchecked, f"tests/hostile cases without an entry in EXPECTED: {sorted(unchecked)}"
+    assert not unchecked, f"tests/heavy/hostile cases without an entry in EXPECTED: {sorted(unchecked)}"
 
 
 def test_grader_exits_0_with_a_report_for_every_submission(run):
@@ -831,7 +831,7 @@ def test_the_memory_points_count_what_the_call_allocated(run, case):
 
 
 def test_a_forked_helper_and_a_patched_probe_cannot_hide_peak_memory(tmp_path, monkeypatch):
-    """The memory_forged payload (tests/hostile) builds the (T, T) matrix in a forked helper and
+    """The memory_forged payload (tests/heavy/hostile) builds the (T, T) matrix in a forked helper and
     replaces the probe's memory reading. The source rule already fails it; here the measurement
     alone is tested, so the rule is switched off in this (trusted) process."""
     import torch
@@ -864,7 +864,7 @@ def test_the_kernel_filter_refuses_ipc_keys_sockets_threads_and_namespaces(run):
     for line in ("LEAVE key -> refused", "LEAVE shm -> refused", "UNIX -> failed", "THREAD -> refused",
                  "USERNS -> refused", "MEMFD -> refused"):
         assert line in printed, f"the leftovers payload did not report {line!r}:\n{printed[:1500]}"
-    # Refused twice: by the child's run-time check first, and by the kernel (tests/test_confine.py).
+    # Refused twice: by the child's run-time check first, and by the kernel (tests/containment/test_confine.py).
     assert "THREAD ran" not in printed and ("can't start new thread" in printed
                                             or "starting a thread is not allowed" in printed), printed[:1500]
     assert not run.unix_connections, f"the test's named Unix socket received {run.unix_connections}"

@@ -1,7 +1,7 @@
 """Fair on real code: submissions in the style of published implementations, judged twice.
 
-tests/real_code/ holds one submission per published source (its table, README.md, says which and
-what its bug is). An independent oracle built from torch's own attention (tests/real_code_oracle.py)
+tests/heavy/real_code/ holds one submission per published source (its table, README.md, says which and
+what its bug is). An independent oracle built from torch's own attention (tests/heavy/real_code_oracle.py)
 says which parts of each are wrong; one grader run grades them all. The grader must agree with the
 oracle part by part: the correct ones score every core point, and a buggy one loses points in
 exactly the parts the oracle finds wrong, never in a part where its bug does not live.
@@ -29,7 +29,7 @@ def fixture_names():
 
 
 def table():
-    """{fixture: {"source": ..., "bug": ...}} from the table in tests/real_code/README.md."""
+    """{fixture: {"source": ..., "bug": ...}} from the table in tests/heavy/real_code/README.md."""
     rows = {}
     for line in (FIXTURES / "README.md").read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

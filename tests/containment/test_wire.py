@@ -391,7 +391,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
     folder = open_tmp / "sub"
     folder.mkdir()
     folder.chmod(0o755)
-    payload = (ROOT / "tests" / "hostile" / "huge_reply" / "attention.py.payload").read_text()  # inert until the sandbox runs it
+    payload = (ROOT / "tests" / "heavy" / "hostile" / "huge_reply" / "attention.py.payload").read_text()  # inert until the sandbox runs it
     for name in FILES:
         text = without_markers((SOLUTION / name).read_text())
         (folder / name).write_text(text + payload if name == "attention.py" else text)

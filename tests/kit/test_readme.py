@@ -13,7 +13,7 @@ from variant_builder import ROOT, correct_names, load_mutants
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 INSTRUCTOR = "docs/instructor.md"  # what is graded, and how fairly: the counts below live there
 STUDENTS = "docs/students.md"      # the public tests
-REAL_CODE = ROOT / "tests" / "real_code"
+REAL_CODE = ROOT / "tests" / "heavy" / "real_code"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 DOCS = [ROOT / "README.md", *PAGES]
 
@@ -27,7 +27,7 @@ def stated(pattern, path):
 
 
 def real_code_bugs():
-    """{fixture: bug} from the table in tests/real_code/README.md ("none" for a correct source)."""
+    """{fixture: bug} from the table in tests/heavy/real_code/README.md ("none" for a correct source)."""
     rows = {}
     for line in (REAL_CODE / "README.md").read_text(encoding="utf-8").splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -54,12 +54,12 @@ def test_readme_counts_the_catalogue_entries():
 def test_readme_counts_the_real_code_fixtures():
     bugs = real_code_bugs()
     correct = sum(bug.startswith("none") for bug in bugs.values())
-    [held] = stated(r"`tests/real_code/` holds (\d+) submissions", INSTRUCTOR)
+    [held] = stated(r"`tests/heavy/real_code/` holds (\d+) submissions", INSTRUCTOR)
     [agreed, right, wrong] = stated(r"agrees on all (\d+), part by part: the (\d+) correct ones .* the (\d+) buggy ones", INSTRUCTOR)
     folders = sorted(p.name for p in REAL_CODE.iterdir() if p.is_dir())
-    assert sorted(bugs) == folders, "every fixture folder should have exactly one row in tests/real_code/README.md"
+    assert sorted(bugs) == folders, "every fixture folder should have exactly one row in tests/heavy/real_code/README.md"
     assert (held, agreed, right, wrong) == (len(folders), len(folders), correct, len(folders) - correct), (
-        f"{INSTRUCTOR} says {held} fixtures ({right} correct, {wrong} buggy); tests/real_code/ holds "
+        f"{INSTRUCTOR} says {held} fixtures ({right} correct, {wrong} buggy); tests/heavy/real_code/ holds "
         f"{len(folders)} ({correct} correct)")
 
 
@@ -113,7 +113,7 @@ def suite_totals():
 def test_stated_totals_are_the_suites(path, pattern):
     text = " ".join((ROOT / path).read_text(encoding="utf-8").split())
     match = re.search(pattern, text)
-    assert match, f"{path} no longer says {pattern!r}: update TOTALS_STATED in tests/test_readme.py"
+    assert match, f"{path} no longer says {pattern!r}: update TOTALS_STATED in tests/kit/test_readme.py"
     totals = suite_totals()
     stale = {f"{name.split('_')[0]} {totals[name.split('_')[0]]:g} (not {value})"
              for name, value in match.groupdict().items() if float(value) != totals[name.split("_")[0]]}

@@ -2,7 +2,7 @@
 reads, the exception ancestry it trusts, what a reply becomes, and how a child that fails, hangs
 or crashes costs the submission.
 
-A stand-in child answers in place of the sandbox, as in tests/test_evidence.py (which covers
+A stand-in child answers in place of the sandbox, as in tests/containment/test_evidence.py (which covers
 forged op records and forged exception ancestry; they are not repeated here).
 """
 import signal
