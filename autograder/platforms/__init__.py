@@ -5,5 +5,5 @@ run_autograder), ``gradescope_zip`` builds its zip; ``nbgrader_course`` builds t
 and ``nbgrader_grading`` runs on its grading machine; ``generate`` writes the stubs, the notebook
 and the otter checks from the reference.
 
-May import: anything in the engine. Only the command line (``cli``) imports a platform.
+May import: anything in the engine. Only the command line (``cli``) and other platforms import a platform.
 """

@@ -1,7 +1,7 @@
 """The engine's modules import one another one way only: no module of autograder/ depends on itself,
 and the four groups are layered. The shared facts at the top import no group; the sandbox and the
 reports import only those facts; grading imports the sandbox and the reports; a platform imports
-anything, and nothing imports a platform but the command line.
+anything, and nothing imports a platform but the command line and the other platforms.
 
 Imports inside functions count: deferred or not, an import that closes a loop ties two modules
 together, and neither can then be read, tested or moved without the other.
