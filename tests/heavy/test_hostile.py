@@ -99,7 +99,7 @@ EXPECTED = {
     "rule_private_getattr": Expect(ATTENTION_PARTS, (HIDDEN, "getattr(torch, <computed name>)")),
     "rule_exec_base64": Expect(ATTENTION_PARTS, (HIDDEN, "importing base64 is not allowed")),
     "rule_unwrap_tripwire": Expect(ATTENTION_PARTS, (HIDDEN, "__closure__")),
-    "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder is not allowed")),
+    "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder.containment is not allowed")),
     "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
     "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
     # Extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.

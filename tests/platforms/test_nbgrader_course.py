@@ -414,7 +414,7 @@ def test_autograde_without_the_kit_stops_with_one_line(tmp_path, monkeypatch):
 def test_the_course_grading_module_is_the_kits(tmp_path):
     course, _, _ = nbgrader_course.build(tmp_path / "course")
     copy = (course / nbgrader_course.GRADING_MODULE).read_bytes()
-    assert copy == (ROOT / "autograder" / "nbgrader_grading.py").read_bytes(), "the course's copy is stale"
+    assert copy == (ROOT / "autograder" / "platforms" / "nbgrader_grading.py").read_bytes(), "the course's copy is stale"
     config = (course / "nbgrader_config.py").read_text()
     for setting in ("c.CourseDirectory.course_id = ", "c.Exchange.root = ", "c.Autograde.exclude_overwriting = "):
         assert setting in config, f"nbgrader_config.py lacks {setting}"
