@@ -8,6 +8,7 @@ together, and neither can then be read, tested or moved without the other.
 """
 import ast
 
+import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "autograder"
@@ -124,16 +125,26 @@ def test_every_module_belongs_to_one_layer():
     assert not stray, f"{stray}: move each into a group (or list it in ENTRY or FACTS if every group needs it)"
 
 
+def upward_imports(graph):
+    return sorted(f"{name} -> {target}" for name, targets in graph.items() for target in targets
+                  if layer(target) not in MAY_IMPORT[layer(name)])
+
+
 def test_the_groups_import_down_the_layers_only():
-    graph = import_graph()
-    upward = sorted(f"{name} -> {target}" for name, targets in graph.items() for target in targets
-                    if layer(target) not in MAY_IMPORT[layer(name)])
+    upward = upward_imports(import_graph())
     assert not upward, f"imports across the layers: {upward} (see each group's __init__.py)"
 
 
-def test_a_layer_rule_catches_an_upward_import():
-    graph = {"containment.probes": {"grading.compare"}, "reports.report": {"containment.wire"}}
-    assert all(layer(target) not in MAY_IMPORT[layer(name)] for name, targets in graph.items() for target in targets)
+@pytest.mark.parametrize("module, wrong", [
+    ("containment.probes", "from autograder.grading.compare import expect_close"),
+    ("reports.feedback", "from autograder.containment import wire"),
+    ("grading.batch", "from autograder.platforms import gradescope_zip"),
+    ("config", "from autograder.reports import results"),
+])
+def test_a_deliberately_wrong_import_fails_the_layering(module, wrong):
+    graph = import_graph()
+    graph[module] = graph[module] | imported_modules(wrong, set(graph))
+    assert upward_imports(graph), f"{module} importing '{wrong}' went unnoticed"
 
 
 def test_each_group_says_what_it_may_import():
