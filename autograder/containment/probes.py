@@ -329,7 +329,7 @@ def release_free_memory():
         libc.malloc_trim(0)
         libc.mallopt(M_MMAP_THRESHOLD, MEASURED_MMAP_FROM)
         libc.mallopt(M_TRIM_THRESHOLD, MEASURED_MMAP_FROM)
-    except (OSError, AttributeError):  # not glibc: the figure can then only be higher by what was kept
+    except (OSError, AttributeError):  # not glibc: what the warm-up freed may stay resident and hide a reuse
         pass
 
 
