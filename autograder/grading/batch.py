@@ -216,11 +216,11 @@ def _grade_reference_alone(config, level):
 
 
 def _preload_pictures():
-    """Import matplotlib here, once: the graders forked after this draw feedback.html's heatmaps
-    without importing it again. A run with no grader left to fork never imports it here."""
-    from matplotlib import figure  # noqa: F401
-    from matplotlib.backends import backend_agg  # noqa: F401
+    """Load what pictures draw with here, once: the graders forked after this draw feedback.html's
+    heatmaps without loading it again. A run with no grader left to fork never loads it here."""
+    from autograder.reports import pictures
 
+    pictures.preload()
     gc.freeze()  # like the engine's own state (runner.Engine)
 
 

@@ -90,12 +90,14 @@ def _described(item, config):
 def where(item, error=None):
     """"file:line" for the instructor: of the deepest frame in the suite's own files that ``error`` passed
     through, else of the test function. Kit-relative; never shown to students."""
-    path, line = item.path, item.location[1] + 1
-    if error is not None and error.__traceback__ is not None:
-        suite = item.path.parent
-        for entry in pytest.ExceptionInfo.from_exception(error).traceback:
-            if entry.path is not None and suite in getattr(entry.path, "parents", ()):
-                path, line = entry.path, entry.lineno + 1
+    path, line = str(item.path), item.location[1] + 1
+    suite = str(item.path.parent) + os.sep
+    tb = error.__traceback__ if error is not None else None
+    while tb is not None:  # the frames themselves: pytest's traceback entries build paths (ms per failed test)
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith(suite):
+            path, line = filename, tb.tb_lineno
+        tb = tb.tb_next
     return f"{_kit_relative(path)}:{line}"
 
 

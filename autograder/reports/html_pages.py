@@ -85,7 +85,7 @@ def _drawn(draw, *args):
     """draw(*args), or None: a picture that cannot be drawn must not cost the report it is in."""
     try:
         return draw(*args)
-    except Exception as err:  # noqa: BLE001 - matplotlib can fail in many ways; the report comes first
+    except Exception as err:  # noqa: BLE001 - a drawing library can fail in many ways; the report comes first
         sys.stderr.write(f"warning: {draw.__name__} failed: {type(err).__name__}: {err}\n")
         return None
 

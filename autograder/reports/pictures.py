@@ -4,16 +4,18 @@ A ``figure`` is what the grader keeps of a failed matrix comparison (``compare.m
 ``{"what": "weights" | "mask" | ..., "expected": rows, "got": rows}`` and, when the tensor holds several
 matrices, ``"where"`` (e.g. "batch 1, head 2": the one with the largest error), at most 16 x 16, and
 the values may be NaN, inf or any finite float64 (±1.7e308 too: every step below is total, and
-``text_or_note`` drops a picture with a note rather than fail the report it is in). matplotlib is imported only inside the PNG functions, so grading
-pays for it only when a picture is drawn (and Gradescope, which shows no images, never does).
+``text_or_note`` drops a picture with a note rather than fail the report it is in). Pillow and
+matplotlib (its colormaps and font) are imported only inside the PNG functions, so grading pays for
+them only when a picture is drawn (and Gradescope, which shows no images, never does).
 """
+import functools
 import io
 import math
+from pathlib import Path
 
 SHADES = " .:-=+*#%@"  # low -> high
 NAN, INF = "?", "!"
 BAD_COLOR = "#ff00ff"  # NaN/inf cells in the PNGs: a colour no colormap here uses
-DPI = 100
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -88,104 +90,124 @@ def _shade(value, low, high):
 
 # --- PNG --------------------------------------------------------------------------------------
 
+CELL_PX = 30, 22  # a cell's side in pixels: up to 8 columns, more (up to 16)
+MARGIN_PX = 75, 10, 75, 60  # left, right, top, bottom: room for the indices and titles
+GAP = 3.5  # cells after each panel: room for a colour ramp and its labels
+FONT_PX = {"title": 15, "panel": 14, "label": 11, "bad": 10}
+
+
 def png_heatmap(figure):
     """expected, got (one colour scale) and |expected - got| side by side as a PNG, with token indices.
 
-    All three are drawn on one bare Axes, with the indices as plain text and a colour ramp per
-    scale: matplotlib's tick and colorbar machinery would make each picture 3x slower, and every
-    failing submission of a batch pays for its pictures.
+    Cells are pixels of matplotlib's colormaps, scaled up, and the labels are text drawn by Pillow in
+    matplotlib's own font. The same picture through matplotlib's artists took about 50 ms (its text
+    layout most of it), and every failing submission of a batch draws up to html_pages.MAX_PICTURES.
     """
     import numpy as np
+    from PIL import Image, ImageDraw
 
     expected, got = (np.asarray(figure[key], dtype=float) for key in ("expected", "got"))
     same = (expected == got) | (np.isnan(expected) & np.isnan(got))
     with np.errstate(over="ignore", invalid="ignore"):  # 1.7e308 - -1.7e308 is inf: shown as such
         diff = np.where(same, 0.0, np.abs(expected - got))  # NaN/inf where only one side is finite
     rows, cols = expected.shape
+    cell = CELL_PX[0] if cols <= 8 else CELL_PX[1]
+    left, right, top, bottom = MARGIN_PX
+    panel_px, gap_px = cols * cell, round(GAP * cell)
+    image = Image.new("RGB", (left + 3 * (panel_px + gap_px) + right, top + rows * cell + bottom), "white")
+    draw = ImageDraw.Draw(image)
     low, high = _finite_range(expected.tolist(), got.tolist())
     weights = figure["what"] == "weights"
-    fig, canvas, ax = _cells_axes(width=3 * cols + 3 * GAP, height=rows, cell=0.3 if cols <= 8 else 0.22)
     panels = [("expected", expected, "viridis", low, high), ("got", got, "viridis", low, high),
               ("|expected - got|", diff, "Reds", 0.0, _finite_range(diff.tolist())[1])]
     for k, (title, matrix, cmap, vmin, vmax) in enumerate(panels):
-        x0 = k * (cols + GAP)
+        x0 = left + k * (panel_px + gap_px)
         cmap = _colormap(cmap)
-        # Colours from fractions computed here (NaN and inf stay "bad"): matplotlib's own scaling overflows
-        # between -1.7e308 and 1.7e308.
-        shown = np.vectorize(lambda v: _fraction(v, vmin, vmax) if math.isfinite(v) else math.nan, otypes=[float])
-        ax.imshow(shown(matrix) if matrix.size else matrix, cmap=cmap, vmin=0.0, vmax=1.0,
-                  extent=(x0, x0 + cols, rows, 0), interpolation="nearest")
-        ax.add_patch(_frame(x0, cols, rows))
-        _label(ax, x0 + cols / 2, -0.4, title, ha="center", va="bottom", fontsize=10)
+        if matrix.size:
+            image.paste(_cells(matrix, cmap, vmin, vmax, cell), (x0, top))
+        draw.rectangle((x0 - 1, top - 1, x0 + panel_px, top + rows * cell), outline="black")
+        _text(draw, (x0 + panel_px / 2, top - 6), title, "panel", "md")
         for j in range(cols):
-            _label(ax, x0 + j + 0.5, rows + 0.15, str(j), ha="center", va="top", fontsize=8)
-        _label(ax, x0 + cols / 2, rows + 0.9, "key j" if weights else "column j", ha="center", va="top", fontsize=8)
+            _text(draw, (x0 + (j + 0.5) * cell, top + rows * cell + 4), str(j), "label", "ma")
+        _text(draw, (x0 + panel_px / 2, top + rows * cell + 22), "key j" if weights else "column j", "label", "ma")
         for i, j in zip(*np.nonzero(~np.isfinite(matrix))):
-            _label(ax, x0 + j + 0.5, i + 0.5, NAN, ha="center", va="center", fontsize=7)
+            _text(draw, (x0 + (j + 0.5) * cell, top + (i + 0.5) * cell), NAN, "bad", "mm")
         if k:  # expected and got share one scale, so one colour ramp for both
-            _colour_ramp(ax, x0 + cols + 0.3, rows, cmap, vmin, vmax)
+            _colour_ramp(image, draw, x0 + panel_px + round(0.3 * cell), top, rows * cell, cell, cmap, vmin, vmax)
     for i in range(rows):
-        _label(ax, -0.2, i + 0.5, str(i), ha="right", va="center", fontsize=8)
-    _label(ax, -1.0, rows / 2, "query i" if weights else "row i", ha="right", va="center", rotation=90, fontsize=8)
+        _text(draw, (left - 6, top + (i + 0.5) * cell), str(i), "label", "rm")
+    axis = _text_image("query i" if weights else "row i", "label").rotate(90, expand=True)
+    image.paste(axis, (left - 30 - axis.width, top + (rows * cell - axis.height) // 2))
     note = "  (magenta '?' = NaN or inf)" if not np.isfinite(np.concatenate([expected, got])).all() else ""
-    fig.suptitle(f"{figure['what']}: {rows}x{cols} matrix{_which(figure)}{note}", fontsize=11, parse_math=False)
-    return _png(canvas)
+    _text(draw, (image.width / 2, top / 3), f"{figure['what']}: {rows}x{cols} matrix{_which(figure)}{note}",
+          "title", "mm")
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
 
 
-GAP = 3.5  # cells after each panel: room for a colour ramp and its labels
+def preload():
+    """Import and load what ``png_heatmap`` uses (Pillow, matplotlib's colormaps, the fonts) by drawing
+    one cell: a process that forks graders calls it once, and each fork draws without loading them."""
+    png_heatmap({"what": "weights", "expected": [[0.0]], "got": [[1.0]]})
 
 
-def _label(ax, x, y, text, **style):
-    """Plain text at (x, y): never parsed as mathtext (a label is no formula, and skipping the parse
-    makes a heatmap about 15% faster: every failing submission of a batch draws four)."""
-    return ax.text(x, y, text, parse_math=False, **style)
-
-
-def _cells_axes(width, height, cell):
-    """A figure whose one Axes, without ticks or frame, is ``width`` x ``height`` square cells."""
-    left, right, bottom, top = 0.75, 0.1, 0.6, 0.75  # inches around the cells, for the labels
-    fig, canvas = _figure(left + width * cell + right, bottom + height * cell + top)
-    fig_width, fig_height = fig.get_figwidth(), fig.get_figheight()
-    ax = fig.add_axes((left / fig_width, bottom / fig_height, width * cell / fig_width, height * cell / fig_height))
-    ax.set_xlim(0, width)
-    ax.set_ylim(height, 0)  # row 0 on top, as in a matrix
-    ax.set_axis_off()
-    return fig, canvas, ax
-
-
-def _frame(x0, width, height):
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x0, 0), width, height, fill=False, linewidth=0.8)
-
-
-def _colour_ramp(ax, x0, rows, cmap, low, high):
-    """A colorbar drawn as one image: the scale from ``low`` (bottom) to ``high`` (top), labelled."""
+def _cells(matrix, cmap, low, high, cell):
+    """The matrix as an image of ``cell``-pixel squares; NaN and inf in the colormap's "bad" colour."""
     import numpy as np
+    from PIL import Image
 
-    ax.imshow(np.linspace(1, 0, 64)[:, None], cmap=cmap, extent=(x0, x0 + 0.5, rows, 0), aspect="auto")
-    ax.add_patch(_frame(x0, 0.5, rows))
-    labels = [(0, high), (rows / 2, low / 2 + high / 2), (rows, low)] if rows >= 3 else [(0, high), (rows, low)]
+    # Fractions computed here (halved spans, as _fraction): matplotlib's own scaling overflows between
+    # -1.7e308 and 1.7e308.
+    span = high / 2 - low / 2
+    with np.errstate(invalid="ignore", over="ignore"):
+        shown = np.clip((matrix / 2 - low / 2) / span, 0.0, 1.0) if span > 0 else np.zeros_like(matrix)
+    shown[~np.isfinite(matrix)] = np.nan
+    rgb = cmap(shown, bytes=True)[..., :3]  # (rows, cols, 3)
+    return Image.fromarray(np.ascontiguousarray(rgb.repeat(cell, axis=0).repeat(cell, axis=1)), "RGB")
+
+
+def _colour_ramp(image, draw, x0, y0, height, cell, cmap, low, high):
+    """A colorbar: the scale from ``low`` (bottom) to ``high`` (top), labelled at both ends and the middle."""
+    import numpy as np
+    from PIL import Image
+
+    width = max(round(0.5 * cell), 1)
+    ramp = cmap(np.linspace(1, 0, height), bytes=True)[:, None, :3].repeat(width, axis=1)
+    image.paste(Image.fromarray(np.ascontiguousarray(ramp), "RGB"), (x0, y0))
+    draw.rectangle((x0 - 1, y0 - 1, x0 + width, y0 + height), outline="black")
+    rows = height // cell
+    labels = [(0, high), (height / 2, low / 2 + high / 2), (height, low)] if rows >= 3 else [(0, high), (height, low)]
     for y, value in labels:
-        _label(ax, x0 + 0.7, y, f"{value:.3g}", va="center", fontsize=8)
+        _text(draw, (x0 + width + 4, y0 + y), f"{value:.3g}", "label", "lm")
 
 
-def _figure(width, height):
-    # A bare Figure on an Agg canvas: no pyplot, so no global figure registry to clean up.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI)
-    return fig, FigureCanvasAgg(fig)
+def _text(draw, xy, text, size, anchor):
+    draw.text(xy, text, fill="black", font=_font(FONT_PX[size]), anchor=anchor)
 
 
+def _text_image(text, size):
+    """``text`` alone on a white image just its size (to be rotated)."""
+    from PIL import Image, ImageDraw
+
+    font = _font(FONT_PX[size])
+    x0, y0, x1, y1 = font.getbbox(text)
+    image = Image.new("RGB", (x1 - x0 + 2, y1 - y0 + 2), "white")
+    ImageDraw.Draw(image).text((1 - x0, 1 - y0), text, fill="black", font=font)
+    return image
+
+
+@functools.lru_cache(maxsize=None)
+def _font(pixels):
+    # matplotlib's bundled DejaVu Sans: the font the kit's other figures use, present wherever matplotlib is.
+    import matplotlib
+    from PIL import ImageFont
+
+    return ImageFont.truetype(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"), pixels)
+
+
+@functools.lru_cache(maxsize=None)
 def _colormap(name):
     import matplotlib
 
     return matplotlib.colormaps[name].with_extremes(bad=BAD_COLOR)
-
-
-def _png(canvas):
-    buffer = io.BytesIO()
-    canvas.print_png(buffer)
-    return buffer.getvalue()
