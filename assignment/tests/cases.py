@@ -24,7 +24,7 @@ import torch
 from checks import (FORMULA, INPLACE_ERROR, CheckFailed, ForbiddenCall, NotWritten, attention_hint, check_attention, check_layout,
                     DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain, fail, forbidden_calls, forbidden_message,
                     device_ignored, import_student, inplace_edits, lower_triangle, projections, randn, split_hint, torch_attention,
-                    torch_mha, unpack_pair, watch_forbidden_calls)
+                    torch_mha, unpack_pair, valid_size_refused, watch_forbidden_calls)
 
 # The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
 PARTS = {
@@ -260,7 +260,8 @@ def attend(attention, query, key, value, mask=None):
     """Call the student's function and return (output, weights, case)."""
     case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
     result = attention.scaled_dot_product_attention(query, key, value, mask)
-    output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention")
+    shapes = ((*query.shape[:-1], value.size(-1)), (*query.shape[:-1], key.size(-2)))  # output's, weights'
+    output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention", shapes=shapes)
     return output, weights, case
 
 
@@ -419,7 +420,7 @@ def numeric_masks_mean_nonzero_may_attend(attention):
 @case("part2_init", points=1)
 def mha_stores_its_sizes(mha):
     for d_model, n_heads in [(12, 3), (8, 1), (8, 8)]:
-        model = mha.MultiHeadAttention(d_model, n_heads)
+        model = new_mha(mha, d_model, n_heads)
         case = f"MultiHeadAttention({d_model}, {n_heads})"
         for name, expected in [("d_model", d_model), ("n_heads", n_heads), ("d_k", d_model // n_heads)]:
             got = getattr(model, name, "<missing>")
@@ -432,7 +433,7 @@ def mha_stores_its_sizes(mha):
 def mha_has_four_linear_projections_and_nothing_else(mha):
     for bias in (True, False):
         d_model = 12
-        model = mha.MultiHeadAttention(d_model, 3, bias=bias)
+        model = new_mha(mha, d_model, 3, bias=bias)
         case = f"MultiHeadAttention({d_model}, 3, bias={bias})"
         for name, layer in zip(("w_q", "w_k", "w_v", "w_o"), projections(model, case=case)):
             if (layer.in_features, layer.out_features) != (d_model, d_model):
@@ -485,7 +486,19 @@ def mha_raises_value_error_for_non_positive_sizes(mha):
 
 def build(mha, d_model, n_heads, bias=True):
     """The student's module in float64, so comparisons can be tight."""
-    return mha.MultiHeadAttention(d_model, n_heads, bias=bias).double()
+    return new_mha(mha, d_model, n_heads, bias=bias).double()
+
+
+def new_mha(mha, d_model, n_heads, **kwargs):
+    """``MultiHeadAttention(d_model, n_heads, **kwargs)``; a DimensionMismatchError for sizes that divide
+    evenly fails with its cause first, in the grader's words (``valid_size_refused``)."""
+    try:
+        return mha.MultiHeadAttention(d_model, n_heads, **kwargs)
+    except Exception as exc:
+        why = valid_size_refused(d_model, n_heads, type(exc).__name__)
+        if why is None:
+            raise
+        raise CheckFailed(f"{why}\n{explain(exc, Path(mha.__file__).resolve().parent)}") from None
 
 
 @case("part2_heads", points=1)
@@ -535,7 +548,7 @@ def mha_forward_returns_output_and_per_head_weights(mha):
     model = build(mha, 8, 2)
     query, memory = randn(2, 3, 8, seed=1), randn(2, 6, 8, seed=2)  # T_q = 3, T_k = 6
     result, case = run(model, "MultiHeadAttention(8, 2)", query, memory, memory)
-    output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward")
+    output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward", shapes=((2, 3, 8), (2, 2, 3, 6)))
     check_layout(output, (2, 3, 8), torch.float64, case=case, what="output",
                  hint="the output has the query's shape (B, T_q, d_model)")
     check_layout(weights, (2, 2, 3, 6), torch.float64, case=case, what="weights",

@@ -231,6 +231,17 @@ def inplace_edits(source, file):
     return [f"{file}, line {n}: {lines[n - 1].strip()[:120]}" for n in found[:3]]
 
 
+def valid_size_refused(d_model, n_heads, error_name):
+    """Why ``MultiHeadAttention(d_model, n_heads)`` raising ``error_name`` is the student's condition, in one
+    line: when the error is DimensionMismatchError and the sizes divide evenly; else None. Without it
+    every test that builds the module repeats the same error, with no hint."""
+    if (error_name != "DimensionMismatchError" or not all(type(n) is int and n > 0 for n in (d_model, n_heads))
+            or d_model % n_heads):
+        return None
+    return (f"MultiHeadAttention({d_model}, {n_heads}) raised DimensionMismatchError for a valid size "
+            f"({d_model} = {n_heads} heads x {d_model // n_heads}): check your condition (d_model % n_heads != 0)")
+
+
 # A mask made on the CPU whatever ``device`` says passes every test this machine can run (it has no other
 # device, and torch's "meta" device costs seconds of imports on first use), so it is found from the text.
 DEVICE_HINT = "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"
@@ -351,12 +362,16 @@ def _pair(got, expected):
     return f"got {got:.{digits}g}, expected {expected:.{digits}g}"
 
 
-def unpack_pair(result, *, case, what, expected=None):
-    """The (output, weights) pair a function must return, or a clear failure; given the ``expected``
-    pair, one that came back as (weights, output) is called swapped (as the grader's catalogue does)."""
+def unpack_pair(result, *, case, what, expected=None, shapes=None):
+    """The (output, weights) pair a function must return, or a clear failure. One that came back as
+    (weights, output) is called swapped (as the grader's catalogue does): told by the ``expected`` pair's
+    values, or by the ``shapes`` (output's, weights'), when the two differ."""
     if not (isinstance(result, tuple) and len(result) == 2):
         fail(case, f"{what} must return a tuple (output, weights), got {type(result).__name__}")
-    if expected is not None and all(map(torch.is_tensor, result)) and all(map(_close, result, expected[::-1])):
+    if all(map(torch.is_tensor, result)) and (
+            (expected is not None and all(map(_close, result, expected[::-1])))
+            or (shapes is not None and shapes[0] != shapes[1]
+                and [tuple(t.shape) for t in result] == [tuple(shape) for shape in shapes[::-1]])):
         fail(case, f"{what} returned (weights, output): the pair is swapped",
              hint="return (output, weights), in that order")
     return result
@@ -392,7 +407,11 @@ def _leak_hint(query, key, value, mask, w):
         return ("weights contain NaN, which a softmax over scores that are all -inf gives: "
                 "take the softmax over the keys (dim=-1), where every row keeps an allowed key")
     if _close(w, torch_attention(query, key, value)[1]):
-        return "the mask was ignored: use it to fill blocked scores with -inf before the softmax"
+        if mask.dtype == torch.bool:  # the grader's catalogue words (mask_ignored)
+            return ("your code ignores the mask (bool masks too): blocked keys get weight; fill the scores with "
+                    "-inf where the mask is False (or 0) before the softmax")
+        return ("your code ignores this numeric (int or float) mask: nonzero means may attend; convert it with "
+                "mask != 0 and apply it as a bool mask")
     if torch.equal(allowed, lower_triangle(*w.shape[-2:]).expand_as(w)):
         return ("future leak: query i gives weight to a key j > i; "
                 "fill blocked scores with -inf before the softmax so they get exactly 0")

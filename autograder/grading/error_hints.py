@@ -45,6 +45,17 @@ def inplace_edits(source, file):
     return [f"{file}, line {n}: {lines[n - 1].strip()[:120]}" for n in found[:3]]
 
 
+def valid_size_refused(d_model, n_heads, error_name):
+    """Why ``MultiHeadAttention(d_model, n_heads)`` raising ``error_name`` is the student's condition, in one
+    line: when the error is DimensionMismatchError and the sizes divide evenly; else None. Without it
+    every test that builds the module repeats the same error, with no hint."""
+    if (error_name != "DimensionMismatchError" or not all(type(n) is int and n > 0 for n in (d_model, n_heads))
+            or d_model % n_heads):
+        return None
+    return (f"MultiHeadAttention({d_model}, {n_heads}) raised DimensionMismatchError for a valid size "
+            f"({d_model} = {n_heads} heads x {d_model // n_heads}): check your condition (d_model % n_heads != 0)")
+
+
 # A mask made on the CPU whatever ``device`` says passes every test this machine can run (it has no other
 # device, and torch's "meta" device costs seconds of imports on first use), so it is found from the text.
 DEVICE_HINT = "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"

@@ -30,7 +30,7 @@ import torch
 
 from autograder import rules
 from autograder.config import GRADER_MARGIN_MB
-from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits
+from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
 from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
                                  untag)
 from autograder.containment.sandbox import ChildDied, OutOfTurn
@@ -431,16 +431,13 @@ def _runs(module, mode):
 
 def _refused_valid_size(target, request, failure):
     """The failure's message; first, when MultiHeadAttention raised DimensionMismatchError for sizes that
-    divide evenly, the cause in one line (else every test that builds it repeats the error, with no hint)."""
+    divide evenly, the cause in one line (``error_hints.valid_size_refused``, which make test shares)."""
     init = request.get("init")
     args = init.get("args", []) if isinstance(init, dict) else getattr(init, "args", [])
-    if (target != "mha.MultiHeadAttention" or len(args) < 2 or not all(type(a) is int and a > 0 for a in args[:2])
-            or args[0] % args[1] or not failure.raised("DimensionMismatchError")):
+    if target != "mha.MultiHeadAttention" or len(args) < 2 or not failure.raised("DimensionMismatchError"):
         return failure.message
-    d_model, n_heads = args[:2]
-    return (f"MultiHeadAttention({d_model}, {n_heads}) raised DimensionMismatchError for a valid size "
-            f"({d_model} = {n_heads} heads x {d_model // n_heads}): check your condition (d_model % n_heads != 0)\n"
-            f"{failure.message}")
+    why = valid_size_refused(args[0], args[1], "DimensionMismatchError")
+    return f"{why}\n{failure.message}" if why else failure.message
 
 
 def _unchanged(sent, back):

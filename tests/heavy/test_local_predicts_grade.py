@@ -41,6 +41,7 @@ def line_of(mutant, text):
 
 FLOAT32_CONSTANT = {"name": "float32_constant", "file": "attention.py", "find": "/ math.sqrt(d_k)  #",
                     "replace": "/ torch.tensor(math.sqrt(d_k), dtype=torch.float32)  #"}
+SWAPPED = ["the pair is swapped", "return (output, weights), in that order"]
 # name -> (how to build it, the words both the local output and the grade's feedback must hold)
 MISTAKES = {
     "float32_softmax": (FLOAT32_SOFTMAX, [FLOAT32_IN_FLOAT64.sentence]),
@@ -56,6 +57,11 @@ MISTAKES = {
         f"SyntaxError: '(' was never closed (attention.py, line {line_of(SYNTAX_ERROR, 'd_k = query.size(-1')})"]),
     "uses_torch_sdpa": (MUTANTS["uses_torch_sdpa"], ["which the from-scratch rule forbids: this test gets no points"]),
     "extra_credit_not_defined": ("not defined", ["tiled_attention", "step"]),
+    "attention_returns_weights_first": (MUTANTS["attention_returns_weights_first"], SWAPPED),
+    "mha_returns_weights_first": (MUTANTS["mha_returns_weights_first"], SWAPPED),
+    "dimension_condition_reversed": (MUTANTS["dimension_condition_reversed"], [
+        "raised DimensionMismatchError for a valid size", "check your condition (d_model % n_heads != 0)"]),
+    "every_mask_ignored": (MUTANTS["every_mask_ignored"], ["ignores the mask (bool masks too): blocked keys get weight"]),
 }
 
 

@@ -278,3 +278,29 @@ def test_a_forbidden_call_fails_the_tests_that_make_it_and_says_what_the_grade_d
     assert earned < total, "after RULE BROKEN the score must not read like full marks"
     grade_line = next(line for line in lines if line.startswith("the grade: "))
     assert f"({len(forbidden)} of the public tests here" in grade_line, grade_line
+
+
+@pytest.mark.parametrize("name", ["attention_returns_weights_first", "mha_returns_weights_first"])
+def test_a_pair_returned_as_weights_then_output_is_called_swapped_wherever_it_fails(runs, name):
+    failures = failed(runs[name])
+    assert failures, f"{name} fails no public test"
+    for test, text in failures.items():
+        assert "the pair is swapped" in text and "wrong shape" not in text, f"{test}:\n{text}"
+
+
+def test_a_dimension_error_for_a_valid_size_says_so_before_the_error(runs):
+    failures = failed(runs["dimension_condition_reversed"])
+    assert failures, "the reversed condition fails no public test"
+    for test, text in failures.items():
+        assert text.startswith("MultiHeadAttention(") and "raised DimensionMismatchError for a valid size" in text.splitlines()[0], \
+            f"{test}:\n{text}"
+        assert "check your condition (d_model % n_heads != 0)" in text, f"{test}:\n{text}"
+
+
+@pytest.mark.parametrize("name, words", [
+    ("every_mask_ignored", "ignores the mask (bool masks too)"), ("numeric_mask_ignored", "ignores this numeric (int or float) mask")])
+def test_an_ignored_mask_is_told_bool_or_numeric(runs, name, words):
+    texts = failed(runs[name]).values()
+    assert any(words in text for text in texts), "\n".join(texts)
+    if name == "numeric_mask_ignored":  # bool masks work: nothing may say they are ignored too
+        assert not any("bool masks too" in text for text in texts), "\n".join(texts)
