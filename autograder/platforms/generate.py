@@ -29,7 +29,9 @@ import importlib
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from autograder.paths import KIT_ROOT
+
+ROOT = Path(KIT_ROOT)
 
 # (source, target) pairs relative to ROOT, rendered by RENDERERS after the source's suffix.
 PAIRS = [

@@ -8,7 +8,7 @@ from autograder.reports import pictures
 from autograder.grading.catalogue import FLOAT32_IN_FLOAT64
 from autograder.grading.compare import TOLERANCES, expect_close, matrix_figure
 from autograder.grading.student import StudentError
-from conftest import public_checks
+from conftest import ROOT, public_checks
 
 
 def attention(q, k, v, scale):
@@ -94,14 +94,13 @@ def test_finding_the_worst_matrix_never_imports_sympy():
     failing submission's heatmap, which is most of a batch."""
     import subprocess
     import sys
-    from pathlib import Path
 
     probe = ("import sys, torch; from autograder.grading.compare import matrix_figure; "
              "e = torch.zeros(2, 3, 4, 4); g = e.clone(); g[1, 2, 0, 0] = 1.0; "
              "assert matrix_figure('weights', e, g)['where'] == 'batch 1, head 2'; "
              "print('sympy' in sys.modules)")
     printed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                             cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+                             cwd=ROOT).stdout.strip()
     assert printed == "False", "drawing the worst matrix imported sympy into the grader"
 
 

@@ -9,11 +9,11 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
 ASSIGNMENT = ROOT / "assignment"
 PUBLIC = ASSIGNMENT / "tests"
 SOLUTION = ROOT / "solution"

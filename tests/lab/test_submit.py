@@ -4,11 +4,11 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
 SUBMIT = ROOT / "assignment" / "submit.py"
 SOLUTION = ROOT / "solution"
 FILES = ["attention.py", "mha.py"]

@@ -26,7 +26,8 @@ pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/
 
 pytestmark = pytest.mark.slow  # builds an nbgrader course and autogrades students with nbgrader (`make check-fast` skips it)
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
 BIN = Path(sys.executable).parent
 LAB = nbgrader_course.ASSIGNMENT
 NOTEBOOK = nbgrader_course.NOTEBOOK

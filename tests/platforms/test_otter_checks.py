@@ -20,7 +20,8 @@ pytest.importorskip("otter", reason="otter-grader is not installed (requirements
 
 pytestmark = pytest.mark.slow  # runs otter-grader's checks (`make check-fast` skips it)
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
 ASSIGNMENT = ROOT / "assignment"
 CHECKS = ROOT / generate.CHECKS
 NOT_IMPLEMENTED = "is not implemented yet (NotImplementedError in "

@@ -19,7 +19,8 @@ pytest.importorskip("ipykernel", reason="ipykernel is not installed: no kernel t
 
 pytestmark = pytest.mark.slow  # executes the playground notebook (`make check-fast` skips it)
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
 FIGURES = ("bidirectional_vs_causal", "padding", "heads")  # heatmaps that show(fig, name) saves
 LINE_PLOTS = ("memory", "kv_cache")  # extra credit: two curves each, in matplotlib's first two colours
 NOT_YET = re.compile(r"^Not yet: implement (.+) first, then run this cell again\.$", re.MULTILINE)
@@ -339,7 +340,7 @@ from pathlib import Path
 
 def upload():
     """Colab's file picker, as if the student picked LAB-03.zip: it lands in the working folder."""
-    shutil.copy(Path(__file__).resolve().parents[2] / "LAB-03.zip", "LAB-03.zip")
+    shutil.copy(ROOT / "LAB-03.zip", "LAB-03.zip")
     return {"LAB-03.zip": b""}
 '''
 

@@ -7,7 +7,6 @@ student before the due date, and what ``extra_data`` carries for the instructor.
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,8 @@ from autograder.grading.discover import Submitter
 from autograder.parts import PARTS
 from autograder.reports.results import part_scores, results_json
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
 
 # Gradescope's results.json: the fields it reads at the top and in each test, and their types.
 TOP_FIELDS = {"score": (int, float), "execution_time": (int, float), "output": str, "output_format": str,
