@@ -10,7 +10,7 @@ forged reply can raise inside the parent and become a grader error.
 The shapes, as ``probes.run_probe`` builds them::
 
     {"seq": n, "ok": true, "forbidden": [str], "record": str | null, "value": {
-        "result": plain, "inputs_after": [tensor | null], "peak_bytes": int | null,
+        "result": plain, "inputs_after": [tensor | null],
         "grads": {"inputs": [tensor | null], "params": {name: tensor | null}, "connected": bool},
         "attrs": {"type_mro": [str], "d_model"/"n_heads"/"d_k": int | str,
                   "linears": {name: {"in": int, "out": int, "bias": bool}}, "parameters": {name: tensor}},
@@ -171,7 +171,7 @@ def _projected(value, where):
 
 def _value(value, where):
     fields(value, where, optional={
-        "result": _plain, "inputs_after": _maybe_tensors, "peak_bytes": _optional(_int), "grads": _grads,
+        "result": _plain, "inputs_after": _maybe_tensors, "grads": _grads,
         "attrs": _attrs, "projected": _projected, "caches": _list_of(_plain),
         "cache_shapes": _list_of(_list_of(_either(_ints, _str, expected="a shape or a string")))})
 

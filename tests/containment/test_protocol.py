@@ -107,9 +107,9 @@ def test_an_error_answer_survives_the_schema_and_reads_back_typed():
 
 
 def test_a_value_answer_reads_back_with_its_value():
-    body = over_the_wire(Answer(3, True, ["x"], None, value={"peak_bytes": 5}).body(), seq=3)
+    body = over_the_wire(Answer(3, True, ["x"], None, value={"result": 5}).body(), seq=3)
     answer = Answer.from_body(replies.check(body))
-    assert answer.ok and answer.value == {"peak_bytes": 5} and answer.error is None and answer.forbidden == ["x"]
+    assert answer.ok and answer.value == {"result": 5} and answer.error is None and answer.forbidden == ["x"]
 
 
 def test_an_answer_body_holds_a_value_or_an_error_never_both():
@@ -165,3 +165,9 @@ def test_every_tag_passes_the_reply_schema():
     result = tag((torch.ones(1), torch.ones(1).as_subclass(Sub), [object(), "s", 1.0, float("nan")]))
     replies.check({"seq": 1, "ok": True, "forbidden": [], "record": None, "value": {"result": result}})
 
+
+
+def test_a_memory_figure_from_the_child_is_not_a_field_of_a_reply():
+    """The parent measures memory from the kernel's counters (student.MemoryMeter): a child's figure is refused."""
+    with pytest.raises(replies.BadReply):
+        replies.check({"seq": 1, "ok": True, "forbidden": [], "record": None, "value": {"result": 1, "peak_bytes": 7}})

