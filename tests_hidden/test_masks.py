@@ -4,7 +4,7 @@ import os
 import pytest
 import torch
 
-from autograder.grading.compare import diagnosed, expect_equal, expect_tensor, fail
+from autograder.grading.compare import describe_value, diagnosed, expect_equal, expect_tensor, fail
 from autograder.grading.error_hints import DEVICE_HINT, device_ignored
 from autograder.rules import read_source
 from cases import tokens_with_padding
@@ -37,7 +37,10 @@ def test_causal_mask_is_a_square_bool_tensor(student):
 def test_causal_mask_accepts_a_device(student):
     """Causal mask: made on the device asked for (device="cpu" works, and the device argument is used)"""
     got = student.call("attention.causal_mask", 3, kwargs={"device": "cpu"}).result
-    expect_equal(got, torch.ones(3, 3, dtype=torch.bool).tril(), 'causal_mask(3, device="cpu")', "mask")
+    # The call must accept a device and give a tensor; its values and layout are the other causal tests'
+    # to judge (one defect, one charge).
+    if not isinstance(got, torch.Tensor):
+        fail('causal_mask(3, device="cpu")', f"mask should be a torch.Tensor, got {describe_value(got)}")
     try:  # read by the trusted parent, never run: this machine has no second device to ask for
         source = read_source(os.path.join(student.staged.dir, "attention.py"))
     except (OSError, ValueError):

@@ -188,3 +188,12 @@ def test_a_dimension_error_for_a_valid_size_says_so(reports):
 def test_a_step_failure_points_at_the_split_heads_it_follows_from(reports):
     outputs = failed_outputs(reports, "split_heads_strided_features", "extra")
     assert outputs and all("follows from your split_heads" in o for o in outputs.values()), outputs
+
+
+@pytest.mark.parametrize("name", ["causal_mask_upper_triangle", "causal_mask_hides_diagonal", "causal_mask_leaks_one_step"])
+def test_a_wrong_causal_mask_is_charged_by_the_values_test_not_again_by_the_device_test(reports, name):
+    tests = results(reports, f"mutant-{name}")["tests"]
+    by_name = {t["name"].split(" (", 1)[0]: t for t in tests}
+    values, device = by_name["Causal mask: True on and below the diagonal, for T = 7, 4 and 1"], by_name["Causal mask: made on the device asked for"]
+    assert values["score"] < values["max_score"], explain([values])
+    assert device["score"] == device["max_score"], explain([device])

@@ -304,3 +304,11 @@ def test_an_ignored_mask_is_told_bool_or_numeric(runs, name, words):
     assert any(words in text for text in texts), "\n".join(texts)
     if name == "numeric_mask_ignored":  # bool masks work: nothing may say they are ignored too
         assert not any("bool masks too" in text for text in texts), "\n".join(texts)
+
+
+@pytest.mark.parametrize("name", ["causal_mask_upper_triangle", "causal_mask_float"])
+def test_a_wrong_causal_mask_is_not_charged_again_by_the_device_case(runs, name):
+    failures = failed(runs[name])
+    assert any(test.endswith("[causal_mask_allows_the_past_and_blocks_the_future]")
+               or test.endswith("[causal_mask_is_a_square_bool_tensor]") for test in failures), runs[name].output
+    assert not any(test.endswith("[causal_mask_is_created_on_the_requested_device]") for test in failures), runs[name].output
