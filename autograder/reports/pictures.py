@@ -157,12 +157,9 @@ def _cells(matrix, cmap, low, high, cell):
     import numpy as np
     from PIL import Image
 
-    # Fractions computed here (halved spans, as _fraction): matplotlib's own scaling overflows between
+    # Fractions computed here (NaN and inf stay "bad"): matplotlib's own scaling overflows between
     # -1.7e308 and 1.7e308.
-    span = high / 2 - low / 2
-    with np.errstate(invalid="ignore", over="ignore"):
-        shown = np.clip((matrix / 2 - low / 2) / span, 0.0, 1.0) if span > 0 else np.zeros_like(matrix)
-    shown[~np.isfinite(matrix)] = np.nan
+    shown = np.vectorize(lambda v: _fraction(v, low, high) if math.isfinite(v) else math.nan, otypes=[float])(matrix)
     rgb = cmap(shown, bytes=True)[..., :3]  # (rows, cols, 3)
     return Image.fromarray(np.ascontiguousarray(rgb.repeat(cell, axis=0).repeat(cell, axis=1)), "RGB")
 
