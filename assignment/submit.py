@@ -14,12 +14,15 @@ the standard library only and does nothing at import time.
 import argparse
 import ast
 import builtins
+import difflib
 import io
 import os
+import string
 import subprocess
 import sys
 import tempfile
 import tokenize
+import types
 import zipfile
 from pathlib import Path
 from typing import NamedTuple
@@ -41,64 +44,202 @@ TRANSFORMERS = ("Transformer", "TransformerEncoder", "TransformerDecoder", "Tran
                 "TransformerDecoderLayer")
 STUDENT_MODULES = {"attention", "mha"}  # your own modules: their names are always fine
 
-# What a file may use is an allow-list (README.md, section 5): what correct attention code needs,
-# collected from correct submissions and from published implementations (the Annotated
-# Transformer, minGPT, nanoGPT, d2l, einops-style code). Anything else is refused, with one line.
-ALL_PUBLIC = None  # a module that only computes: every public name of it is fine
-MODULES = {
-    "torch": ALL_PUBLIC,  # minus private names and TORCH_REFUSED, below
-    "math": ALL_PUBLIC,
-    "itertools": ALL_PUBLIC,
-    "__future__": ALL_PUBLIC,
-    "typing": {"Any", "Callable", "ClassVar", "Dict", "Final", "FrozenSet", "Generic", "Iterable", "Iterator",
-               "List", "Literal", "Mapping", "NamedTuple", "Optional", "Protocol", "Sequence", "Set", "Tuple",
-               "Type", "TypeVar", "Union", "TYPE_CHECKING", "Annotated", "TypeAlias", "cast", "overload"},
-    "dataclasses": {"dataclass", "field"},
-    "copy": {"copy", "deepcopy"},
-    "functools": {"partial", "lru_cache", "cache", "cached_property", "wraps", "reduce"},
-    "collections": {"namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"},
-    "warnings": {"warn"},
-    "sys": {"stdout", "stderr", "exit", "float_info", "maxsize"},
-    "time": {"time", "perf_counter", "monotonic"},
-    "numpy": {"array", "asarray", "ndarray", "ones", "zeros", "ones_like", "zeros_like", "full", "eye", "arange",
-              "triu", "tril", "sqrt", "exp", "log", "sum", "max", "min", "maximum", "minimum", "where", "matmul",
-              "dot", "einsum", "transpose", "reshape", "concatenate", "stack", "inf", "pi", "newaxis",
-              "float16", "float32", "float64", "int32", "int64", "uint8", "bool_", "finfo", "iinfo"},
-    "einops": {"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"},
-    "einops.layers.torch": {"Rearrange", "Reduce", "EinMix"},
+# What your files may use (README.md, section 5, is generated from these tables). The rule is an
+# allow-list over a small language the checker can follow completely:
+# - a module is never a value: it appears only at the head of `module.name` (torch.softmax, F.linear),
+#   bound once by an import at the top of the file and never rebound;
+# - every name of a module is listed below, grouped by what it is for;
+# - an attribute of a value (a tensor, a layer, a list) is a member listed in VALUE_MEMBERS or a name
+#   your own files define (self.w_q, def split_heads); special names (__x__) are never attributes;
+# - nothing is looked up by a string built at run time, and nothing runs a string as code.
+def _names(groups):
+    return {group: tuple(text.split()) for group, text in groups.items()}
+
+
+ALLOWED = {
+    "torch": _names({
+        "tensor types": "Tensor Size dtype device Generator BoolTensor FloatTensor DoubleTensor HalfTensor "
+                        "LongTensor IntTensor ByteTensor ShortTensor BFloat16Tensor",
+        "dtypes": "float16 float32 float64 bfloat16 half float double int8 int16 int32 int64 uint8 long int "
+                  "short bool complex64 complex128 cfloat cdouble",
+        "constants and version": "inf nan pi e __version__",
+        "dtype facts": "finfo iinfo get_default_dtype set_default_dtype is_tensor is_floating_point is_complex "
+                       "numel promote_types result_type can_cast",
+        "creation": "tensor as_tensor from_numpy zeros ones full empty zeros_like ones_like full_like empty_like "
+                    "arange linspace logspace eye rand randn randint rand_like randn_like randint_like randperm "
+                    "manual_seed normal bernoulli multinomial tril_indices triu_indices scalar_tensor complex "
+                    "polar diag diag_embed diagflat block_diag",
+        "shapes": "cat concat concatenate stack hstack vstack dstack column_stack row_stack reshape flatten "
+                  "unflatten squeeze unsqueeze transpose swapaxes swapdims permute movedim moveaxis t split "
+                  "chunk tensor_split unbind narrow select index_select gather scatter scatter_add take "
+                  "take_along_dim masked_select broadcast_to broadcast_tensors broadcast_shapes atleast_1d "
+                  "atleast_2d atleast_3d flip fliplr flipud roll rot90 tile repeat_interleave tril triu "
+                  "diagonal meshgrid cartesian_prod combinations nonzero argwhere clone view_as_real "
+                  "view_as_complex",
+        "arithmetic": "add sub subtract mul multiply div divide true_divide floor_divide remainder fmod neg "
+                      "negative abs absolute reciprocal sqrt rsqrt square pow float_power exp exp2 expm1 log "
+                      "log2 log10 log1p sigmoid tanh relu sin cos tan erf erfc sign sgn floor ceil round trunc "
+                      "frac clamp clip clamp_min clamp_max lerp addcmul addcdiv hypot atan2 logaddexp xlogy "
+                      "nan_to_num dist cdist",
+        "products": "matmul mm bmm baddbmm addbmm addmm addmv mv dot vdot inner outer ger einsum tensordot kron "
+                    "cross det inverse trace",
+        "reductions": "sum mean prod max min amax amin aminmax argmax argmin maximum minimum fmax fmin softmax "
+                      "log_softmax logsumexp cumsum cumprod cummax cummin std var std_mean var_mean median "
+                      "nanmean nansum norm count_nonzero all any topk sort argsort kthvalue mode unique bincount",
+        "comparison and masking": "where masked_fill eq ne lt le gt ge equal allclose isclose isinf isnan "
+                                  "isfinite isneginf isposinf isreal logical_and logical_or logical_not "
+                                  "logical_xor bitwise_and bitwise_or bitwise_not bitwise_xor greater less "
+                                  "greater_equal less_equal not_equal",
+        "gradients": "no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled is_inference_mode_enabled",
+        "modules": "nn linalg special autograd",
+    }),
+    "torch.nn": _names({
+        "layers": "Module Linear Bilinear Identity Dropout Embedding LayerNorm RMSNorm Softmax LogSoftmax ReLU "
+                  "GELU SiLU Tanh Sigmoid Conv1d Flatten Unflatten",
+        "containers and parameters": "Parameter ModuleList ModuleDict Sequential ParameterList ParameterDict",
+        "modules": "functional init",
+    }),
+    "torch.nn.functional": _names({
+        "layers as functions": "softmax log_softmax softmin linear bilinear dropout relu gelu silu tanh sigmoid "
+                               "softplus elu leaky_relu pad normalize layer_norm rms_norm one_hot embedding "
+                               "cosine_similarity conv1d",
+    }),
+    "torch.nn.init": _names({
+        "initialisation": "xavier_uniform_ xavier_normal_ kaiming_uniform_ kaiming_normal_ normal_ uniform_ "
+                          "zeros_ ones_ constant_ eye_ orthogonal_ trunc_normal_ calculate_gain "
+                          "_calculate_fan_in_and_fan_out",
+    }),
+    "torch.linalg": _names({
+        "linear algebra": "norm vector_norm matrix_norm matmul inv solve det qr svd eigh cholesky vecdot",
+    }),
+    "torch.special": _names({"special functions": "softmax log_softmax logsumexp expit erf logit"}),
+    "torch.autograd": _names({"gradients": "grad Function Variable"}),
+    "math": _names({
+        "math": "sqrt isqrt exp expm1 log log2 log10 log1p pow inf nan pi e tau floor ceil trunc prod fsum "
+                "isclose isinf isnan isfinite gcd lcm fabs copysign erf tanh sin cos comb perm factorial dist "
+                "hypot modf frexp ldexp",
+    }),
+    "numpy": _names({
+        "arrays": "array asarray ndarray ones zeros ones_like zeros_like full full_like eye arange triu tril "
+                  "reshape transpose concatenate stack expand_dims squeeze swapaxes moveaxis split",
+        "math": "sqrt power float_power square exp log log2 abs sum mean prod max min maximum minimum where "
+                "matmul dot einsum clip ceil floor round isinf isnan isfinite allclose inf nan pi e newaxis",
+        "dtypes": "float16 float32 float64 int32 int64 uint8 bool_ finfo iinfo",
+    }),
+    "einops": _names({"einops": "rearrange reduce repeat einsum pack unpack parse_shape", "modules": "layers"}),
+    "einops.layers": _names({"modules": "torch"}),
+    "einops.layers.torch": _names({"einops layers": "Rearrange Reduce EinMix"}),
+    "typing": _names({
+        "typing": "Any Callable ClassVar Dict Final FrozenSet Generic Iterable Iterator List Literal Mapping "
+                  "NamedTuple Optional Protocol Sequence Set Tuple Type TypeVar Union TYPE_CHECKING Annotated "
+                  "TypeAlias cast overload",
+    }),
+    "__future__": _names({"future": "annotations"}),
+    "dataclasses": _names({"dataclasses": "dataclass field fields asdict replace"}),
+    "copy": _names({"copies": "copy deepcopy"}),
+    "functools": _names({"functions": "partial lru_cache cache cached_property wraps reduce"}),
+    "itertools": _names({"iteration": "product combinations permutations chain repeat count accumulate "
+                                      "zip_longest islice starmap pairwise"}),
+    "collections": _names({"containers": "namedtuple OrderedDict defaultdict deque Counter"}),
+    "warnings": _names({"warnings": "warn"}),
+    "sys": _names({"printing and limits": "stdout stderr exit float_info maxsize"}),
+    "time": _names({"timing": "time perf_counter monotonic"}),
+    "os": _names({"debug flags": "environ getenv"}),
 }
+# Names that may only stand in type annotations (never called): their module is installed too.
+ANNOTATION_ONLY = {
+    "torch.jit": ("Final",),
+    "jaxtyping": tuple("Float Float16 Float32 Float64 Int Int32 Int64 Bool Shaped Num Integer Real Inexact "
+                       "UInt8".split()),
+}
+# Members of the values attention code handles, by type. An attribute of a value is one of these or a
+# name your own files define.
+VALUE_MEMBERS = _names({
+    "tensor: shape and type": "shape size dim ndim ndimension numel nelement dtype device is_cuda is_floating_point "
+                              "is_complex is_contiguous requires_grad grad grad_fn is_leaf data T mT H mH layout "
+                              "element_size itemsize names storage_offset stride",
+    "tensor: conversion": "to type type_as float double half bfloat16 bool int long short byte char cpu cuda "
+                          "detach detach_ clone contiguous item tolist numpy new_tensor new_zeros new_ones "
+                          "new_full new_empty requires_grad_ retain_grad backward register_hook",
+    "tensor: shapes": "view view_as reshape reshape_as flatten unflatten squeeze squeeze_ unsqueeze unsqueeze_ "
+                      "transpose transpose_ t t_ permute movedim moveaxis swapaxes swapdims expand expand_as "
+                      "repeat repeat_interleave split chunk tensor_split unbind narrow select index_select gather "
+                      "scatter scatter_ scatter_add scatter_add_ masked_select flip roll tril tril_ triu triu_ "
+                      "diagonal diag unfold index_fill index_fill_ index_copy index_copy_ index_add index_add_ "
+                      "index_put index_put_ take take_along_dim nonzero",
+    "tensor: arithmetic": "add add_ sub sub_ mul mul_ div div_ true_divide floor_divide remainder fmod neg neg_ "
+                          "abs abs_ reciprocal sqrt sqrt_ rsqrt square pow pow_ exp exp_ expm1 log log_ log2 "
+                          "log10 log1p sigmoid sigmoid_ tanh tanh_ relu relu_ sin cos erf sign floor ceil round "
+                          "trunc clamp clamp_ clip clip_ clamp_min clamp_max lerp addcmul addcdiv nan_to_num "
+                          "nan_to_num_ matmul mm bmm baddbmm addmm mv dot outer softmax log_softmax "
+                          "logsumexp fill_ zero_ copy_ normal_ uniform_ masked_fill masked_fill_ masked_scatter "
+                          "where",
+    "tensor: reductions": "sum mean prod max min amax amin aminmax argmax argmin maximum minimum cumsum cumprod "
+                          "std var median norm count_nonzero all any topk sort argsort values indices",
+    "tensor: comparison": "eq eq_ ne ne_ lt lt_ le le_ gt gt_ ge ge_ equal allclose isclose isinf isnan isfinite "
+                          "logical_and logical_and_ logical_or logical_or_ logical_not logical_not_ logical_xor "
+                          "bitwise_not bitwise_and bitwise_or",
+    "layers (nn.Module)": "forward parameters named_parameters buffers named_buffers children named_children modules "
+                          "named_modules train eval training zero_grad register_buffer register_parameter "
+                          "register_module add_module apply state_dict load_state_dict weight bias in_features "
+                          "out_features reset_parameters extra_repr get_submodule get_parameter p inplace "
+                          "normalized_shape eps elementwise_affine embedding_dim num_embeddings padding_idx "
+                          "append extend insert register_forward_hook register_forward_pre_hook",
+    # torch's attention layer is forbidden (its use is the finding); reading its weights hides nothing more.
+    "attention layers' weights": "in_proj_weight in_proj_bias out_proj num_heads embed_dim head_dim batch_first "
+                                 "kdim vdim",
+    "dtypes, devices and limits": "is_signed to_real to_complex index min max tiny smallest_normal resolution "
+                                  "bits epsilon",
+    "autograd functions": "save_for_backward saved_tensors needs_input_grad mark_dirty mark_non_differentiable "
+                          "set_materialize_grads",
+    "python values": "append extend insert pop remove clear copy count index sort reverse items keys values get "
+                     "update setdefault popitem fromkeys add discard union intersection difference issubset "
+                     "issuperset join split rsplit strip lstrip rstrip startswith endswith replace lower upper "
+                     "title capitalize center ljust rjust zfill find isdigit isidentifier splitlines format "
+                     "is_integer bit_length real imag conjugate appendleft popleft maxlen rotate most_common "
+                     "args write flush setter getter deleter",
+    "numpy arrays": "astype",
+})
+
+MODULES = {module: frozenset(name for names in groups.values() for name in names)
+           for module, groups in ALLOWED.items()}
+MEMBERS = frozenset(name for names in VALUE_MEMBERS.values() for name in names)
 ALLOWED_IMPORTS = ", ".join(sorted(m for m in MODULES if m != "__future__")) + " and your own attention"
-# Parts of torch's public API that run or load code the grader cannot read (the compiler, operator
-# registries, loaders and savers of files, C++ extensions), watch it (the profiler), or are attention built-ins
-# (torch.nn.attention). Refused wherever they appear in a torch path (torch.nn.functional.torch.jit too).
-TORCH_REFUSED = {"ops", "jit", "compile", "compiler", "library", "hub", "package", "classes", "profiler",
-                 "overrides", "utils", "multiprocessing", "distributed", "fx", "export", "onnx", "load",
-                 "serialization", "attention", "from_file", "save", "UntypedStorage", "TypedStorage"}
 # Python's built-ins correct code uses: any other one, unless the file defines that name itself, is refused.
-ALLOWED_BUILTINS = {
-    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
-    "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
-    "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object", "oct", "ord", "pow", "print",
-    "property", "range", "repr", "reversed", "round", "set", "slice", "sorted", "staticmethod", "str", "sum",
-    "super", "tuple", "type", "zip", "None", "True", "False", "NotImplemented", "Ellipsis", "__name__", "__doc__",
-    "__file__"} | {name for name in dir(builtins) if name.endswith(("Error", "Exception", "Warning"))} | {
+ALLOWED_BUILTINS = frozenset((
+    "abs all any ascii bin bool callable chr classmethod complex dict divmod enumerate filter float format "
+    "frozenset hash hex int isinstance issubclass iter len list map max min next object oct ord pow print "
+    "property range repr reversed round set slice sorted staticmethod str sum super tuple type zip None True "
+    "False NotImplemented Ellipsis __name__ __doc__ __file__").split()) | {
+    name for name in dir(builtins) if name.endswith(("Error", "Exception", "Warning"))} | {
     "StopIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
-# Built-ins that run strings as code, hand out namespaces, or reach objects by computed name: refused
-# wherever the name appears (as a parameter, an import alias...), so no redefinition hides a use.
-# getattr and its kin are fine only when called with a literal name: getattr(obj, "name", default).
-REFUSED_NAMES = {"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "open",
-                 "help", "__builtins__", "__build_class__", "__loader__", "__spec__"}
-ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "delattr", "hasattr"}
-# Special (dunder) attributes correct code reads: super().__init__, type(self).__name__, torch.__version__.
-# Every other one (__dict__, __globals__, __closure__, __class__.__mro__, __self__, ...) reaches inside objects.
-ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__class__", "__doc__", "__version__"}
-# What is a module (not a function or a value) among the paths a file can name without importing them.
-TORCH_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.special",
-                 "torch.fft", "torch.autograd", "torch.func"}
+# Built-ins that run strings as code, hand out namespaces, or reach objects by a computed name: never
+# allowed, and reserved (no parameter or function of yours may take their names).
+REFUSED_NAMES = frozenset("eval exec compile __import__ globals locals vars breakpoint open help "
+                          "__builtins__ __build_class__ __loader__ __spec__".split())
+ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+# The interpreter's own objects (frames, code, generators, tracebacks, cells) have members that reach
+# every module: your own attributes may not take those names, so an attribute name that is yours can
+# never mean one of them. (send, throw, close, clear, replace are ordinary methods there: they reach nothing.)
+_INTERPRETER_TYPES = (types.FrameType, types.CodeType, types.GeneratorType, types.CoroutineType,
+                      types.AsyncGeneratorType, types.TracebackType, types.CellType)
+INTERPRETER_MEMBERS = frozenset(
+    name for kind in _INTERPRETER_TYPES for name in dir(kind) if not name.startswith("__")
+) - {"send", "throw", "close", "clear", "replace", "aclose", "asend", "athrow"}
+# Python statements and expressions the checker follows; any other kind (match, async, await) is refused.
+REFUSED_SYNTAX = {"Match": "a match statement", "AsyncFunctionDef": "async def", "Await": "await",
+                  "AsyncFor": "async for", "AsyncWith": "async with"}
+# What the checker reads: larger or deeper code is the student's to simplify, never the grader's error.
+MAX_DEPTH = 100  # nested expressions and blocks; correct attention code stays under 30
+MAX_NODES = 200_000
+ANNOTATION_SYNTAX = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.Load,
+                     ast.BinOp, ast.BitOr, ast.Slice)
 
 BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
 HIDDEN_HINT = "write the call out plainly, e.g. torch.softmax(scores, dim=-1)"
 IMPORT_HINT = f"this lab's files may import only {ALLOWED_IMPORTS}"
+MEMBER_HINT = "use the tensor and layer methods listed in README.md section 5, or your own attributes"
+TOP_IMPORT_HINT = "import modules once, at the top of the file (import torch.nn.functional as F)"
 
 
 class Violation(NamedTuple):
@@ -107,7 +248,7 @@ class Violation(NamedTuple):
     name: str  # what is not allowed, e.g. "torch.nn.MultiheadAttention" or "exec"
     message: str  # one line, ready to show to the student
     # "builtin": one of torch's attention built-ins, named in the code;
-    # "hidden": code that can hide what it calls from the grader (exec, computed names, private torch).
+    # "hidden": code the checker cannot prove harmless (every test that runs the file gets no points).
     kind: str = "builtin"
 
 
@@ -163,7 +304,7 @@ def _python_reads(data):
     return True
 
 
-# ----------------------------------------------------------------------------- forbidden calls
+# ----------------------------------------------------------------------------- the from-scratch rule
 
 def _builtin(path):
     """The forbidden attention built-in a dotted path like 'torch.nn.functional.x' names, or None."""
@@ -181,359 +322,492 @@ def _builtin(path):
     return None
 
 
-def _private(part):
-    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+def _dunder(name):
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
 
 
-def _dunder(part):
-    return part.startswith("__") and part.endswith("__") and len(part) > 4
+def _importable(module):
+    return module in MODULES or module in ANNOTATION_ONLY or module in STUDENT_MODULES
 
 
-def _module_of(path):
-    """The allow-listed module a dotted path starts with ('numpy' for 'numpy.triu'), or None."""
-    parts = path.split(".")
-    for i in range(len(parts), 0, -1):
-        if ".".join(parts[:i]) in MODULES:
-            return ".".join(parts[:i])
-    return None
-
-
-def _path_problem(path):
-    """Why the dotted path of a module's name (torch.nn.functional.softmax, numpy.triu) is refused, or None."""
-    parts = path.split(".")
-    root = parts[0]
-    if root in STUDENT_MODULES or root.startswith("<"):
-        return None
-    if root == "torch":
-        for part in parts[1:]:
-            if _dunder(part):
-                if part not in ALLOWED_DUNDERS:
-                    return f"{part} reaches inside torch"
-            elif part.startswith("_"):
-                return "private torch names are not allowed"
-            if part in TORCH_REFUSED:
-                return f"torch's {part} runs or loads code the grader cannot read"
-        return None
-    module = _module_of(path)
-    if module is None:
-        return f"{root} is not a module this lab allows"
-    rest = parts[len(module.split(".")):]
-    if rest:
-        name, allowed = rest[0], MODULES[module]
-        if allowed is ALL_PUBLIC and (name.startswith("_") and name not in ALLOWED_DUNDERS):
-            return f"private names of {module} are not allowed"
-        if allowed is not ALL_PUBLIC and name not in allowed:
-            listed = f" ({', '.join(sorted(allowed))})" if len(allowed) <= 8 else ""
-            return f"{module}.{name} is not among the names this lab allows from {module}{listed}"
-    return None
-
-
-def _module_allowed(module):
-    """May the lab's code import ``module``? Only the allow-listed modules, torch's public modules and
-    your own two files."""
-    root = module.split(".")[0]
-    if root in STUDENT_MODULES:
-        return module in STUDENT_MODULES
-    if root == "torch":
-        return _path_problem(module) is None
-    return module in MODULES
-
-
-def _is_str(node):
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
-
-
-def _bound_names(tree):
-    """Every name the file binds somewhere: a built-in of that name is then the file's own."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            names.add(node.name)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
+def _module_names(path, annotation):
+    """The names code may take from the module at ``path``; annotations may also take ANNOTATION_ONLY's."""
+    names = set(MODULES.get(path, ()))
+    if annotation:
+        names |= set(ANNOTATION_ONLY.get(path, ()))
+        names |= {m[len(path) + 1:].split(".")[0] for m in ANNOTATION_ONLY if m.startswith(path + ".")}
     return names
 
 
-def _defined_names(node):
-    """The names ``node`` itself defines (a def, a parameter, an import alias, ...), for REFUSED_NAMES."""
-    if isinstance(node, ast.arg):
-        return [node.arg]
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    if isinstance(node, ast.alias):
-        return [node.asname or node.name]
-    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-        return [node.name]
-    if isinstance(node, (ast.Global, ast.Nonlocal)):
-        return node.names
-    return []
+def _is_module_path(path, annotation):
+    return path in MODULES or (annotation and path in ANNOTATION_ONLY)
 
 
-class _Scanner(ast.NodeVisitor):
-    """Finds forbidden functions by resolving names through imports and simple aliases, and refuses
-    whatever is not on the lab's allow-lists: a call is only judged fairly if the grader can read it."""
+def _suggest(name, choices):
+    close = difflib.get_close_matches(name, sorted(choices), n=2, cutoff=0.75)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
-    def __init__(self, filename):
-        self.filename = filename
-        self.bindings = {}  # local name -> dotted path it stands for
-        self.modules = set()  # dotted paths known to be modules (imported as such)
-        self.star_modules = set()  # modules imported with `from M import *`
-        self.violations = {}  # (line, name) -> Violation
-        self.attribute_bases = set()  # ids of nodes that are the object of an attribute access
-        self.bound = set()  # every name the file binds
 
-    # -- names
+def _literal_template(node):
+    """Is ``node`` a string literal whose {fields} read no attribute and no item (str.format stays plain)?"""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return False
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(node.value) if field]
+    except ValueError:
+        return False
+    return not any("." in field or "[" in field for field in fields)
 
-    def path(self, node):
-        """Dotted path an expression stands for ('torch.nn.functional'), or None."""
-        if isinstance(node, ast.Name):
-            return self.bindings.get(node.id, node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.path(node.value)
-            return None if base is None else f"{base}.{node.attr}"
-        if isinstance(node, ast.Call):
-            func, args = self.path(node.func), node.args
-            if func == "getattr" and len(args) >= 2 and _is_str(args[1]):
-                base = self.path(args[0])
-                return None if base is None else f"{base}.{args[1].value}"
+
+def _own_name_pattern(node):
+    """f"w_{i}": a name built at run time that starts with a written letter, so it is never special or private."""
+    return (isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant)
+            and isinstance(node.values[0].value, str) and node.values[0].value[:1].isalpha())
+
+
+class _Exports(NamedTuple):
+    modules: dict  # top-level name -> the module it is bound to (import torch.nn as nn: nn -> torch.nn)
+    names: frozenset  # every top-level name (what `from attention import *` brings)
+    own: frozenset  # the attribute names it defines (a base class there gives self.helper here)
+
+
+def _exports(source):
+    """What the other student file offers to `from attention import ...`, or None if it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    modules, names = {}, set()
+    for node in _top_level(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                modules[name] = alias.name if alias.asname else name
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if alias.name != "*" and f"{node.module}.{alias.name}" in MODULES:
+                    modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in tree.body:
+        for child in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(child.name)
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                names.add(child.id)
+    names |= set(modules)
+    return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(tree)))
 
-    def is_module(self, path):
-        return path in self.modules or path in TORCH_MODULES
 
-    def bind(self, tree):
-        """Record what each imported or simply assigned name stands for."""
-        self.bound = _bound_names(tree)
-        for _ in range(3):  # a few rounds resolve chains like `nn = torch.nn; F = nn.functional`
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    for alias in node.names:
-                        parts = alias.name.split(".")
-                        self.modules.update(".".join(parts[:i + 1]) for i in range(len(parts)))
-                        if alias.asname:
-                            self.bindings[alias.asname] = alias.name
-                        else:  # `import torch.nn.functional` binds `torch`
-                            self.bindings[parts[0]] = parts[0]
-                elif isinstance(node, ast.ImportFrom):
-                    module = "." * node.level + (node.module or "")
-                    if not node.level and node.module:  # `from M import x`: M is a module
-                        parts = node.module.split(".")
-                        self.modules.update(".".join(parts[:i + 1]) for i in range(len(parts)))
-                    for alias in node.names:
-                        if alias.name == "*":
-                            self.star_modules.add(module)
-                        else:
-                            self.bindings[alias.asname or alias.name] = f"{module}.{alias.name}"
-                            if f"{module}.{alias.name}" in TORCH_MODULES | set(MODULES):
-                                self.modules.add(f"{module}.{alias.name}")
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    self.bindings[node.name] = f"<local>.{node.name}"
-                elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    target, value = node.targets[0], self.path(node.value)
-                    if isinstance(target, ast.Name) and value is not None and value != target.id:
-                        self.bindings[target.id] = value
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute):
-                self.attribute_bases.add(id(node.value))
+def _own_names_of(node):
+    """The attribute names ``node`` itself defines (for the line of a finding)."""
+    names = set(_own_names(ast.Module(body=[node], type_ignores=[]))) if isinstance(node, ast.stmt) else set()
+    return names | ({node.attr} if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) else set())
 
-    def module_path(self, path):
-        """Is ``path`` rooted at a module (torch, numpy, an import), rather than at a local value?"""
-        return path is not None and (self.is_module(path.split(".")[0]) or path.split(".")[0] in self.modules)
 
-    # -- reports
+def _own_names(tree):
+    """Attribute names a file defines: self.x = ..., methods and class attributes, setattr(obj, "x", ...)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            yield node.attr
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+            if isinstance(node, ast.ClassDef):
+                for statement in node.body:
+                    targets = statement.targets if isinstance(statement, ast.Assign) else [
+                        statement.target] if isinstance(statement, ast.AnnAssign) else []
+                    yield from (t.id for t in targets if isinstance(t, ast.Name))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+              and len(node.args) == 3 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            yield node.args[1].value
 
-    def add(self, node, name, message, kind):
-        # One "hidden" finding per line, the first seen: the outermost, fullest expression.
+
+def _top_level(tree):
+    """The statements run when the module loads: the body, and the bodies of its top-level if and try."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.If):
+            pending += node.body + node.orelse
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            pending += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
+
+
+class _Checker:
+    """Checks one file against the rule. It reads the tree once with an explicit stack (no recursion)
+    and decides every name, attribute and call by the tables above; anything else is a finding."""
+
+    def __init__(self, source, filename, sibling):
+        self.source, self.filename, self.sibling = source, filename, sibling
+        self.violations = {}  # (line, name or "") -> Violation
+        self.parent = {}  # id(node) -> its parent
+        self.modules = {}  # name -> module path, bound once by a top-level import
+        self.own_modules = set()  # names bound to your other file (import attention)
+        self.annotation_only = {}  # name -> dotted path, for names only annotations may use
+        self.bound = set()  # every name the file binds
+        self.own = set()  # attribute names your file defines
+        self.in_annotation = set()  # ids of the nodes inside a type annotation
+
+    # -- findings
+
+    def add(self, node, name, message, kind="hidden", hint=None):
         key = (node.lineno, name if kind == "builtin" else "")
         if key not in self.violations:
-            self.violations[key] = Violation(
-                self.filename, node.lineno, name, f"{self.filename}, line {node.lineno}: {message}", kind)
+            hint = hint if hint is not None else (BUILTIN_HINT if kind == "builtin" else HIDDEN_HINT)
+            self.violations[key] = Violation(self.filename, node.lineno, name,
+                                             f"{self.filename}, line {node.lineno}: {message}; {hint}", kind)
 
-    def report(self, node, used):
-        shown = used if isinstance(node, (ast.Import, ast.ImportFrom)) else ast.unparse(node)
-        why = _path_problem(used) if self.module_path(used) else None
-        if why is not None and _builtin(used) is None:  # torch._scaled_dot_product_attention_math hides more than it names
-            hint = HIDDEN_HINT if used.split(".")[0] == "torch" else "use torch's own function for it"
-            self.hidden(node, used, f"{shown} is not allowed: {why}", hint)
+    def shown(self, node):
+        text = " ".join((ast.get_source_segment(self.source, node) or "").split())
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    def builtin(self, node, path):
+        """Report ``path`` if it is one of torch's attention built-ins; True if it was."""
+        name = _builtin(path)
+        if name is None:
+            return False
+        shown = self.shown(node) or path
+        what = f"{shown} is {name}, which" if shown != name else name
+        self.add(node, name, f"{what} is not allowed in this lab", "builtin")
+        return True
+
+    # -- the pass over the tree
+
+    def run(self, tree):
+        if not self.index(tree):
             return
-        if why is not None and used.split(".")[0] == "torch" and any(_private(p) for p in used.split(".")):
-            self.hidden(node, used, f"{shown} is not allowed: {why}")
-            return
-        name = _builtin(used)
-        if name is not None:
-            what = f"{shown} is {name}, which" if shown != name else name
-            self.add(node, name, f"{what} is not allowed in this lab; {BUILTIN_HINT}", "builtin")
+        self.bind(tree)
+        for node in ast.walk(tree):
+            self.check(node)
 
-    def hidden(self, node, name, message, hint=HIDDEN_HINT):
-        self.add(node, name, f"{message}; {hint}", "hidden")
+    def index(self, tree):
+        """Parent links and annotation spans; False (with a finding) for code too large or too deep to check."""
+        stack, count = [(tree, 0, False)], 0
+        while stack:
+            node, depth, annotation = stack.pop()
+            count += 1
+            if depth > MAX_DEPTH or count > MAX_NODES:
+                line = getattr(node, "lineno", 1)
+                what = f"nested more than {MAX_DEPTH} levels deep" if depth > MAX_DEPTH else "too large"
+                self.violations = {}
+                self.add(types.SimpleNamespace(lineno=line), "too deep",
+                         f"the code here is {what} for the grader to check",
+                         hint="split it into shorter expressions and functions")
+                return False
+            if annotation:
+                self.in_annotation.add(id(node))
+            for field, child in ast.iter_fields(node):
+                children = child if isinstance(child, list) else [child]
+                for item in children:
+                    if isinstance(item, ast.AST):
+                        self.parent[id(item)] = node
+                        starts = field in ("annotation", "returns") and not isinstance(node, ast.Lambda)
+                        stack.append((item, depth + 1, annotation or starts))
+        return True
 
-    def refuse_import(self, node, module, detail=""):
-        self.hidden(node, module, f"importing {module} is not allowed{detail}", IMPORT_HINT)
+    # -- what each name is bound to
 
-    def visit_ImportFrom(self, node):
-        module = "." * node.level + (node.module or "")
+    def bind(self, tree):
+        top = {id(node) for node in _top_level(tree)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                self.bind_import(node, id(node) in top)
+            elif isinstance(node, ast.ImportFrom):
+                self.bind_from(node, id(node) in top)
+        for node in ast.walk(tree):
+            for name in self.binds(node):
+                self.bound.add(name)
+                if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
+                    self.add(node, name, f"the name {name} is reserved for Python's own built-in",
+                             hint="give it another name")
+                elif (name in self.modules or name in self.own_modules) and not isinstance(node, ast.alias):
+                    self.add(node, name, f"{name} is the module {self.modules.get(name, name)} (imported at the "
+                                         "top of the file) and may not be bound to anything else",
+                             hint="give the other value another name")
+        self.collect_own(tree)
+
+    def binds(self, node):
+        """The names ``node`` binds, other than by an import (those are bound in bind_import/bind_from)."""
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            return [node.id]
+        if isinstance(node, ast.arg):
+            return [node.arg]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return [node.name]
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            return [node.name]
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return list(node.names)
+        return []
+
+    def bind_name(self, node, name, path, kind, top):
+        """Bind ``name`` by an import: kind "module", "own" (your other file), "annotation" or "value"."""
+        if kind in ("module", "own"):
+            if not top:
+                self.add(node, name, f"importing the module {path} inside a function or class is not allowed",
+                         hint=TOP_IMPORT_HINT)
+            known = self.modules.get(name) if kind == "module" else (name if name in self.own_modules else None)
+            if name in self.bound or (name in self.modules or name in self.own_modules) and known != path:
+                self.add(node, name, f"{name} is imported twice, as two different things",
+                         hint="give each import its own name")
+            (self.own_modules.add(name) if kind == "own" else self.modules.__setitem__(name, path))
+        else:
+            if name in self.modules or name in self.own_modules:
+                self.add(node, name, f"{name} is the module {self.modules.get(name, name)} and may not be "
+                                     "imported again as something else", hint="give the other import another name")
+            self.bound.add(name)
+            if kind == "annotation":
+                self.annotation_only[name] = path
+
+    def bind_import(self, node, top):
+        for alias in node.names:
+            parts = alias.name.split(".")
+            refused = [".".join(parts[:i]) for i in range(1, len(parts) + 1)
+                       if not _importable(".".join(parts[:i]))]
+            if refused:
+                self.add(node, alias.name, f"importing {alias.name} is not allowed", hint=IMPORT_HINT)
+                continue
+            name = alias.asname or parts[0]
+            path = alias.name if alias.asname else parts[0]
+            self.bind_name(node, name, path, "own" if path in STUDENT_MODULES else "module", top)
+
+    def bind_from(self, node, top):
+        module = node.module or ""
         if node.level:
-            self.hidden(node, module, f"the relative import from {module} is not allowed",
-                        "write `from attention import ...`")
+            self.add(node, "." * node.level + module, f"the relative import from {'.' * node.level}{module} is not "
+                                                        "allowed", hint="write `from attention import ...`")
             return
-        if not _module_allowed(module):
-            self.refuse_import(node, module)
+        if not _importable(module):
+            self.add(node, module, f"importing {module} is not allowed", hint=IMPORT_HINT)
             return
         for alias in node.names:
-            if alias.name == "*":
-                if module not in STUDENT_MODULES:
-                    self.hidden(node, f"{module}.*", f"from {module} import * is not allowed",
-                                f"import the names you use, e.g. from {module} import ...")
-                continue
-            self.check_defined(node, alias.asname or alias.name)
             if module in STUDENT_MODULES:
+                self.bind_own(node, alias, top)
                 continue
-            self.report(node, f"{module}.{alias.name}")
+            if alias.name == "*":
+                self.add(node, f"{module}.*", f"from {module} import * is not allowed",
+                         hint=f"import the names you use, e.g. from {module} import ...")
+                continue
+            name, path = alias.asname or alias.name, f"{module}.{alias.name}"
+            if alias.name in MODULES.get(module, ()):
+                self.bind_name(node, name, path, "module" if path in MODULES else "value", top)
+            elif alias.name in ANNOTATION_ONLY.get(module, ()):
+                self.bind_name(node, name, path, "annotation", top)
+            elif not self.builtin(node, path):
+                self.add(node, path, f"{path} is not among the names this lab allows from {module}"
+                                     f"{_suggest(alias.name, MODULES.get(module, ()))}", hint=IMPORT_HINT)
 
-    def visit_Import(self, node):
-        for alias in node.names:
-            if not _module_allowed(alias.name):
-                self.refuse_import(node, alias.name)
-            else:
-                self.report(node, alias.name)
-            if alias.asname:
-                self.check_defined(node, alias.asname)
-
-    def check_defined(self, node, name):
-        if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
-            self.hidden(node, name, f"the name {name} is reserved for Python's own built-in",
-                        "give it another name")
-
-    def generic_visit(self, node):
-        for name in _defined_names(node):
-            self.check_defined(node, name)
-        super().generic_visit(node)
-
-    def visit_Attribute(self, node):
-        path = self.path(node)
-        patched = isinstance(node.ctx, ast.Store) and _dunder(node.attr)  # torch.Tensor.__eq__ = f only patches
-        if path is not None:
-            self.report(node.value if patched else node, self.path(node.value) if patched else path)
-        self.check_attribute(node, node.value, node.attr, isinstance(node.ctx, ast.Store))
-        self.check_value_use(node, path)
-        self.generic_visit(node)
-
-    def check_attribute(self, node, owner, attr, store=False):
-        """The allow-list for attribute names on any object: special names from ALLOWED_DUNDERS only
-        (an assignment such as torch.Tensor.__eq__ = f only patches), private names on your own self/cls."""
-        if _dunder(attr):
-            if attr not in ALLOWED_DUNDERS and not store:
-                self.hidden(node, attr, f"{ast.unparse(node)} is not allowed: {attr} reaches inside other objects")
+    def bind_own(self, node, alias, top):
+        """`from attention import x`: a module of that file stays a module here; anything else is a value."""
+        exports = self.sibling
+        if alias.name == "*":
+            if exports is None:
+                return
+            for name in exports.names:
+                kind = "module" if name in exports.modules else "value"
+                self.bind_name(node, name, exports.modules.get(name), kind, top)
             return
-        if _private(attr) or attr.startswith("__"):
-            root = owner
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            own = isinstance(root, ast.Name) and root.id in ("self", "cls") and root.id not in self.bindings
+        name = alias.asname or alias.name
+        if exports is not None and alias.name in exports.modules:
+            self.bind_name(node, name, exports.modules[alias.name], "module", top)
+        else:
+            self.bind_name(node, name, None, "value", top)
+
+    def collect_own(self, tree):
+        """Your files' attribute names (this one's and the other's); a name of the interpreter's is refused."""
+        for name in set(_own_names(tree)):
+            if name in INTERPRETER_MEMBERS:
+                line = next(getattr(n, "lineno", 1) for n in ast.walk(tree) if name in _own_names_of(n))
+                self.add(types.SimpleNamespace(lineno=line), name,
+                         f"the attribute name {name} is one of Python's own (it reaches the interpreter's frames "
+                         "and code)", hint="give your attribute another name")
+            elif not _dunder(name):
+                self.own.add(name)
+        if self.sibling is not None:
+            self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
+
+    # -- what each expression stands for
+
+    def resolve(self, node):
+        """("module", path), ("own", name) for your other file, ("leaf", path) for a module's name, or
+        ("value", None): what ``node`` stands for, following attributes and getattr with a written name."""
+        annotation = id(node) in self.in_annotation
+        attrs = []
+        while True:
+            if isinstance(node, ast.Attribute):
+                attrs.append(node.attr)
+                node = node.value
+            elif self.literal_getattr(node):
+                attrs.append(node.args[1].value)
+                node = node.args[0]
+            else:
+                break
+        if not isinstance(node, ast.Name):
+            return ("value", None)
+        if node.id in self.modules:
+            kind, path = "module", self.modules[node.id]
+        elif node.id in self.own_modules:
+            kind, path = "own", node.id
+        else:
+            return ("value", None)
+        for attr in reversed(attrs):
+            if kind == "module":
+                child = f"{path}.{attr}"
+                kind, path = ("module" if _is_module_path(child, annotation) else "leaf"), child
+            elif kind == "own" and self.sibling is not None and attr in self.sibling.modules:
+                kind, path = "module", self.sibling.modules[attr]
+            else:
+                return ("value", None)
+        return (kind, path)
+
+    def written_name_call(self, node):
+        """getattr, setattr, hasattr or delattr with a written name: the same as naming the attribute."""
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_FUNCTIONS
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
+
+    def literal_getattr(self, node):
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) in (2, 3) and not node.keywords and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str))
+
+    # -- the checks
+
+    def check(self, node):
+        kind = type(node).__name__
+        if kind in REFUSED_SYNTAX:
+            self.add(node, kind, f"{REFUSED_SYNTAX[kind]} is not allowed in this lab's files",
+                     hint="write it with plain functions, if and for")
+        elif id(node) in self.in_annotation and not isinstance(node, ANNOTATION_SYNTAX):
+            self.add(node, "annotation", f"the annotation {self.shown(node)} computes something",
+                     hint="annotations may hold names, subscripts and strings only, e.g. Optional[Tensor]")
+        elif isinstance(node, ast.BinOp) and id(node) in self.in_annotation and not isinstance(node.op, ast.BitOr):
+            self.add(node, "annotation", f"the annotation {self.shown(node)} computes something",
+                     hint="annotations may hold names, subscripts and strings only, e.g. Optional[Tensor]")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            self.check_name(node)
+        elif isinstance(node, ast.Attribute):
+            self.check_member(node, node.value, node.attr, not isinstance(node.ctx, ast.Load))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_FUNCTIONS:
+            self.check_attribute_function(node)
+
+    def check_name(self, node):
+        name, parent = node.id, self.parent.get(id(node))
+        head = (isinstance(parent, ast.Attribute) and parent.value is node) or (
+            self.written_name_call(parent) and parent.args[0] is node)
+        if name in self.annotation_only:
+            if id(node) not in self.in_annotation:
+                self.add(node, name, f"{self.annotation_only[name]} may only be used in type annotations",
+                         hint=f"keep {name} in annotations such as x: {name}[...], or remove it")
+        elif name in self.modules or name in self.own_modules:
+            if not head:
+                self.add(node, f"module {name} as a value", f"the module {name} used as a value hides what is "
+                                                            "called from it",
+                         hint=f"call its functions directly, e.g. {name}.<function>(...)")
+        elif name in ATTRIBUTE_FUNCTIONS:
+            if not (isinstance(parent, ast.Call) and parent.func is node):
+                self.add(node, name, f"{name} passed around as a value is not allowed",
+                         hint="name the attribute, e.g. self.w_q")
+        elif name in REFUSED_NAMES or (_dunder(name) and name not in ALLOWED_BUILTINS):
+            self.add(node, name, f"{name} is not allowed: it can run or reach code the grader cannot read")
+        elif name not in self.bound and hasattr(builtins, name) and name not in ALLOWED_BUILTINS:
+            self.add(node, name, f"the built-in {name} is not allowed in this lab's files",
+                     hint="correct attention code does not need it")
+
+    def check_member(self, node, owner, attr, store):
+        """``owner.attr`` (or getattr/setattr with the written name ``attr``)."""
+        annotation = id(node) in self.in_annotation
+        kind, path = self.resolve(owner)
+        shown = self.shown(node) or attr
+        if kind == "module":
+            if attr.startswith("_") and not _dunder(attr):
+                self.add(node, f"{path}.{attr}", f"{shown} is not allowed: private names of {path} reach past "
+                                                 "what the grader can check")
+            elif attr in _module_names(path, annotation):
+                if store:
+                    self.add(node, f"{path}.{attr}", f"assigning to {shown} changes {path} itself",
+                             hint="keep your own values in your own names and objects")
+            elif not self.builtin(node, f"{path}.{attr}"):
+                listed = _module_names(path, annotation)
+                why = f"{path}.{attr} is not among the names this lab allows from {path}{_suggest(attr, listed)}"
+                if attr in ANNOTATION_ONLY.get(path, ()) or f"{path}.{attr}" in ANNOTATION_ONLY:
+                    why = f"{path}.{attr} may only be used in type annotations"
+                self.add(node, f"{path}.{attr}", f"{shown} is not allowed: {why}", hint="see README.md section 5")
+            return
+        if kind == "own":
+            if _dunder(attr) or attr.startswith("_"):
+                self.add(node, attr, f"{shown} is not allowed: private and special names of your other file "
+                                     "are its own", hint="import the name you need: from attention import ...")
+            return
+        parent = self.parent.get(id(node))
+        if kind == "leaf" and store:
+            self.add(node, attr, f"assigning to {shown} changes {path} itself",
+                     hint="keep your own values in your own names and objects")
+        elif _dunder(attr):
+            called = isinstance(parent, ast.Call) and parent.func is node
+            via_super = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"
+            if not (attr == "__init__" and called and (via_super or kind == "leaf")):
+                self.add(node, attr, f"{shown} is not allowed: {attr} reaches inside other objects",
+                         hint="special names are only for super().__init__(...); use type(x), isinstance, len")
+        elif attr.startswith("_"):
+            own = isinstance(owner, ast.Name) and owner.id in ("self", "cls")
             if not own:
-                self.hidden(node, attr, f"{ast.unparse(node)} is not allowed: private names are only for your "
-                                        "own objects (self._name)")
+                self.add(node, attr, f"{shown} is not allowed: private names are only for your own objects "
+                                     "(self._name)")
+        elif attr == "format" and not store:
+            if not _literal_template(owner):
+                self.add(node, attr, f"{shown} is not allowed: a template that is not written out can read "
+                                     "any attribute", hint='use an f-string, e.g. f"{d_model} is not divisible"')
+        elif attr not in MEMBERS and attr not in self.own and not store:
+            self.add(node, attr, f"{shown} is not allowed: {attr} is neither a member this lab lists for "
+                                 f"tensors, layers and Python values nor a name your file defines"
+                                 f"{_suggest(attr, MEMBERS | self.own)}", hint=MEMBER_HINT)
 
-    def visit_Call(self, node):
-        func = node.func.id if isinstance(node.func, ast.Name) else None
-        if func in ATTRIBUTE_FUNCTIONS:
-            literal = len(node.args) >= 2 and _is_str(node.args[1])
-            if not literal or node.keywords or len(node.args) > (3 if func in ("getattr", "setattr") else 2):
-                self.hidden(node, f"{func} with a computed name",
-                            f"{func}({', '.join(ast.unparse(a) for a in node.args[:1])}, <computed name>) is not "
-                            "allowed: it hides which attribute is used",
-                            f"name the attribute, e.g. self.w_q, or {func}(obj, \"name\")")
-            else:
-                if self.module_path(self.path(node.args[0])):
-                    self.report(node, f"{self.path(node.args[0])}.{node.args[1].value}")
-                self.check_attribute(node, node.args[0], node.args[1].value, store=False)
-        self.generic_visit(node)
-
-    def visit_Name(self, node):
-        bound = self.bindings.get(node.id, node.id)
-        self.check_defined(node, node.id) if not isinstance(node.ctx, ast.Load) else None
-        if not isinstance(node.ctx, ast.Load):
-            return
-        if node.id in REFUSED_NAMES or (_dunder(node.id) and node.id not in ALLOWED_BUILTINS):
-            self.hidden(node, node.id, f"{node.id} is not allowed: it can run or reach code the grader cannot read")
-        elif node.id in ATTRIBUTE_FUNCTIONS:
-            if not self._called(node):
-                self.hidden(node, node.id, f"{node.id} passed around as a value is not allowed")
-        elif node.id not in self.bound and hasattr(builtins, node.id) and node.id not in ALLOWED_BUILTINS:
-            self.hidden(node, node.id, f"the built-in {node.id} is not allowed in this lab's files",
-                        "correct attention code does not need it")
-        elif node.id in FORBIDDEN and node.id not in self.bindings:
-            # A bare forbidden name that nothing in the file defines came from a star import.
-            torch_stars = sorted(m for m in self.star_modules if m.split(".")[0] == "torch")
-            if torch_stars:
-                self.report(node, f"{torch_stars[0]}.{node.id}")
-        self.check_value_use(node, bound)
-
-    def check_value_use(self, node, path):
-        """A module may be named (torch.softmax) or aliased (F = torch.nn.functional), but passed
-        around as a value (in a tuple, to a function) it hides which of its functions is used."""
-        if path is None or not isinstance(node.ctx, ast.Load) or not self.is_module(path):
-            return
-        if path.split(".")[0] in STUDENT_MODULES:  # your own module (or a local of that name) hides nothing of torch
-            return
-        if id(node) in self.attribute_bases or self._aliased(node) or self._getattr_base(node):
-            return
-        self.hidden(node, f"module {path} as a value", f"the module {ast.unparse(node)} used as a value hides "
-                                                       "what is called from it")
-
-    # -- what surrounds a node (ast has no parent links; _link_parents sets them)
-
-    def _called(self, node):
-        parent = getattr(node, "_parent", None)
-        return isinstance(parent, ast.Call) and parent.func is node
-
-    def _aliased(self, node):
-        parent = getattr(node, "_parent", None)
-        return (isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1
-                and isinstance(parent.targets[0], ast.Name))
-
-    def _getattr_base(self, node):
-        parent = getattr(node, "_parent", None)
-        return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
-                and parent.func.id in ATTRIBUTE_FUNCTIONS and parent.args and parent.args[0] is node
-                and len(parent.args) >= 2 and _is_str(parent.args[1]))
+    def check_attribute_function(self, node):
+        func, args = node.func.id, node.args
+        arity = {"getattr": (2, 3), "setattr": (3,), "hasattr": (2,), "delattr": (2,)}[func]
+        plain = f"name the attribute, e.g. self.w_q, or {func}(obj, \"name\")"
+        if node.keywords or len(args) not in arity:
+            self.add(node, func, f"{self.shown(node)} is not allowed: {func} takes its arguments in order here",
+                     hint=plain)
+        elif isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            self.check_member(node, args[0], args[1].value, func in ("setattr", "delattr"))
+        elif not (isinstance(args[0], ast.Name) and args[0].id == "self" and _own_name_pattern(args[1])):
+            self.add(node, f"{func} with a computed name",
+                     f"{func}({self.shown(args[0])}, <computed name>) is not allowed: it hides which attribute "
+                     "is used", hint=f"{plain}, or a name on self that starts with written letters: "
+                                     f"{func}(self, f\"w_{{i}}\"...)")
 
 
-def _link_parents(tree):
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            child._parent = parent
+def find_forbidden_calls(source: str, filename: str, sibling: "str | None" = None) -> "list[Violation]":
+    """Every use of torch's attention built-ins in ``source`` (kind "builtin") and everything the rule
+    cannot prove harmless (kind "hidden"), in line order: see the tables above and README.md section 5.
 
-
-def find_forbidden_calls(source: str, filename: str) -> "list[Violation]":
-    """Every use of a forbidden torch function in ``source``, and everything the lab's allow-lists
-    do not hold, in line order.
-
-    Flags torch's attention built-ins (torch.nn.functional.scaled_dot_product_attention,
-    torch.nn.MultiheadAttention, torch.nn.functional.multi_head_attention_forward, the
-    torch.nn.Transformer* layers, flex_attention) through any alias (``import torch.nn.functional
-    as F``, ``from torch import nn``, ``x = torch.nn``); and, as kind "hidden", whatever is not
-    allowed: an import or a name outside MODULES, a private or refused torch name (TORCH_REFUSED), a
-    built-in outside ALLOWED_BUILTINS, getattr and its kin with a computed name, a special attribute
-    outside ALLOWED_DUNDERS, a private name on anything but self/cls, a module passed around as a
-    value, a star import from anything but your own attention. Your own
-    ``scaled_dot_product_attention`` and names from your own ``attention`` module are fine.
-    Raises SyntaxError if ``source`` does not parse.
+    ``sibling`` is the text of your other file (attention.py for mha.py and back), so that
+    `from attention import torch` is known to be a module. Code too large or too deep to check is
+    one finding, never an error of the checker. Raises SyntaxError if ``source`` does not parse.
     """
-    tree = ast.parse(source, filename=filename)
-    _link_parents(tree)
-    scanner = _Scanner(filename)
-    scanner.bind(tree)
-    scanner.visit(tree)
-    return sorted(scanner.violations.values(), key=lambda v: (v.line, v.name))
+    try:
+        tree = ast.parse(source, filename=filename)
+    except (RecursionError, MemoryError):
+        return [Violation(filename, 1, "too deep", f"{filename}, line 1: the code is nested too deeply for Python "
+                                                   "to read; split it into shorter expressions", "hidden")]
+    except ValueError as exc:  # a NUL byte (older Pythons raise ValueError, not SyntaxError)
+        raise SyntaxError(str(exc)) from None
+    checker = _Checker(source, filename, None if sibling is None else _exports(sibling))
+    checker.run(tree)
+    return sorted(checker.violations.values(), key=lambda v: (v.line, v.name))
+
+
+def file_findings(folder, filename) -> "list[Violation]":
+    """find_forbidden_calls on ``folder/filename``, with the other file of the pair as its sibling: the one
+    call `make submit`, `make test` and the grader all make. Raises OSError if the file cannot be read,
+    UnreadableSource for bytes Python refuses, SyntaxError if it does not parse."""
+    folder = Path(folder)
+    other = next(f for f in FILES if f != filename) if filename in FILES else None
+    try:
+        sibling = read_source(folder / other) if other else None
+    except (OSError, ValueError):
+        sibling = None  # missing or unreadable: it is reported on its own, and imports nothing here
+    return find_forbidden_calls(read_source(folder / filename), filename, sibling)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -568,7 +842,7 @@ def check_source(folder, filename):
     except UnreadableSource as exc:
         raise SubmitError(str(exc)) from None
     try:
-        violations = find_forbidden_calls(source, filename)
+        violations = file_findings(folder, filename)
     except SyntaxError as exc:
         raise SubmitError(f"{filename} has a syntax error at line {exc.lineno}: {exc.msg}") from None
     if violations:

@@ -31,10 +31,6 @@ def _submit_script():
     return module
 
 
-def _scanner():
-    return _submit_script().find_forbidden_calls
-
-
 # The attention built-ins the child's op record watches (autograder/containment/probes.py), by dotted path:
 # the child records calls of these, and the parent accepts a record naming only these.
 WATCHED = ("torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
@@ -67,16 +63,30 @@ def decode_source(data, filename):
 
 
 def forbidden_calls(path):
-    """Violations of the rule in the file at ``path`` (read as text, never run); ValueError (one line)
-    if Python would not read its bytes, SyntaxError if it does not parse."""
-    return _scan(read_source(path), os.path.basename(path))
+    """Violations of the rule in the file at ``path`` (read as text, never run), with the other file of
+    the pair beside it as its sibling; ValueError (one line) if Python would not read its bytes,
+    SyntaxError if it does not parse."""
+    folder, name = os.path.split(path)
+    return _scan(folder, name, _texts(folder))
+
+
+def _texts(folder):
+    """What decides a scan: both files' bytes (a rescan follows any change to either)."""
+    texts = []
+    for name in _submit_script().FILES:
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                texts.append(handle.read())
+        except OSError:
+            texts.append(None)
+    return tuple(texts)
 
 
 @functools.lru_cache(maxsize=8)
-def _scan(source, name):
-    """Cached on the text: a grading asks about each file twice (the rule tests, and which tests a
-    "hidden" finding fails), and one scan is enough."""
-    return tuple(_scanner()(source, name))
+def _scan(folder, name, texts):
+    """Cached on the two files' bytes: a grading asks about each file twice (the rule tests, and which
+    tests a "hidden" finding fails), and one scan is enough."""
+    return tuple(_submit_script().file_findings(folder, name))
 
 
 def hidden_calls(path):

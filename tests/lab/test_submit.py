@@ -180,7 +180,6 @@ FLAGGED = {
     "from import": ("from torch.nn.functional import scaled_dot_product_attention", SDPA),
     "from import as": ("from torch.nn.functional import scaled_dot_product_attention as sdpa", SDPA),
     "functional as": ("from torch.nn import functional as fn\nfn.scaled_dot_product_attention(q, k, v)", SDPA),
-    "assigned alias": ("import torch\nnn = torch.nn\nF = nn.functional\nF.scaled_dot_product_attention(q)", SDPA),
     "getattr": ("import torch\ngetattr(torch.nn.functional, 'scaled_dot_product_attention')", SDPA),
     "nn.MultiheadAttention": ("import torch.nn as nn\nnn.MultiheadAttention(8, 2)", MHA),
     "torch.nn.MultiheadAttention": ("import torch\ntorch.nn.MultiheadAttention(8, 2)", MHA),
@@ -228,7 +227,7 @@ HIDDEN = {
     "type hints resolve strings": "import typing\ndef f(x: 'torch._scaled_dot_product_attention_math'): pass\n"
                                   "sdpa = typing.get_type_hints(f)['x']",
     "jit through a re-export": "import torch.nn.functional as F\ncu = F.torch.jit.CompilationUnit('def f(x): return x')",
-    "os": "import os",
+    "os beyond its debug flags": "import os\nos.system('ls')",
     "numpy's ctypes": "import numpy as np\nlib = np.ctypeslib.load_library('x', '.')",
     "numpy loader": "import numpy as np\nx = np.load('a.npy', allow_pickle=True)",
     "a file mapped as a tensor": "import torch\nx = torch.from_file('/proc/self/environ', size=4096, dtype=torch.uint8)",
@@ -248,6 +247,8 @@ HIDDEN = {
     "debugging import": "import pdb\npdb.set_trace()",
     "__builtins__": "f = __builtins__['eval']",
     "functools reduce of getattr": "import functools\nimport torch\nf = functools.reduce(getattr, ['nn'], torch)",
+    "patching a dunder": "import torch\ntorch.Tensor.__eq__ = lambda self, other: True",
+    "type name": "def f(self):\n    return type(self).__name__ + self.__class__.__name__",
 }
 
 ALLOWED = {
@@ -258,9 +259,11 @@ ALLOWED = {
     "attention alias": "import attention as att\natt.scaled_dot_product_attention(q, k, v)",
     "from attention as": "from attention import scaled_dot_product_attention as sdpa\nsdpa(q, k, v)",
     "allowed torch": "import torch.nn.functional as F\nimport torch.nn as nn\nF.softmax(x, dim=-1)\nnn.Linear(8, 8)",
-    "own method": "class A:\n    def f(self):\n        return self.scaled_dot_product_attention(1)",
+    "own method": "class A:\n    def scaled_dot_product_attention(self, q):\n        return q\n"
+                  "    def f(self):\n        return self.scaled_dot_product_attention(1)",
     "a string": "NOTE = 'do not call torch.nn.functional.scaled_dot_product_attention'",
-    "getattr with a literal and a default": "class M:\n    def f(self):\n        return getattr(self, 'w_q', None)",
+    "getattr with a literal and a default": "class M:\n    def f(self):\n        self.w_q = None\n"
+                                            "        return getattr(self, 'w_q', None)",
     "hasattr with a literal": "import torch.nn.functional as F\nflash = hasattr(F, 'softmax')",
     "getattr with a constant": "import torch\nf = getattr(torch, 'softmax')",
     "torch aliases": "import torch\nimport torch.nn.functional as F\nnn = torch.nn\nfrom torch import nn as tnn\nF.softmax(x, -1)",
@@ -271,7 +274,6 @@ ALLOWED = {
     "numpy": "import numpy as np\nx = np.sqrt(2)",
     "sys.stderr": "import sys\nprint('debug', file=sys.stderr)",
     "model.eval": "def f(model):\n    model.eval()",
-    "type name": "def f(self):\n    return type(self).__name__ + self.__class__.__name__",
     "published styles": "from __future__ import annotations\nimport copy\nfrom dataclasses import dataclass\n"
                         "from typing import Optional, Tuple\nimport numpy as np\nfrom einops import rearrange\n"
                         "import torch\nmask = torch.from_numpy(np.triu(np.ones((1, 4, 4)), k=1).astype('uint8')) == 0\n"
@@ -279,7 +281,6 @@ ALLOWED = {
                         "x = rearrange(mask, 'b t s -> t (b s)')",
     "input as a parameter": "import torch.nn as nn\nclass A(nn.Module):\n    def forward(self, input):\n        return input",
     "main guard": "import sys\ndef main():\n    return 0\nif __name__ == '__main__':\n    sys.exit(main())",
-    "patching a dunder": "import torch\ntorch.Tensor.__eq__ = lambda self, other: True",
 }
 
 
@@ -308,8 +309,8 @@ def test_scanner_allows_the_students_own_attention(case):
 
 
 def test_scanner_passes_the_reference():
-    for name in FILES:
-        assert submit.find_forbidden_calls((SOLUTION / name).read_text(), name) == []
+    for name, other in (FILES, FILES[::-1]):
+        assert submit.find_forbidden_calls((SOLUTION / name).read_text(), name, (SOLUTION / other).read_text()) == []
 
 
 def test_violation_is_a_named_tuple_of_filename_line_name_message_kind():
@@ -341,9 +342,10 @@ def test_scanner_accuses_no_honest_code_of_the_kit(tmp_path):
     for label, folder in folders.items():
         found = []
         for name in FILES:
-            path = folder / name
+            path, other = folder / name, folder / next(f for f in FILES if f != name)
+            sibling = other.read_text() if other.exists() else None
             try:
-                found += submit.find_forbidden_calls(path.read_text(), name) if path.exists() else []
+                found += submit.find_forbidden_calls(path.read_text(), name, sibling) if path.exists() else []
             except SyntaxError:
                 continue  # examples/crashes: a file that does not parse is reported as such
         may_use_builtin = label.startswith("real_code/") or label.split("/")[-1] in rule_mutants
