@@ -686,22 +686,28 @@ class _Checker:
             self.check_name(node)
         elif isinstance(node, ast.Attribute):
             self.check_member(node, node.value, node.attr, not isinstance(node.ctx, ast.Load))
+            kind, path = self.resolve(node)
+            if kind in ("module", "own") and not self.chain_head(node):
+                self.module_as_value(node, path)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_FUNCTIONS:
             self.check_attribute_function(node)
 
+    def chain_head(self, node):
+        """Does ``node`` stand at the head of a longer name (``node.attr``, or getattr(node, "attr"))?"""
+        parent = self.parent.get(id(node))
+        return (isinstance(parent, ast.Attribute) and parent.value is node) or (
+            self.written_name_call(parent) and parent.args[0] is node)
+
     def check_name(self, node):
         name, parent = node.id, self.parent.get(id(node))
-        head = (isinstance(parent, ast.Attribute) and parent.value is node) or (
-            self.written_name_call(parent) and parent.args[0] is node)
+        head = self.chain_head(node)
         if name in self.annotation_only:
             if id(node) not in self.in_annotation:
                 self.add(node, name, f"{self.annotation_only[name]} may only be used in type annotations",
                          hint=f"keep {name} in annotations such as x: {name}[...], or remove it")
         elif name in self.modules or name in self.own_modules:
             if not head:
-                self.add(node, f"module {name} as a value", f"the module {name} used as a value hides what is "
-                                                            "called from it",
-                         hint=f"call its functions directly, e.g. {name}.<function>(...)")
+                self.module_as_value(node, self.modules.get(name, name))
         elif name in ATTRIBUTE_FUNCTIONS:
             if not (isinstance(parent, ast.Call) and parent.func is node):
                 self.add(node, name, f"{name} passed around as a value is not allowed",
@@ -711,6 +717,15 @@ class _Checker:
         elif name not in self.bound and hasattr(builtins, name) and name not in ALLOWED_BUILTINS:
             self.add(node, name, f"the built-in {name} is not allowed in this lab's files",
                      hint="correct attention code does not need it")
+
+    def module_as_value(self, node, path):
+        parent, shown = self.parent.get(id(node)), self.shown(node)
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            hint = f"import it by name instead: import {path} as {parent.targets[0].id}"
+        else:
+            hint = f"call its functions directly, e.g. {shown}.<function>(...)"
+        self.add(node, f"module {shown} as a value", f"the module {shown} used as a value hides what is called "
+                                                     "from it", hint=hint)
 
     def check_member(self, node, owner, attr, store):
         """``owner.attr`` (or getattr/setattr with the written name ``attr``)."""
@@ -795,6 +810,14 @@ def find_forbidden_calls(source: str, filename: str, sibling: "str | None" = Non
     checker = _Checker(source, filename, None if sibling is None else _exports(sibling))
     checker.run(tree)
     return sorted(checker.violations.values(), key=lambda v: (v.line, v.name))
+
+
+def refusal(violations, name):
+    """What a test that runs ``name`` (a function or class of a refused file) says, in `make test` and in
+    the grade alike: the first finding, how many more, and why no such test counts."""
+    more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+    return (f"{name} is not graded: {violations[0].message}{more}. The grader cannot tell what such code "
+            "calls, so no test that runs it counts (the from-scratch rule).")
 
 
 def file_findings(folder, filename) -> "list[Violation]":

@@ -62,6 +62,11 @@ def decode_source(data, filename):
     return _submit_script().decode_source(data, filename)
 
 
+def refusal(violations, name):
+    """The one text for a test that runs a refused file, shared with `make test` (submit.py's ``refusal``)."""
+    return _submit_script().refusal(violations, name)
+
+
 def forbidden_calls(path):
     """Violations of the rule in the file at ``path`` (read as text, never run), with the other file of
     the pair beside it as its sibling; ValueError (one line) if Python would not read its bytes,

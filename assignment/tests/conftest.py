@@ -35,7 +35,7 @@ ORDER = ["test_masks.py", "test_attention.py", "test_mha.py", "test_extra.py"]  
 FOOTER = "public tests: {earned}/{total} points (your grade also counts the hidden tests)"
 PARTIAL = " (partial run: {ran} of {tests} tests)"
 # What the grader does with a broken rule: the run counts the tests here, the rule's own points are the grader's.
-GRADER_ON_RULE = ("the grade: every test whose code calls a forbidden function gets no points ({tests} of the public "
+GRADER_ON_RULE = ("the grade: every test that runs a refused file or calls a forbidden function gets no points ({tests} of the public "
                   "tests here, counted as failed above), and the from-scratch rule's points are lost")
 
 
@@ -62,29 +62,61 @@ def _scoreboard(config):
     return config.pluginmanager.get_plugin("lab-scoreboard")
 
 
+REFUSED_NOTE = ("the from-scratch rule refuses attention.py, so mha.py was tested on attention built from torch, "
+                "as the grader does")
+
+
+class RefusedModule:
+    """A file the from-scratch rule refuses, as the grader treats it: it is never run, and every test that
+    uses one of its names fails with the grader's words (submit.py's ``refusal``)."""
+
+    def __init__(self, violations):
+        self._violations = violations
+
+    def __getattr__(self, name):
+        raise ForbiddenCall(load_submit().refusal(self._violations, name))
+
+
+def refused(folder, module):
+    """The findings that make the grader refuse ``module``.py ("hidden": code it cannot check), or []."""
+    try:
+        return [v for v in load_submit().file_findings(folder, f"{module}.py") if v.kind == "hidden"]
+    except (OSError, SyntaxError, ValueError, AttributeError):
+        return []  # missing, unreadable or unparsable: the import says so; no submit.py: make submit checks
+
+
 def _import(name, config):
     scoreboard = _scoreboard(config)
     folder = scoreboard.folder
     runs = (name, "attention") if name == "mha" else (name,)  # mha.py imports attention.py
     # The same line `make submit` and the grader give for bytes Python would not read:
     message = next(filter(None, (unreadable(folder / f"{module}.py") for module in runs)), None)
+    if message is None and refused(folder, name):
+        return RefusedModule(refused(folder, name))
+    if message is None and name == "mha" and refused(folder, "attention"):
+        return _import_on_stand_in(scoreboard, REFUSED_NOTE)  # as the grader does: a refused attention.py never runs
     if message is None:
         try:
             return import_student(name, folder)
         except CheckFailed as exc:
             message = str(exc)
         if name == "mha" and (folder / "mha.py").is_file() and _attention_fails(folder):
-            # As the grader does: mha.py is imported on attention built from torch, so a broken
-            # attention.py costs the attention points, not the MHA points too.
-            sys.modules["attention"] = known_good_attention_module()
-            try:
-                module = import_student(name, folder)
-            except CheckFailed as exc:
-                message = str(exc)
-            else:
-                scoreboard.notes.append(STAND_IN_NOTE)
-                return module
+            return _import_on_stand_in(scoreboard, STAND_IN_NOTE)
     pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback
+
+
+def _import_on_stand_in(scoreboard, note):
+    """As the grader does: mha.py imported on attention built from torch, so a broken or refused
+    attention.py costs the attention points, not the MHA points too."""
+    sys.modules["attention"] = known_good_attention_module()
+    try:
+        module = import_student("mha", scoreboard.folder)
+    except CheckFailed as exc:
+        message = str(exc)
+    else:
+        scoreboard.notes.append(note)
+        return module
+    pytest.fail(message, pytrace=False)
 
 
 def _attention_fails(folder):

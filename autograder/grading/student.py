@@ -527,7 +527,5 @@ def forbidden_message(names, target):
 
 
 def hidden_message(violations, target):
-    first = violations[0].message
-    more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-    return (f"{target.split('.', 1)[1]} is not graded: {first}{more}. The grader cannot tell what such code "
-            "calls, so no test that runs it counts (the from-scratch rule).")
+    """The refusal in submit.py's words, which `make test` gives too (``rules.refusal``)."""
+    return rules.refusal(violations, target.split('.', 1)[1])

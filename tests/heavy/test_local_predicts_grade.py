@@ -42,6 +42,17 @@ def line_of(mutant, text):
 FLOAT32_CONSTANT = {"name": "float32_constant", "file": "attention.py", "find": "/ math.sqrt(d_k)  #",
                     "replace": "/ torch.tensor(math.sqrt(d_k), dtype=torch.float32)  #"}
 SWAPPED = ["the pair is swapped", "return (output, weights), in that order"]
+# Files the from-scratch rule refuses (issue 31): never run, in `make test` as in the grade.
+ATTENTION_REFUSED = {"name": "attention_refused", "file": "attention.py", "find": "import torch.nn as nn",
+                     "replace": "import torch.nn as nn\nSOFTMAX = [torch.softmax, nn][0]"}
+MHA_REFUSED = {"name": "mha_refused", "file": "mha.py", "find": "import torch.nn as nn",
+               "replace": "import torch.nn as nn\nLAYERS = {'linear': nn}"}
+
+
+def refusal_words(mutant, text, name):
+    line = line_of(mutant, text)
+    return [f"is not graded: {mutant['file']}, line {line}: the module {name} used as a value hides what is called "
+            "from it", "no test that runs it counts (the from-scratch rule)"]
 # name -> (how to build it, the words both the local output and the grade's feedback must hold)
 MISTAKES = {
     "float32_softmax": (FLOAT32_SOFTMAX, [FLOAT32_IN_FLOAT64.sentence]),
@@ -57,6 +68,8 @@ MISTAKES = {
         f"SyntaxError: '(' was never closed (attention.py, line {line_of(SYNTAX_ERROR, 'd_k = query.size(-1')})"]),
     "uses_torch_sdpa": (MUTANTS["uses_torch_sdpa"], ["which the from-scratch rule forbids: this test gets no points"]),
     "extra_credit_not_defined": ("not defined", ["tiled_attention", "step"]),
+    "attention_refused": (ATTENTION_REFUSED, refusal_words(ATTENTION_REFUSED, "SOFTMAX = [torch.softmax, nn][0]", "nn")),
+    "mha_refused": (MHA_REFUSED, refusal_words(MHA_REFUSED, "LAYERS = {'linear': nn}", "nn")),
     "attention_returns_weights_first": (MUTANTS["attention_returns_weights_first"], SWAPPED),
     "mha_returns_weights_first": (MUTANTS["mha_returns_weights_first"], SWAPPED),
     "dimension_condition_reversed": (MUTANTS["dimension_condition_reversed"], [

@@ -247,6 +247,7 @@ HIDDEN = {
     "debugging import": "import pdb\npdb.set_trace()",
     "__builtins__": "f = __builtins__['eval']",
     "functools reduce of getattr": "import functools\nimport torch\nf = functools.reduce(getattr, ['nn'], torch)",
+    "a module assigned to a name": "import torch\nimport torch.nn.functional as F\nnn = torch.nn\nfrom torch import nn as tnn\nF.softmax(x, -1)",
     "patching a dunder": "import torch\ntorch.Tensor.__eq__ = lambda self, other: True",
     "type name": "def f(self):\n    return type(self).__name__ + self.__class__.__name__",
 }
@@ -266,7 +267,6 @@ ALLOWED = {
                                             "        return getattr(self, 'w_q', None)",
     "hasattr with a literal": "import torch.nn.functional as F\nflash = hasattr(F, 'softmax')",
     "getattr with a constant": "import torch\nf = getattr(torch, 'softmax')",
-    "torch aliases": "import torch\nimport torch.nn.functional as F\nnn = torch.nn\nfrom torch import nn as tnn\nF.softmax(x, -1)",
     "module super init": "import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        torch.nn.Module.__init__(self)",
     "own private names": "class A:\n    def __init__(self):\n        self._cache = None\n    def f(self):\n        return self._cache",
     "dunder version": "import torch\nv = torch.__version__",
@@ -282,6 +282,131 @@ ALLOWED = {
     "input as a parameter": "import torch.nn as nn\nclass A(nn.Module):\n    def forward(self, input):\n        return input",
     "main guard": "import sys\ndef main():\n    return 0\nif __name__ == '__main__':\n    sys.exit(main())",
 }
+
+
+# Issue 31's bypasses: each earned full marks with no attention code of the student's own.
+BYPASSES = {
+    "torch.sys.modules": "import torch\nrecord = torch.sys.modules['autograder.containment.probes']",
+    "torch.builtins.getattr": "import torch\nf = torch.builtins.getattr(torch, '_scaled_dot_product_' + 'x')",
+    "torch.os": "import torch\ntorch.os.system('true')",
+    "torch.importlib": "import torch\nm = torch.importlib.import_module('ctypes')",
+    "a module in a list": "import torch.nn.functional as F\nG = [F][0]\nG.softmax(x, -1)",
+    "a module subscripted": "import torch\nfns = {'f': torch.nn.functional}['f']",
+    "a module assigned": "import torch\nF = torch.nn.functional\ny = F.scaled_dot_product_attention(q, k, v)",
+    "a module rebound in a dead branch": "import math\nimport torch.nn.functional as F\nif False:\n    F = math\n"
+                                         "y = F.softmax(x, -1)",
+    "a module imported twice as two modules": "import torch.nn.functional as F\nif False:\n    import math as F\n",
+    "a module rebound by a parameter": "import torch.nn.functional as F\ndef f(F):\n    return F.softmax(1)",
+    "a module bound inside a function": "def f():\n    import torch\n    return torch.softmax(1, 0)",
+    "a module passed to a function": "import torch\nprint(torch)",
+    "a frame through an own attribute name": "class A:\n    def __init__(self):\n        self.gi_frame = None\n"
+                                             "def f():\n    g = (i for i in ())\n    return g.gi_frame.f_globals",
+    "a template that reads attributes": "def f(x):\n    return '{0.__class__}'.format(x)",
+    "a template held in a variable": "def f(x, template):\n    return template.format(x)",
+    "a call in an annotation": "def f(x: exec('import os')):\n    return x",
+    "an annotation-only name called": "from torch.jit import Final\nx = Final[int]",
+    "torch.jit outside annotations": "from torch.jit import script",
+    "a match on attributes": "def f(x):\n    match x:\n        case int(real=r):\n            return r",
+    "an attribute torch does not list": "import torch\nx = torch.from_file('/etc/passwd', size=4)",
+    "a torch class patched": "import torch\ntorch.Tensor.softmax = lambda self, dim: self",
+    "setattr on a module": "import torch.nn.functional as F\nsetattr(F, 'softmax', print)",
+    "a computed name without written letters": "class A:\n    def f(self, n):\n        return getattr(self, f'{n}')",
+    "a computed name on another object": "def f(layer, n):\n    return getattr(layer, f'w_{n}')",
+    "a private name of the other file": "import attention\nx = attention._secret",
+}
+
+
+@pytest.mark.parametrize("case", BYPASSES)
+def test_scanner_refuses_each_bypass_of_the_rule(case):
+    violations = submit.find_forbidden_calls(BYPASSES[case], "attention.py")
+    assert any(v.kind == "hidden" for v in violations), f"{case}: not refused: {violations}"
+    assert all("\n" not in v.message for v in violations)
+
+
+def test_a_module_of_the_other_file_stays_a_module():
+    """`from attention import F` in mha.py is torch.nn.functional: its built-in is named as such."""
+    attention = "import torch.nn.functional as F\ndef helper(x):\n    return x\n"
+    for source in ("from attention import F\ny = F.scaled_dot_product_attention(q, k, v)",
+                   "from attention import *\ny = F.scaled_dot_product_attention(q, k, v)",
+                   "import attention\ny = attention.F.scaled_dot_product_attention(q, k, v)"):
+        found = submit.find_forbidden_calls(source, "mha.py", attention)
+        assert [v.name for v in found if v.kind == "builtin"] == [SDPA], (source, found)
+
+
+def test_own_names_of_the_other_file_are_own_names_here():
+    attention = "import torch.nn as nn\nclass Base(nn.Module):\n    def to_heads(self, x):\n        return x\n"
+    mha = "from attention import Base\nclass M(Base):\n    def forward(self, x):\n        return self.to_heads(x)\n"
+    assert submit.find_forbidden_calls(mha, "mha.py", attention) == []
+    assert submit.find_forbidden_calls(mha, "mha.py")[0].name == "to_heads"
+
+
+@pytest.mark.parametrize("terms", [1_200, 100_000])
+def test_code_too_deep_to_check_is_one_finding_never_a_checker_error(terms):
+    source = "import torch\nx = " + " + ".join(["1"] * terms) + "\n"
+    found = submit.find_forbidden_calls(source, "attention.py")
+    assert len(found) == 1 and found[0].kind == "hidden" and "split" in found[0].message, found
+
+
+def test_every_node_kind_of_python_is_either_checked_or_refused():
+    """The checker follows a small language: a statement or expression kind it does not know
+    (one a future Python adds) must be refused, not passed over."""
+    import ast
+    known = {"Module", "Expr", "Assign", "AugAssign", "AnnAssign", "Return", "If", "For", "While", "Break",
+             "Continue", "Pass", "Raise", "Try", "TryStar", "Assert", "Delete", "Import", "ImportFrom", "Global",
+             "Nonlocal", "FunctionDef", "ClassDef", "With", "Lambda", "IfExp", "BoolOp", "BinOp", "UnaryOp",
+             "Compare", "Call", "Attribute", "Subscript", "Starred", "Name", "Constant", "List", "Tuple", "Set",
+             "Dict", "ListComp", "SetComp", "DictComp", "GeneratorExp", "Yield", "YieldFrom", "NamedExpr",
+             "JoinedStr", "FormattedValue", "Slice"}
+    kinds = {cls.__name__ for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, (ast.stmt, ast.expr))
+             and cls not in (ast.stmt, ast.expr)}
+    assert kinds - known - set(submit.REFUSED_SYNTAX) <= {"Num", "Str", "Bytes", "NameConstant", "Ellipsis"}, (
+        kinds - known - set(submit.REFUSED_SYNTAX))
+
+
+# Idioms of published code (issue 31): harmless, so allowed and checked.
+PUBLISHED_IDIOMS = {
+    "timm's Final annotation": "import torch.nn as nn\nfrom torch.jit import Final\nclass Attention(nn.Module):\n"
+                               "    fused_attn: Final[bool]\n    def __init__(self):\n        super().__init__()\n"
+                               "        self.fused_attn = False",
+    "FastSpeech2's numpy power": "import numpy as np\nimport torch\ndef f(q, k, d_k):\n"
+                                 "    return torch.bmm(q, k.transpose(1, 2)) / np.power(d_k, 0.5)",
+    "a debug flag": "import os\nDEBUG = os.environ.get('ATTN_DEBUG', '0') == '1'\nVERBOSE = os.getenv('V')",
+    "jaxtyping annotations": "from jaxtyping import Float\nfrom torch import Tensor\n"
+                             "def f(q: Float[Tensor, 'b t d']) -> Float[Tensor, 'b t t']:\n    return q @ q.mT",
+    "a loop of setattr": "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, d):\n"
+                         "        super().__init__()\n        for n in 'qkvo':\n"
+                         "            setattr(self, f'w_{n}', nn.Linear(d, d))\n"
+                         "    def forward(self, x):\n        return getattr(self, f'w_{\"q\"}')(x)",
+    "einops heads": "from einops import rearrange\nfrom einops.layers.torch import Rearrange\n"
+                    "def split(x, h):\n    return rearrange(x, 'b t (h d) -> b h t d', h=h)\nmerge = Rearrange('b h t d -> b t (h d)')",
+    "a written format template": "def f(d, h):\n    raise ValueError('d_model {} is not divisible by {}'.format(d, h))",
+    "a property setter": "class A:\n    @property\n    def scale(self):\n        return self._scale\n"
+                         "    @scale.setter\n    def scale(self, value):\n        self._scale = value",
+    "super with arguments": "import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self):\n"
+                            "        super(A, self).__init__()",
+}
+
+
+@pytest.mark.parametrize("case", PUBLISHED_IDIOMS)
+def test_scanner_allows_harmless_idioms_of_published_code(case):
+    assert submit.find_forbidden_calls(PUBLISHED_IDIOMS[case], "mha.py") == []
+
+
+def test_a_refusal_names_the_construct_and_what_to_write_instead():
+    found = submit.find_forbidden_calls("import torch\ny = torch.softmx(x, -1)\n", "attention.py")
+    assert len(found) == 1 and "torch.softmx" in found[0].message and "did you mean softmax" in found[0].message
+    found = submit.find_forbidden_calls("class A:\n    def f(self, n):\n        return getattr(self, n)\n", "mha.py")
+    assert "self.w_q" in found[0].message and 'f"w_{i}"' in found[0].message
+
+
+def test_every_allowed_module_is_installed_where_grading_runs():
+    """What the rule allows is installed: the kit's lock (and so the Gradescope image's, taken from it)
+    names the package of every module the rule lets a file import."""
+    lock = (ROOT / "requirements" / "kit.lock").read_text().lower()
+    packages = {module.split(".")[0] for module in [*submit.MODULES, *submit.ANNOTATION_ONLY]}
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    missing = [p for p in sorted(packages - stdlib) if f"\n{p}==" not in "\n" + lock]
+    assert not missing, f"allowed by the rule but not in requirements/kit.lock: {missing}"
 
 
 @pytest.mark.parametrize("case", FLAGGED)
