@@ -26,6 +26,7 @@ import collections
 import difflib
 import functools
 import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -70,6 +71,13 @@ HINTS_END = "# (end of the grader's hints)"
 PRECISION_SOURCE = "autograder/grading/catalogue.py"  # with the test and hint from autograder/grading/compare.py
 PRECISION_BEGIN = "# The grader's float32-in-float64 diagnosis, copied from autograder/grading/compare.py and catalogue.py: do not edit."
 PRECISION_END = "# (end of the grader's float32-in-float64 diagnosis)"
+
+# The lab text's tables of what the from-scratch rule allows, from submit.py's own tables.
+RULES_SOURCE = "assignment/submit.py"
+RULES_TARGET = "assignment/README.md"
+RULES_BEGIN = ("<!-- BEGIN the rule's tables: generated from submit.py (ALLOWED, ANNOTATION_ONLY, VALUE_MEMBERS) "
+               "by `make stubs`; do not edit -->")
+RULES_END = "<!-- END the rule's tables -->"
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -237,6 +245,31 @@ def precision_source() -> str:
             f"FLOAT32_HINT = {compare.FLOAT32_HINT!r}\n\n\n" + inspect.getsource(compare._float32_precision))
 
 
+def rules_tables() -> str:
+    """Section 5's tables: every module's names by purpose, the annotation-only names, the members of values."""
+    submit = _submit_script()
+    code = lambda names: ", ".join(f"`{n}`" for n in names)  # noqa: E731
+    lines = ["**What your files may import, and which names of each** (`submit.py`, `ALLOWED`):", "",
+             "| module | for | names |", "|---|---|---|"]
+    for module, groups in submit.ALLOWED.items():
+        for i, (purpose, names) in enumerate(groups.items()):
+            lines.append(f"| {f'`{module}`' if i == 0 else ''} | {purpose} | {code(names)} |")
+    lines += ["", "**Only in type annotations** (`ANNOTATION_ONLY`): " + "; ".join(
+        f"from `{module}`: {code(names)}" for module, names in submit.ANNOTATION_ONLY.items()) + ".", "",
+        "**Members of values** (`VALUE_MEMBERS`), besides the names your own two files define:", "",
+        "| of | members |", "|---|---|"]
+    lines += [f"| {kind} | {code(names)} |" for kind, names in submit.VALUE_MEMBERS.items()]
+    return "\n".join(lines) + "\n"
+
+
+@functools.lru_cache(maxsize=1)
+def _submit_script():
+    spec = importlib.util.spec_from_file_location("_generate_submit", ROOT / RULES_SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 Region = collections.namedtuple("Region", "what begin end body")
 # source -> its region of REGION_TARGET; ``body`` makes the region's text.
 REGIONS = {
@@ -267,7 +300,8 @@ def render_region(path: Path, what: str, begin_marker: str, end_marker: str, bod
 
 
 def all_pairs() -> list:
-    return PAIRS + check_pairs() + FIGURE_PAIRS + [(source, REGION_TARGET) for source in REGIONS]
+    return (PAIRS + check_pairs() + FIGURE_PAIRS + [(source, REGION_TARGET) for source in REGIONS]
+            + [(RULES_SOURCE, RULES_TARGET)])
 
 
 def render(source: str, target: str):
@@ -276,6 +310,8 @@ def render(source: str, target: str):
         return render_check(Path(target).stem)
     if source in REGIONS:
         return render_region_of(source, ROOT / target)
+    if source == RULES_SOURCE:
+        return render_region(ROOT / target, "rule-table", RULES_BEGIN, RULES_END, rules_tables())
     if target.endswith(".png"):
         from autograder.reports import lab_figure
 

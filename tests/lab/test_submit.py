@@ -513,3 +513,23 @@ def test_the_grader_accepts_a_record_naming_exactly_what_the_child_records():
 
     assert set(recorded_names()) == set(student.KNOWN_FORBIDDEN), (
         f"the child records {recorded_names()}, the grader accepts {sorted(student.KNOWN_FORBIDDEN)}")
+
+
+def test_every_listed_name_exists_in_its_module():
+    """The tables name only what is there: a name torch does not have would be allowed in vain."""
+    import importlib
+
+    missing = []
+    for module, names in [*submit.MODULES.items(), *submit.ANNOTATION_ONLY.items()]:
+        if module == "__future__":
+            continue
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError:
+            missing.append(f"{module} (not installed)")
+            continue
+        missing += [f"{module}.{name}" for name in sorted(names) if not hasattr(loaded, name)]
+    import torch
+    tensor = [n for kind, names in submit.VALUE_MEMBERS.items() if kind.startswith("tensor:") for n in names]
+    missing += [f"torch.Tensor.{n}" for n in tensor if not hasattr(torch.Tensor, n)]
+    assert not missing, f"listed but not there: {missing}"
