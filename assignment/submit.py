@@ -157,7 +157,7 @@ ANNOTATION_ONLY = {
 VALUE_MEMBERS = _names({
     "tensor: shape and type": "shape size dim ndim ndimension numel nelement dtype device is_cuda is_floating_point "
                               "is_complex is_contiguous requires_grad grad grad_fn is_leaf data T mT H mH layout "
-                              "element_size itemsize names storage_offset stride",
+                              "element_size itemsize storage_offset stride",
     "tensor: conversion": "to type type_as float double half bfloat16 bool int long short byte char cpu cuda "
                           "detach detach_ clone contiguous item tolist numpy new_tensor new_zeros new_ones "
                           "new_full new_empty requires_grad_ retain_grad backward register_hook",
@@ -446,6 +446,7 @@ class _Checker:
         self.bound = set()  # every name the file binds
         self.own = set()  # attribute names your file defines
         self.in_annotation = set()  # ids of the nodes inside a type annotation
+        self.own_prefixes = set()  # "w_" for setattr(self, f"w_{name}", ...): its names are your own too
 
     # -- findings
 
@@ -624,6 +625,9 @@ class _Checker:
                 self.own.add(name)
         if self.sibling is not None:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
+        self.own_prefixes = {node.args[1].values[0].value for node in ast.walk(tree)
+                             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                             and node.func.id == "setattr" and len(node.args) == 3 and _own_name_pattern(node.args[1])}
 
     # -- what each expression stands for
 
@@ -771,10 +775,14 @@ class _Checker:
             if not _literal_template(owner):
                 self.add(node, attr, f"{shown} is not allowed: a template that is not written out can read "
                                      "any attribute", hint='use an f-string, e.g. f"{d_model} is not divisible"')
-        elif attr not in MEMBERS and attr not in self.own and not store:
+        elif attr not in MEMBERS and attr not in self.own and not self.own_by_prefix(attr) and not store:
             self.add(node, attr, f"{shown} is not allowed: {attr} is neither a member this lab lists for "
                                  f"tensors, layers and Python values nor a name your file defines"
                                  f"{_suggest(attr, MEMBERS | self.own)}", hint=MEMBER_HINT)
+
+    def own_by_prefix(self, attr):
+        """self.w_o after setattr(self, f"w_{name}", ...): a name with a prefix your file writes that way."""
+        return attr not in INTERPRETER_MEMBERS and any(attr.startswith(prefix) for prefix in self.own_prefixes)
 
     def check_attribute_function(self, node):
         func, args = node.func.id, node.args

@@ -312,6 +312,8 @@ BYPASSES = {
     "setattr on a module": "import torch.nn.functional as F\nsetattr(F, 'softmax', print)",
     "a computed name without written letters": "class A:\n    def f(self, n):\n        return getattr(self, f'{n}')",
     "a computed name on another object": "def f(layer, n):\n    return getattr(layer, f'w_{n}')",
+    "an interpreter name by a written prefix": "class A:\n    def __init__(self, n):\n        setattr(self, f'f_{n}', 1)\n"
+                                               "def f():\n    g = (i for i in ())\n    return g.gi_frame.f_globals",
     "a private name of the other file": "import attention\nx = attention._secret",
 }
 
@@ -376,7 +378,7 @@ PUBLISHED_IDIOMS = {
     "a loop of setattr": "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, d):\n"
                          "        super().__init__()\n        for n in 'qkvo':\n"
                          "            setattr(self, f'w_{n}', nn.Linear(d, d))\n"
-                         "    def forward(self, x):\n        return getattr(self, f'w_{\"q\"}')(x)",
+                         "    def forward(self, x):\n        return getattr(self, f'w_{\"q\"}')(x) + self.w_o(x)",
     "einops heads": "from einops import rearrange\nfrom einops.layers.torch import Rearrange\n"
                     "def split(x, h):\n    return rearrange(x, 'b t (h d) -> b h t d', h=h)\nmerge = Rearrange('b h t d -> b t (h d)')",
     "a written format template": "def f(d, h):\n    raise ValueError('d_model {} is not divisible by {}'.format(d, h))",
