@@ -207,7 +207,7 @@ MEMBERS = frozenset(name for names in VALUE_MEMBERS.values() for name in names)
 ALLOWED_IMPORTS = ", ".join(sorted(m for m in MODULES if m != "__future__")) + " and your own attention"
 # Python's built-ins correct code uses: any other one, unless the file defines that name itself, is refused.
 ALLOWED_BUILTINS = frozenset((
-    "abs all any ascii bin bool callable chr classmethod complex dict divmod enumerate filter float format "
+    "abs all any ascii bin bool bytearray bytes callable chr classmethod complex dict divmod enumerate filter float format "
     "frozenset hash hex int isinstance issubclass iter len list map max min next object oct ord pow print "
     "property range repr reversed round set slice sorted staticmethod str sum super tuple type zip None True "
     "False NotImplemented Ellipsis __name__ __doc__ __file__").split()) | {
@@ -369,6 +369,7 @@ class _Exports(NamedTuple):
     modules: dict  # top-level name -> the module it is bound to (import torch.nn as nn: nn -> torch.nn)
     names: frozenset  # every top-level name (what `from attention import *` brings)
     own: frozenset  # the attribute names it defines (a base class there gives self.helper here)
+    classes: frozenset  # the classes it defines
 
 
 def _exports(source):
@@ -394,7 +395,8 @@ def _exports(source):
             elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                 names.add(child.id)
     names |= set(modules)
-    return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(tree)))
+    classes = frozenset(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
+    return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(tree)), classes)
 
 
 def _own_names_of(node):
@@ -447,6 +449,7 @@ class _Checker:
         self.own = set()  # attribute names your file defines
         self.in_annotation = set()  # ids of the nodes inside a type annotation
         self.own_prefixes = set()  # "w_" for setattr(self, f"w_{name}", ...): its names are your own too
+        self.classes = set()  # the classes the two files define
 
     # -- findings
 
@@ -625,6 +628,8 @@ class _Checker:
                 self.own.add(name)
         if self.sibling is not None:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
+        self.classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)} | (
+            self.sibling.classes if self.sibling is not None else frozenset())
         self.own_prefixes = {node.args[1].values[0].value for node in ast.walk(tree)
                              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                              and node.func.id == "setattr" and len(node.args) == 3 and _own_name_pattern(node.args[1])}
@@ -763,7 +768,8 @@ class _Checker:
         elif _dunder(attr):
             called = isinstance(parent, ast.Call) and parent.func is node
             via_super = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"
-            if not (attr == "__init__" and called and (via_super or kind == "leaf")):
+            own_class = isinstance(owner, ast.Name) and owner.id in self.classes  # Base.__init__(self), Base yours
+            if not (attr == "__init__" and called and (via_super or own_class or kind == "leaf")):
                 self.add(node, attr, f"{shown} is not allowed: {attr} reaches inside other objects",
                          hint="special names are only for super().__init__(...); use type(x), isinstance, len")
         elif attr.startswith("_"):

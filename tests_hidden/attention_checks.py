@@ -83,7 +83,7 @@ def attention_helpers(folder):
     try:
         mha = ast.parse(read_source(os.path.join(folder, "mha.py")))
         attention = ast.parse(read_source(os.path.join(folder, "attention.py")))
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     kinds = {node.name: "class" if isinstance(node, ast.ClassDef) else "function" for node in attention.body
              if isinstance(node, (ast.ClassDef, ast.FunctionDef))}

@@ -184,7 +184,7 @@ def _step_uses(folder):
     """Which of split_heads and merge_heads MultiHeadAttention.step calls, from mha.py's text (never run)."""
     try:
         tree = ast.parse(read_source(os.path.join(folder, "mha.py")))
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     steps = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "step"]
     used = {node.attr for step in steps for node in ast.walk(step) if isinstance(node, ast.Attribute)}

@@ -220,7 +220,7 @@ def inplace_edits(source, file):
     names no line of the student's code, comes from (the first three). [] for a source that does not parse."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     lines = source.splitlines()
     found = sorted({node.lineno for node in ast.walk(tree)
@@ -252,7 +252,7 @@ def device_ignored(source, function="causal_mask"):
     the CPU whatever ``device`` says, in a sentence; None when the text shows nothing of the kind."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == function:

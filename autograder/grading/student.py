@@ -464,7 +464,7 @@ def source_classes(path):
     """{class name: [base names]} for the top-level classes of the file at ``path`` (never run)."""
     try:
         tree = ast.parse(rules.read_source(path))  # as Python reads it: a byte-order mark is no syntax error
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     return {node.name: [ast.unparse(base).split(".")[-1] for base in node.bases]
             for node in tree.body if isinstance(node, ast.ClassDef)}

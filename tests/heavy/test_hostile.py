@@ -58,7 +58,9 @@ RULE_CONTROLS = {"attention.py": "uses_torch_sdpa", "mha.py": "uses_nn_multihead
 RULE_DODGES = {"rule_aten_ops": "attention.py", "rule_private_getattr": "attention.py",
                "rule_exec_base64": "attention.py", "rule_unwrap_tripwire": "attention.py",
                "rule_silenced_record": "attention.py", "rule_native_mha": "mha.py", "rule_mha_at_import": "mha.py",
-               "rule_pydoc_thread": "attention.py", "rule_type_hints": "attention.py"}
+               "rule_pydoc_thread": "attention.py", "rule_type_hints": "attention.py",
+               "rule_torch_reexports": "attention.py", "rule_dead_branch_alias": "attention.py",
+               "rule_module_in_list": "attention.py", "rule_deep_expression": "attention.py"}
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,16 @@ EXPECTED = {
     "segfault": Expect(ATTENTION_PARTS, ("killed by SIGSEGV", HIDDEN)),
     "print_flood": Expect(),
     # Its exec (the unpickling bait) hides calls: the replies still arrive, and are never unpickled.
-    "tensor_subclass": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "tensor_subclass": Expect(ATTENTION_PARTS, (HIDDEN, "os.path is not allowed")),
     "gc_walk": Expect(ATTENTION_PARTS, (HIDDEN, "importing gc is not allowed")),
     "fake_results": Expect(ATTENTION_PARTS, (HIDDEN, "importing json is not allowed")),
     "daemon": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
     "read_secrets": Expect(ATTENTION_PARTS, (HIDDEN, "importing glob is not allowed")),
-    "write_outside": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "write_outside": Expect(ATTENTION_PARTS, (HIDDEN, "os.path is not allowed")),
     "network": Expect(ATTENTION_PARTS, (HIDDEN, "importing socket is not allowed")),
     "fork_bomb": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
     # Ways around the from-scratch rule. Each costs every test that ran the file.
-    "rule_aten_ops": Expect(ATTENTION_PARTS, (HIDDEN, "torch.ops")),
+    "rule_aten_ops": Expect(ATTENTION_PARTS, (HIDDEN, "torch.ops.aten is not allowed")),
     "rule_private_getattr": Expect(ATTENTION_PARTS, (HIDDEN, "getattr(torch, <computed name>)")),
     "rule_exec_base64": Expect(ATTENTION_PARTS, (HIDDEN, "importing base64 is not allowed")),
     "rule_unwrap_tripwire": Expect(ATTENTION_PARTS, (HIDDEN, "__closure__")),
@@ -103,16 +105,16 @@ EXPECTED = {
     "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
     "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
     # Extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
-    "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder.containment is not allowed")),
     # Exception classes whose bases, read from the source, name one another: the parent's ancestry walk ends.
     "exception_class_web": Expect(("Construction: MultiHeadAttention(16, 5)",), ("raised A: d_model=16",)),
     # Printed output and an error message written to break out of the report's code fences.
     "report_injection": Expect(("Causal mask",), ("ValueError",)),
     # What the child must not hold or do, at every level.
-    "grader_memory": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
-    "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
-    "disk_fill": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
-    "inherited_fds": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "grader_memory": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
+    "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
+    "disk_fill": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
+    "inherited_fds": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
     # the pipe through stack frames, which the source rule also fails (every test that runs the file).
     "huge_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "more than 8 MiB")),
@@ -128,6 +130,12 @@ EXPECTED = {
     # that typing.get_type_hints evaluates. The allow-list refuses both imports and names.
     "rule_pydoc_thread": Expect(ATTENTION_PARTS + MHA_PARTS, (HIDDEN, "importing pydoc is not allowed")),
     "rule_type_hints": Expect(ATTENTION_PARTS, (HIDDEN, "typing.get_type_hints is not allowed")),
+    # Issue 31: torch's re-exported sys and builtins, a module rebound in a dead branch, a module in a
+    # list, and a line too deep for a recursive checker (Python itself cannot compile it).
+    "rule_torch_reexports": Expect(ATTENTION_PARTS, (HIDDEN, "torch.sys is not allowed")),
+    "rule_dead_branch_alias": Expect(ATTENTION_PARTS, (HIDDEN, "may not be bound to anything else")),
+    "rule_module_in_list": Expect(ATTENTION_PARTS, (HIDDEN, "used as a value")),
+    "rule_deep_expression": Expect(ATTENTION_PARTS, ("attention.py",)),
     # What one submission could leave for the next (a key, System V shared memory, a file in /dev/shm),
     # a named Unix socket on the host, a thread, a user namespace, memfd: the kernel filter refuses each.
     "leftovers": Expect(ATTENTION_PARTS, (HIDDEN, "importing ctypes is not allowed")),
