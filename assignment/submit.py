@@ -91,8 +91,9 @@ ALLOWED = {
                                   "logical_xor bitwise_and bitwise_or bitwise_not bitwise_xor greater less "
                                   "greater_equal less_equal not_equal",
         "gradients": "no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled is_inference_mode_enabled",
-        "modules": "nn linalg special autograd",
+        "modules": "nn linalg special autograd cuda",
     }),
+    "torch.cuda": _names({"devices": "is_available device_count"}),
     "torch.nn": _names({
         "layers": "Module Linear Bilinear Identity Dropout Embedding LayerNorm RMSNorm Softmax LogSoftmax ReLU "
                   "GELU SiLU Tanh Sigmoid Conv1d Flatten Unflatten",
@@ -164,7 +165,7 @@ VALUE_MEMBERS = _names({
     "tensor: shapes": "view view_as reshape reshape_as flatten unflatten squeeze squeeze_ unsqueeze unsqueeze_ "
                       "transpose transpose_ t t_ permute movedim moveaxis swapaxes swapdims expand expand_as "
                       "repeat repeat_interleave split chunk tensor_split unbind narrow select index_select gather "
-                      "scatter scatter_ scatter_add scatter_add_ masked_select flip roll tril tril_ triu triu_ "
+                      "scatter scatter_ scatter_add scatter_add_ masked_select flip roll tril tril_ triu triu_ fill_diagonal_ "
                       "diagonal diag unfold index_fill index_fill_ index_copy index_copy_ index_add index_add_ "
                       "index_put index_put_ take take_along_dim nonzero",
     "tensor: arithmetic": "add add_ sub sub_ mul mul_ div div_ true_divide floor_divide remainder fmod neg neg_ "
@@ -365,6 +366,10 @@ def _own_name_pattern(node):
             and isinstance(node.values[0].value, str) and node.values[0].value[:1].isalpha())
 
 
+# nn.Module's methods that give a layer an attribute by a written name (register_buffer("mask", ...): self.mask).
+REGISTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
+
+
 class _Exports(NamedTuple):
     modules: dict  # top-level name -> the module it is bound to (import torch.nn as nn: nn -> torch.nn)
     names: frozenset  # every top-level name (what `from attention import *` brings)
@@ -420,6 +425,16 @@ def _own_names(tree):
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
               and len(node.args) == 3 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
             yield node.args[1].value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REGISTERS
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            yield node.args[0].value  # self.register_buffer("mask", ...) gives self.mask
+        elif (isinstance(node, ast.Call) and (getattr(node.func, "id", None) == "namedtuple"
+                                              or getattr(node.func, "attr", None) == "namedtuple") and len(node.args) == 2):
+            fields = node.args[1]  # namedtuple("Out", "output weights") or (..., ["output", "weights"])
+            if isinstance(fields, ast.Constant) and isinstance(fields.value, str):
+                yield from fields.value.replace(",", " ").split()
+            elif isinstance(fields, (ast.List, ast.Tuple)):
+                yield from (e.value for e in fields.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
 
 
 def _top_level(tree):

@@ -384,6 +384,14 @@ PUBLISHED_IDIOMS = {
     "a written format template": "def f(d, h):\n    raise ValueError('d_model {} is not divisible by {}'.format(d, h))",
     "a property setter": "class A:\n    @property\n    def scale(self):\n        return self._scale\n"
                          "    @scale.setter\n    def scale(self, value):\n        self._scale = value",
+    "a registered buffer": "import torch\nimport torch.nn as nn\nclass A(nn.Module):\n    def __init__(self):\n"
+                           "        super().__init__()\n        self.register_buffer('causal', torch.ones(4, 4).tril())\n"
+                           "    def forward(self, x):\n        return x.masked_fill(self.causal == 0, 0.0)",
+    "a named tuple's fields": "from collections import namedtuple\nOut = namedtuple('Out', 'output weights')\n"
+                              "def f(o):\n    return o.output, o.weights",
+    "a device check": "import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'",
+    "a base class's own init": "class Base:\n    def __init__(self):\n        self.x = 1\n"
+                               "class A(Base):\n    def __init__(self):\n        Base.__init__(self)",
     "super with arguments": "import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self):\n"
                             "        super(A, self).__init__()",
 }
