@@ -90,31 +90,40 @@ ALLOWED = {
                                   "isfinite isneginf isposinf isreal logical_and logical_or logical_not "
                                   "logical_xor bitwise_and bitwise_or bitwise_not bitwise_xor greater less "
                                   "greater_equal less_equal not_equal",
-        "gradients": "no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled is_inference_mode_enabled",
-        "modules": "nn linalg special autograd cuda",
+        "gradients and precision": "no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled "
+                                   "is_inference_mode_enabled autocast is_autocast_enabled",
+        "layers as functions": "dropout layer_norm qr",
+        "modules": "nn linalg special autograd cuda backends amp testing jit",
     }),
     "torch.cuda": _names({"devices": "is_available device_count"}),
+    "torch.backends": _names({"modules": "mps"}),
+    "torch.backends.mps": _names({"devices": "is_available"}),
+    "torch.amp": _names({"precision": "autocast"}),
+    "torch.testing": _names({"checks": "assert_close"}),
+    "torch.jit": _names({"checks": "is_scripting is_tracing"}),
     "torch.nn": _names({
-        "layers": "Module Linear Bilinear Identity Dropout Embedding LayerNorm RMSNorm Softmax LogSoftmax ReLU "
-                  "GELU SiLU Tanh Sigmoid Conv1d Flatten Unflatten",
+        "layers": "Module Linear LazyLinear Bilinear Identity Dropout Embedding LayerNorm RMSNorm GroupNorm "
+                  "BatchNorm1d Softmax LogSoftmax ReLU LeakyReLU GELU SiLU Tanh Sigmoid Conv1d Conv2d Flatten Unflatten",
         "containers and parameters": "Parameter ModuleList ModuleDict Sequential ParameterList ParameterDict",
-        "modules": "functional init",
+        "modules": "functional init parameter",
     }),
+    "torch.nn.parameter": _names({"parameters": "Parameter"}),
     "torch.nn.functional": _names({
         "layers as functions": "softmax log_softmax softmin linear bilinear dropout relu gelu silu tanh sigmoid "
                                "softplus elu leaky_relu pad normalize layer_norm rms_norm one_hot embedding "
-                               "cosine_similarity conv1d",
+                               "cosine_similarity conv1d interpolate unfold logsigmoid glu gumbel_softmax",
     }),
     "torch.nn.init": _names({
         "initialisation": "xavier_uniform_ xavier_normal_ kaiming_uniform_ kaiming_normal_ normal_ uniform_ "
-                          "zeros_ ones_ constant_ eye_ orthogonal_ trunc_normal_ calculate_gain "
+                          "zeros_ ones_ constant_ eye_ dirac_ orthogonal_ trunc_normal_ calculate_gain "
                           "_calculate_fan_in_and_fan_out",
     }),
     "torch.linalg": _names({
         "linear algebra": "norm vector_norm matrix_norm matmul inv solve det qr svd eigh cholesky vecdot",
     }),
     "torch.special": _names({"special functions": "softmax log_softmax logsumexp expit erf logit"}),
-    "torch.autograd": _names({"gradients": "grad Function Variable"}),
+    "torch.autograd": _names({"gradients": "grad Function Variable", "modules": "function"}),
+    "torch.autograd.function": _names({"gradients": "Function"}),
     "math": _names({
         "math": "sqrt isqrt exp expm1 log log2 log10 log1p pow inf nan pi e tau floor ceil trunc prod fsum "
                 "isclose isinf isnan isfinite gcd lcm fabs copysign erf tanh sin cos comb perm factorial dist "
@@ -146,6 +155,7 @@ ALLOWED = {
     "sys": _names({"printing and limits": "stdout stderr exit float_info maxsize"}),
     "time": _names({"timing": "time perf_counter monotonic"}),
     "os": _names({"debug flags": "environ getenv"}),
+    "logging": _names({"messages": "getLogger"}),
 }
 # Names that may only stand in type annotations (never called): their module is installed too.
 ANNOTATION_ONLY = {
@@ -158,7 +168,7 @@ ANNOTATION_ONLY = {
 VALUE_MEMBERS = _names({
     "tensor: shape and type": "shape size dim ndim ndimension numel nelement dtype device is_cuda is_floating_point "
                               "is_complex is_contiguous requires_grad grad grad_fn is_leaf data T mT H mH layout "
-                              "element_size itemsize storage_offset stride",
+                              "element_size itemsize nbytes storage_offset stride get_device",
     "tensor: conversion": "to type type_as float double half bfloat16 bool int long short byte char cpu cuda "
                           "detach detach_ clone contiguous item tolist numpy new_tensor new_zeros new_ones "
                           "new_full new_empty requires_grad_ retain_grad backward register_hook",
@@ -167,17 +177,18 @@ VALUE_MEMBERS = _names({
                       "repeat repeat_interleave split chunk tensor_split unbind narrow select index_select gather "
                       "scatter scatter_ scatter_add scatter_add_ masked_select flip roll tril tril_ triu triu_ fill_diagonal_ "
                       "diagonal diag unfold index_fill index_fill_ index_copy index_copy_ index_add index_add_ "
-                      "index_put index_put_ take take_along_dim nonzero",
+                      "index_put index_put_ take take_along_dim nonzero tile",
     "tensor: arithmetic": "add add_ sub sub_ mul mul_ div div_ true_divide floor_divide remainder fmod neg neg_ "
                           "abs abs_ reciprocal sqrt sqrt_ rsqrt square pow pow_ exp exp_ expm1 log log_ log2 "
                           "log10 log1p sigmoid sigmoid_ tanh tanh_ relu relu_ sin cos erf sign floor ceil round "
                           "trunc clamp clamp_ clip clip_ clamp_min clamp_max lerp addcmul addcdiv nan_to_num "
-                          "nan_to_num_ matmul mm bmm baddbmm addmm mv dot outer softmax log_softmax "
+                          "nan_to_num_ matmul mm bmm baddbmm addmm mv dot outer softmax log_softmax exp2 logaddexp "
                           "logsumexp fill_ zero_ copy_ normal_ uniform_ masked_fill masked_fill_ masked_scatter "
                           "where",
     "tensor: reductions": "sum mean prod max min amax amin aminmax argmax argmin maximum minimum cumsum cumprod "
-                          "std var median norm count_nonzero all any topk sort argsort values indices",
-    "tensor: comparison": "eq eq_ ne ne_ lt lt_ le le_ gt gt_ ge ge_ equal allclose isclose isinf isnan isfinite "
+                          "std var median norm count_nonzero all any topk sort argsort unique values indices",
+    "tensor: comparison": "eq eq_ ne ne_ lt lt_ le le_ gt gt_ ge ge_ equal allclose isclose isinf isnan isneginf "
+                          "isposinf isfinite "
                           "logical_and logical_and_ logical_or logical_or_ logical_not logical_not_ logical_xor "
                           "bitwise_not bitwise_and bitwise_or",
     "layers (nn.Module)": "forward parameters named_parameters buffers named_buffers children named_children modules "
@@ -198,7 +209,7 @@ VALUE_MEMBERS = _names({
                      "issuperset join split rsplit strip lstrip rstrip startswith endswith replace lower upper "
                      "title capitalize center ljust rjust zfill find isdigit isidentifier splitlines format "
                      "is_integer bit_length real imag conjugate appendleft popleft maxlen rotate most_common "
-                     "args write flush setter getter deleter",
+                     "args write flush setter getter deleter manual_seed initial_seed debug info warning",
     "numpy arrays": "astype",
 })
 
@@ -784,11 +795,12 @@ class _Checker:
             called = isinstance(parent, ast.Call) and parent.func is node
             via_super = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"
             own_class = isinstance(owner, ast.Name) and owner.id in self.classes  # Base.__init__(self), Base yours
-            if not (attr == "__init__" and called and (via_super or own_class or kind == "leaf")):
+            init = attr == "__init__" and called and (via_super or own_class or kind == "leaf")
+            if not (init or (attr == "__name__" and not store)):  # a name is a string: type(self).__name__
                 self.add(node, attr, f"{shown} is not allowed: {attr} reaches inside other objects",
                          hint="special names are only for super().__init__(...); use type(x), isinstance, len")
         elif attr.startswith("_"):
-            own = isinstance(owner, ast.Name) and owner.id in ("self", "cls")
+            own = isinstance(owner, ast.Name) and (owner.id in ("self", "cls") or owner.id in self.classes)
             if not own:
                 self.add(node, attr, f"{shown} is not allowed: private names are only for your own objects "
                                      "(self._name)")

@@ -249,7 +249,6 @@ HIDDEN = {
     "functools reduce of getattr": "import functools\nimport torch\nf = functools.reduce(getattr, ['nn'], torch)",
     "a module assigned to a name": "import torch\nimport torch.nn.functional as F\nnn = torch.nn\nfrom torch import nn as tnn\nF.softmax(x, -1)",
     "patching a dunder": "import torch\ntorch.Tensor.__eq__ = lambda self, other: True",
-    "type name": "def f(self):\n    return type(self).__name__ + self.__class__.__name__",
 }
 
 ALLOWED = {
@@ -315,6 +314,8 @@ BYPASSES = {
     "an interpreter name by a written prefix": "class A:\n    def __init__(self, n):\n        setattr(self, f'f_{n}', 1)\n"
                                                "def f():\n    g = (i for i in ())\n    return g.gi_frame.f_globals",
     "a private name of the other file": "import attention\nx = attention._secret",
+    "the class of a value": "def f(x):\n    return x.__class__",
+    "a name assigned to a class": "def f(x):\n    type(x).__name__ = 'y'",
 }
 
 
@@ -392,6 +393,18 @@ PUBLISHED_IDIOMS = {
     "a device check": "import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'",
     "a base class's own init": "class Base:\n    def __init__(self):\n        self.x = 1\n"
                                "class A(Base):\n    def __init__(self):\n        Base.__init__(self)",
+    "type name": "def f(self):\n    return type(self).__name__ + type(x).__name__",
+    "PyTorch's reference SDPA": ("import math\nimport torch\ndef sdpa(query, key, value, dropout_p=0.0):\n"
+                                 "    attn_weight = query @ key.transpose(-2, -1) * (1 / math.sqrt(query.size(-1)))\n"
+                                 "    attn_weight = torch.softmax(attn_weight, dim=-1)\n"
+                                 "    attn_weight = torch.dropout(attn_weight, dropout_p, train=True)\n"
+                                 "    return attn_weight @ value"),
+    "d2l's lazy layers": "import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self, h):\n"
+                         "        super().__init__()\n        self.W_q = nn.LazyLinear(h)",
+    "a device check on a Mac": "import torch\nDEVICE = 'mps' if torch.backends.mps.is_available() else 'cpu'",
+    "a logger": "import logging\nlogger = logging.getLogger(__name__)\ndef f(x):\n    logger.debug('x %s', x)",
+    "a private helper of the file's own class": "class A:\n    @staticmethod\n    def _pad(x):\n        return x\n"
+                                                "    def f(self, x):\n        return A._pad(x)",
     "super with arguments": "import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self):\n"
                             "        super(A, self).__init__()",
 }
