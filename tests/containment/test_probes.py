@@ -533,26 +533,34 @@ def test_a_profiler_already_running_leaves_no_marker():
 
 
 @pytest.mark.slow
-def test_tripwires_record_the_forbidden_builtins_and_keep_them_working():
-    """Under a record, a call is in the profiler's own events at once (and works); with no record
-    running (a request that measures memory) it fails, so it is never unseen and useful."""
+def test_tripwires_record_the_forbidden_builtins_and_refuse_them():
+    """Under a record, a call is in the profiler's own events at once, then refused; with no record
+    running (a request that measures memory) it is refused too. Building an nn.MultiheadAttention is
+    only recorded (its forward is what is refused), and the original multi_head_attention_forward,
+    reached around the wrapper, refuses as well."""
     script = textwrap.dedent("""\
         import torch
         from autograder.containment import probes
+        original = torch.nn.functional.multi_head_attention_forward
         probes.install_tripwires()
         q = torch.randn(1, 2, 4)
+        refused = []
         with probes.OpRecord("n") as record:
-            out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+            try:
+                torch.nn.functional.scaled_dot_product_attention(q, q, q)
+            except probes.ForbiddenCall as err:
+                refused.append(str(err).split(" ")[0])
             torch.nn.MultiheadAttention(4, 2)
-        try:
-            torch.nn.functional.scaled_dot_product_attention(q, q, q)
-        except probes.ForbiddenCall as err:
-            refused = str(err)
-        print(tuple(out.shape), sorted(record.forbidden), refused.split(" ")[0])
+        for call in (lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q), lambda: original(q)):
+            try:
+                call()
+            except RuntimeError as err:
+                refused.append(str(err).split(" ")[0])
+        print(sorted(record.forbidden), refused)
         """)
     run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == f"(1, 2, 4) {sorted([SDPA, probes.MHA_CLASS])} {SDPA}"
+    assert run.stdout.strip() == f"{sorted([SDPA, probes.MHA_CLASS])} {[SDPA, SDPA, probes.MHA_FORWARD]}"
 
 
 @pytest.mark.slow
