@@ -224,12 +224,20 @@ class OpRecord:
 CONTRACT = ("causal_mask", "padding_mask", "scaled_dot_product_attention", "ScaledDotProductAttention")
 
 
-def _oracle_attention_module(folder):
+class RefusedFile(ImportError):
+    """mha.py asked the oracle for a name of an attention.py the grader refused (and never copied here)."""
+
+
+def _oracle_attention_module(folder, refused=None):
     """A stand-in ``attention`` module for "oracle" mode, so an attention.py bug does not also sink
     MultiHeadAttention: the four contract names are built from torch built-ins (the lab text's
     formula), and any other name (a helper, a constant, a class) comes from the student's own
     attention.py, which is loaded only when mha.py asks for such a name. Loaded that way, its
-    contract names are replaced too, so its helpers call the known-good attention."""
+    contract names are replaced too, so its helpers call the known-good attention.
+
+    ``refused`` ({"attention.py": the scanner's line}, from the parent): the scanner refused the file,
+    which the parent then left out of this child's folder. Any other name fails with that line: the
+    parts of mha.py that need it get no points from a refused file's code."""
     module = types.ModuleType("attention")
 
     def causal_mask(seq_len, device=None):
@@ -256,7 +264,10 @@ def _oracle_attention_module(folder):
     vars(module).update(oracle)
     own = {}  # the student's module and its original contract objects, once loaded
 
-    def load_own():
+    def load_own(name):
+        if "attention.py" in (refused or {}):
+            raise RefusedFile(f"mha.py uses {name} from attention.py, which the grader refused: "
+                              f"{refused['attention.py']}")
         if "error" in own:
             raise own["error"]
         if "module" not in own:
@@ -277,11 +288,11 @@ def _oracle_attention_module(folder):
             raise AttributeError(name)  # import machinery probes (__path__, ...): no need to load the file
         if name == "__all__":  # `from attention import *`: the student's public names, or the contract's
             try:
-                student = load_own()
+                student = load_own(name)
             except Exception:
                 return list(CONTRACT)
             return getattr(student, "__all__", [n for n in vars(student) if not n.startswith("_")])
-        student = load_own()
+        student = load_own(name)
         value = getattr(student, name)  # AttributeError: the name is not in the student's file either
         alias = next((n for original, n in own["originals"] if original is value), None)
         return oracle[alias] if alias else value  # an alias such as `attention = scaled_dot_product_attention`
@@ -295,8 +306,8 @@ def _oracle_attention_module(folder):
 class Submission:
     """The student's modules, imported lazily; an import failure is remembered and reported."""
 
-    def __init__(self, folder, mode):
-        self.folder, self.mode = folder, mode
+    def __init__(self, folder, mode, refused=None):
+        self.folder, self.mode, self.refused = folder, mode, dict(refused or {})
         self.modules, self.failures = {}, {}
 
     def module(self, name):
@@ -306,7 +317,7 @@ class Submission:
             raise ImportFailed(self.failures[name])
         if name not in self.modules:
             if self.mode == "oracle" and "attention" not in sys.modules:
-                sys.modules["attention"] = _oracle_attention_module(self.folder)
+                sys.modules["attention"] = _oracle_attention_module(self.folder, self.refused)
             try:
                 self.modules[name] = sys.modules.get(name) or importlib.import_module(name)
             except BaseException as err:  # SystemExit and KeyboardInterrupt at import count too
@@ -507,14 +518,14 @@ def _safe_str(err):
 
 # --- the serve loop ---------------------------------------------------------------------------
 
-def serve(request_fd, response_fd, submission_dir, mode):
+def serve(request_fd, response_fd, submission_dir, mode, refused=None):
     """Answer requests until the parent closes the pipe; each reply echoes its request's ``seq``."""
     sys.path.insert(0, submission_dir)
     os.chdir(submission_dir)
     single_threaded()
     install_tripwires()
     block_forbidden_kernels()
-    submission = Submission(submission_dir, mode)
+    submission = Submission(submission_dir, mode, refused)
     while True:
         try:
             body = wire.recv_blocking(request_fd)

@@ -161,6 +161,23 @@ def test_in_oracle_mode_a_helper_from_a_broken_attention_py_fails_the_mha_import
     assert (info.type, info.message, info.phase) == ("RuntimeError", "attention.py is broken", "importing mha.py")
 
 
+def test_in_oracle_mode_a_helper_from_a_refused_attention_py_fails_with_the_scanners_line(folder):
+    """The parent says the scanner refused attention.py: the file is not loaded, even where it lies."""
+    write(folder, attention="raise RuntimeError('attention.py ran')\n", mha="from attention import helper\n")
+    refused = {"attention.py": "attention.py, line 3: torch.nn.MultiheadAttention is not allowed"}
+    with pytest.raises(ImportFailed) as failed:
+        Submission(str(folder), "oracle", refused).module("mha")
+    assert (failed.value.info.type, failed.value.info.message) == (
+        "RefusedFile", "mha.py uses helper from attention.py, which the grader refused: "
+                       "attention.py, line 3: torch.nn.MultiheadAttention is not allowed")
+
+
+def test_in_oracle_mode_a_refused_attention_py_still_lends_the_contracts_names(folder):
+    write(folder, attention="raise RuntimeError('attention.py ran')\n", mha="from attention import *\n")
+    mha = Submission(str(folder), "oracle", {"attention.py": "refused"}).module("mha")
+    assert torch.equal(mha.causal_mask(2), torch.tensor([[True, False], [True, True]]))
+
+
 # --- one probe -------------------------------------------------------------------------------
 
 def test_a_plain_call_returns_the_tagged_result_and_the_inputs_after_it(folder):
