@@ -439,4 +439,21 @@ def warm_up():
     # stderr when one fails to import): done here once, no child pays for it or prints it.
     with probes.OpRecord("warm-up"):
         torch.softmax(x.detach(), dim=-1)
+    preload_allowed_modules()
+
+
+def preload_allowed_modules():
+    """Import every module a submission may import (``rules.allowed_modules``: numpy, einops and its torch
+    layers, the standard library's few), so a child's import of one costs nothing and needs no file. Where
+    one is not installed the child's import fails as the student's error, and the kit's tests say so
+    (tests/containment/test_allowed_modules.py)."""
+    import importlib
+
+    from autograder import rules
+
+    for name in rules.allowed_modules():
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
