@@ -42,6 +42,9 @@ MAX_REFUSAL = 500  # characters of the scanner's line sent to an oracle child  #
 # What a child's op record may name (autograder/containment/probes.py); anything else means it was forged.
 KNOWN_FORBIDDEN = rules.watched_builtins()
 RECORD_MISSING = "no trustworthy record of the ops it ran (the grader's profiler was stopped or replaced)"
+# What the child raises for a forbidden built-in, whatever route reached it (probes.ForbiddenCall): the
+# call is refused at torch's dispatcher, and its error names the built-in even where the record was forged.
+FORBIDDEN_ERROR = "ForbiddenCall"
 
 
 class StudentError(AssertionError):
@@ -168,8 +171,10 @@ class Student:
         hidden = self._hides(module, mode)
         if hidden:
             return Failure(hidden_message(hidden, target), error=None, rule=True)
-        if answer.forbidden and not allow_forbidden:
-            return Failure(forbidden_message(answer.forbidden, target), None, answer.forbidden, rule=True)
+        refused = refused_builtins(answer.error)
+        if (answer.forbidden or refused) and not allow_forbidden:
+            named = sorted(set(answer.forbidden) | refused)
+            return Failure(forbidden_message(named, target), None, named, rule=True)
         if not answer.ok:
             return Failure(describe_error(answer.error, self.staged.dir), answer.error, answer.forbidden,
                            self._classes())
@@ -531,6 +536,14 @@ def describe_error(error, folder=None):
     if hint:  # the public checks give the same hint for the same error (one table)
         text += f"\n  hint: {hint}"
     return text
+
+
+def refused_builtins(error):
+    """The built-ins a child's ``ForbiddenCall`` names (its message starts with one): the student's own
+    failure either way, so a forged one costs only the student."""
+    if error is None or error.type != FORBIDDEN_ERROR:
+        return set()
+    return {name for name in KNOWN_FORBIDDEN if error.message.startswith(f"{name} ")}
 
 
 def forbidden_message(names, target):
