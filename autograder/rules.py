@@ -51,6 +51,11 @@ def builtin_name(path):
     return name
 
 
+def allowed_modules():
+    """The modules a submission may import (the scanner's ``MODULES``), by dotted name."""
+    return tuple(_submit_script().MODULES)
+
+
 def read_source(path):
     """The text of the submitted file at ``path``, as Python reads it; raises ``ValueError`` with one
     line for the student (the script's UnreadableSource) for bytes Python would not import."""

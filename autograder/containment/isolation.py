@@ -147,6 +147,10 @@ def build_private_root(new_root, submission_dir, hidden, tmp_size="64m", owner=N
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     os.makedirs(new_root, exist_ok=True)
     mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755")
+    # The child's own small /tmp, first: a runtime path under /tmp (a kit and its venv unpacked there) is
+    # then bound on top of it, where mounting it last would hide the venv and every module not yet imported.
+    os.makedirs(new_root + "/tmp", exist_ok=True)
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
     paths = runtime_paths()
     for path in paths:
         _bind(path, new_root + path, read_only=True)
@@ -167,8 +171,6 @@ def build_private_root(new_root, submission_dir, hidden, tmp_size="64m", owner=N
             shutil.copyfile(source, target)
             if owner is not None:
                 os.chown(target, owner, owner)
-    os.makedirs(new_root + "/tmp", exist_ok=True)
-    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
     for dev in ("null", "zero", "random", "urandom"):
         _bind("/dev/" + dev, f"{new_root}/dev/{dev}", read_only=False, is_file=True)
     os.makedirs(new_root + "/proc", exist_ok=True)

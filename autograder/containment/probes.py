@@ -18,6 +18,7 @@ import sys
 import threading
 import traceback
 import types
+import warnings
 import _thread
 
 import torch
@@ -40,34 +41,103 @@ FORBIDDEN = {
 
 
 class ForbiddenCall(RuntimeError):
-    """A forbidden built-in called where no op record watches (a request that measures memory)."""
+    """A forbidden built-in was called: refused in the child, whatever route reached it."""
+
+
+def refusal(name):
+    """What a refused call says; it starts with the built-in's name (``OpRecord.forbidden_raised`` reads it)."""
+    return f"{name} is not allowed in this lab: write attention yourself"
 
 
 def install_tripwires():
-    """Wrap the forbidden built-ins so that a call is recorded at the moment it happens (and still works)."""
+    """Wrap the forbidden Python built-ins: a call is recorded at the moment it happens, then refused.
+    The original of a Python function refuses too (its code is swapped), so a reference taken to it
+    some other way (a closure, a module dict) is no way around the wrapper."""
     for name, (owner, attr) in FORBIDDEN.items():
-        setattr(owner, attr, _tripwire(name, getattr(owner, attr)))
+        original = getattr(owner, attr)
+        setattr(owner, attr, _tripwire(name, original))
+        _refuse_original(original, name)
     mha_class = torch.nn.MultiheadAttention
-    mha_class.__init__ = _tripwire(MHA_CLASS, mha_class.__init__)
+    mha_class.__init__ = _tripwire(MHA_CLASS, mha_class.__init__, refuse=False)  # its forward is what is refused
     try:
         torch._C._nn.scaled_dot_product_attention = _tripwire(SDPA, torch._C._nn.scaled_dot_product_attention)
     except (AttributeError, TypeError):
         pass
 
 
-def _tripwire(name, original):
+def _tripwire(name, original, refuse=True):
     """A call goes into the op record's own (C++) event list at once, as ``forbidden:<name>``: no Python
-    list the student's code could clear. Where no record is running (a request that measures memory),
-    the call fails instead, so it can earn nothing there either."""
+    list the student's code could clear. Then it fails (``refuse``), so it earns nothing, recorded or not."""
     marker = f"{FORBIDDEN_EVENT}{name}"
 
     def wrapper(*args, **kwargs):
-        if not torch.autograd._profiler_enabled():
-            raise ForbiddenCall(f"{name} is not allowed in this lab: write attention yourself")
-        with torch.autograd.profiler.record_function(marker):
-            pass
+        if torch.autograd._profiler_enabled():
+            with torch.autograd.profiler.record_function(marker):
+                pass
+        if refuse or not torch.autograd._profiler_enabled():
+            raise ForbiddenCall(refusal(name))
         return original(*args, **kwargs)
     return wrapper
+
+
+def _refuse_original(function, name):
+    """Give a Python function without a closure the code of one that raises ``refusal(name)``."""
+    if not isinstance(function, types.FunctionType) or function.__closure__:
+        return  # a C function (torch's SDPA): the dispatcher refuses it (``block_forbidden_kernels``)
+    namespace = {}
+    exec(f"def refused(*args, **kwargs):\n    raise RuntimeError({refusal(name)!r})", namespace)
+    function.__code__ = namespace["refused"].__code__
+
+
+# --- the forbidden kernels, switched off at torch's dispatcher --------------------------------
+
+# Every key through which one of these ops can reach a kernel: the backends (CPU, nested tensors), the
+# composite kernels (SDPA itself is one), autograd, and vmap's own decompositions.
+BLOCKED_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CPU", "Autograd", "NestedTensorCPU",
+                "FuncTorchBatchedDecomposition", "FuncTorchVmapMode")
+
+
+def blocked_ops():
+    """{aten op name: the built-in it is shown as}: every aten op whose name matches ``FORBIDDEN_OPS``."""
+    return {op: shown for op in torch._C._dispatch_get_all_op_names() if op.startswith("aten::")
+            for pattern, shown in FORBIDDEN_OPS if pattern in op}
+
+
+def block_forbidden_kernels():
+    """Before the student's code loads: every kernel of torch's attention ops (``blocked_ops``) raises
+    ``ForbiddenCall``, however it is reached (F.scaled_dot_product_attention, torch.ops.aten, the MHA
+    and encoder-layer fast paths, vmap, inference mode), and so do flex attention's operators.
+
+    The registration's handle is leaked on purpose: no Python object refers to it (and it is not one
+    the garbage collector tracks), so code in this process cannot find it to take the kernels back;
+    it lives as long as the process. The op record still names the op (the profiler sees the call
+    before the kernel raises): evidence, no longer the gate."""
+    handle = torch._C._dispatch_library("IMPL", "aten", "", __file__, 0)
+    with warnings.catch_warnings():  # "overriding a previously registered kernel": that is the point
+        warnings.simplefilter("ignore")
+        for op, shown in blocked_ops().items():
+            for key in BLOCKED_KEYS:
+                if torch._C._dispatch_has_kernel_for_dispatch_key(op, key):
+                    handle.impl(op.split("::", 1)[1], key, _refusing_kernel(shown, op), False)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))  # never released: see above
+    del handle
+    for operator in _flex_attention_operators():
+        for key in list(operator.py_kernels):
+            operator.py_kernels[key] = _refusing_kernel(SDPA, "flex_attention")
+        operator._dispatch_cache.clear()
+
+
+def _refusing_kernel(shown, op):
+    def refused(*args, **kwargs):
+        raise ForbiddenCall(f"{refusal(shown)} ({op} is switched off in the grader)")
+    return refused
+
+
+def _flex_attention_operators():
+    """flex attention's Python-dispatched operators (it runs eagerly on CPU through them), where torch has them."""
+    higher_order = torch.ops.higher_order
+    return [getattr(higher_order, name) for name in ("flex_attention", "flex_attention_backward")
+            if hasattr(higher_order, name)]
 
 
 FORBIDDEN_EVENT = "forbidden:"
@@ -93,11 +163,13 @@ def single_threaded():
 
 # The kernels behind torch's attention built-ins, however they are reached (torch.ops.aten,
 # private torch functions, exec'd strings): the profiler records every op the dispatcher runs.
-FORBIDDEN_OPS = (("scaled_dot_product", SDPA),
-                 ("native_multi_head_attention", MHA_FORWARD),
+FORBIDDEN_OPS = (("scaled_dot", SDPA),
+                 ("multi_head_attention", MHA_FORWARD),
                  ("transformer_encoder_layer", ENCODER_LAYER),
                  ("flash_attention", SDPA),
-                 ("efficient_attention", SDPA))
+                 ("efficient_attention", SDPA),
+                 ("cudnn_attention", SDPA),
+                 ("fused_sdp", SDPA))
 _PROFILER_CONFIG = torch.autograd.ProfilerConfig(torch.autograd.ProfilerState.CPU, False, False, False, False, False,
                                                  torch._C._profiler._ExperimentalConfig())
 
@@ -152,12 +224,20 @@ class OpRecord:
 CONTRACT = ("causal_mask", "padding_mask", "scaled_dot_product_attention", "ScaledDotProductAttention")
 
 
-def _oracle_attention_module(folder):
+class RefusedFile(ImportError):
+    """mha.py asked the oracle for a name of an attention.py the grader refused (and never copied here)."""
+
+
+def _oracle_attention_module(folder, refused=None):
     """A stand-in ``attention`` module for "oracle" mode, so an attention.py bug does not also sink
     MultiHeadAttention: the four contract names are built from torch built-ins (the lab text's
     formula), and any other name (a helper, a constant, a class) comes from the student's own
     attention.py, which is loaded only when mha.py asks for such a name. Loaded that way, its
-    contract names are replaced too, so its helpers call the known-good attention."""
+    contract names are replaced too, so its helpers call the known-good attention.
+
+    ``refused`` ({"attention.py": the scanner's line}, from the parent): the scanner refused the file,
+    which the parent then left out of this child's folder. Any other name fails with that line: the
+    parts of mha.py that need it get no points from a refused file's code."""
     module = types.ModuleType("attention")
 
     def causal_mask(seq_len, device=None):
@@ -184,7 +264,10 @@ def _oracle_attention_module(folder):
     vars(module).update(oracle)
     own = {}  # the student's module and its original contract objects, once loaded
 
-    def load_own():
+    def load_own(name):
+        if "attention.py" in (refused or {}):
+            raise RefusedFile(f"mha.py uses {name} from attention.py, which the grader refused: "
+                              f"{refused['attention.py']}")
         if "error" in own:
             raise own["error"]
         if "module" not in own:
@@ -205,11 +288,11 @@ def _oracle_attention_module(folder):
             raise AttributeError(name)  # import machinery probes (__path__, ...): no need to load the file
         if name == "__all__":  # `from attention import *`: the student's public names, or the contract's
             try:
-                student = load_own()
+                student = load_own(name)
             except Exception:
                 return list(CONTRACT)
             return getattr(student, "__all__", [n for n in vars(student) if not n.startswith("_")])
-        student = load_own()
+        student = load_own(name)
         value = getattr(student, name)  # AttributeError: the name is not in the student's file either
         alias = next((n for original, n in own["originals"] if original is value), None)
         return oracle[alias] if alias else value  # an alias such as `attention = scaled_dot_product_attention`
@@ -223,8 +306,8 @@ def _oracle_attention_module(folder):
 class Submission:
     """The student's modules, imported lazily; an import failure is remembered and reported."""
 
-    def __init__(self, folder, mode):
-        self.folder, self.mode = folder, mode
+    def __init__(self, folder, mode, refused=None):
+        self.folder, self.mode, self.refused = folder, mode, dict(refused or {})
         self.modules, self.failures = {}, {}
 
     def module(self, name):
@@ -234,7 +317,7 @@ class Submission:
             raise ImportFailed(self.failures[name])
         if name not in self.modules:
             if self.mode == "oracle" and "attention" not in sys.modules:
-                sys.modules["attention"] = _oracle_attention_module(self.folder)
+                sys.modules["attention"] = _oracle_attention_module(self.folder, self.refused)
             try:
                 self.modules[name] = sys.modules.get(name) or importlib.import_module(name)
             except BaseException as err:  # SystemExit and KeyboardInterrupt at import count too
@@ -435,13 +518,14 @@ def _safe_str(err):
 
 # --- the serve loop ---------------------------------------------------------------------------
 
-def serve(request_fd, response_fd, submission_dir, mode):
+def serve(request_fd, response_fd, submission_dir, mode, refused=None):
     """Answer requests until the parent closes the pipe; each reply echoes its request's ``seq``."""
     sys.path.insert(0, submission_dir)
     os.chdir(submission_dir)
     single_threaded()
     install_tripwires()
-    submission = Submission(submission_dir, mode)
+    block_forbidden_kernels()
+    submission = Submission(submission_dir, mode, refused)
     while True:
         try:
             body = wire.recv_blocking(request_fd)

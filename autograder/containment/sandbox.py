@@ -169,7 +169,7 @@ def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     try:
-        probes.serve(REQUEST_FD, RESPONSE_FD, submission_dir, config["mode"])
+        probes.serve(REQUEST_FD, RESPONSE_FD, submission_dir, config["mode"], config.get("refused", {}))
     finally:
         os._exit(0)
 
@@ -439,4 +439,21 @@ def warm_up():
     # stderr when one fails to import): done here once, no child pays for it or prints it.
     with probes.OpRecord("warm-up"):
         torch.softmax(x.detach(), dim=-1)
+    preload_allowed_modules()
+
+
+def preload_allowed_modules():
+    """Import every module a submission may import (``rules.allowed_modules``: numpy, einops and its torch
+    layers, the standard library's few), so a child's import of one costs nothing and needs no file. Where
+    one is not installed the child's import fails as the student's error, and the kit's tests say so
+    (tests/containment/test_allowed_modules.py)."""
+    import importlib
+
+    from autograder import rules
+
+    for name in rules.allowed_modules():
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 

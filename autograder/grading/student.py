@@ -37,10 +37,14 @@ from autograder.containment.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
 GRADER_MARGIN = GRADER_MARGIN_MB << 20  # what the grader may still need beside a child in a memory-limited container
-MIN_CHILD_MB = 96  # below this even honest code cannot run; the container's OOM killer then decides
+MIN_CHILD_MB = 96
+MAX_REFUSAL = 500  # characters of the scanner's line sent to an oracle child  # below this even honest code cannot run; the container's OOM killer then decides
 # What a child's op record may name (autograder/containment/probes.py); anything else means it was forged.
 KNOWN_FORBIDDEN = rules.watched_builtins()
 RECORD_MISSING = "no trustworthy record of the ops it ran (the grader's profiler was stopped or replaced)"
+# What the child raises for a forbidden built-in, whatever route reached it (probes.ForbiddenCall): the
+# call is refused at torch's dispatcher, and its error names the built-in even where the record was forged.
+FORBIDDEN_ERROR = "ForbiddenCall"
 
 
 class StudentError(AssertionError):
@@ -167,8 +171,10 @@ class Student:
         hidden = self._hides(module, mode)
         if hidden:
             return Failure(hidden_message(hidden, target), error=None, rule=True)
-        if answer.forbidden and not allow_forbidden:
-            return Failure(forbidden_message(answer.forbidden, target), None, answer.forbidden, rule=True)
+        refused = refused_builtins(answer.error)
+        if (answer.forbidden or refused) and not allow_forbidden:
+            named = sorted(set(answer.forbidden) | refused)
+            return Failure(forbidden_message(named, target), None, named, rule=True)
         if not answer.ok:
             return Failure(describe_error(answer.error, self.staged.dir), answer.error, answer.forbidden,
                            self._classes())
@@ -272,11 +278,23 @@ class Student:
                 self._retire(entry["child"])
             self._fit_memory_to_container()
             uid = self.zygote.next_uid(self.slot)
-            scratch = self._fresh_scratch(uid)
+            refused = self._refused_for_oracle() if mode == "oracle" else {}
+            scratch = self._fresh_scratch(uid, leave_out=refused)
             cgroup = self._submission_cgroup()
-            child = self.zygote.spawn(scratch, mode, self.limits, uid, cgroup.procs if cgroup else ())
+            child = self.zygote.spawn(scratch, mode, self.limits, uid, cgroup.procs if cgroup else (), refused=refused)
             entry = self.children[mode] = {"child": child, "imported": set()}
         return entry["child"]
+
+    def _refused_for_oracle(self):
+        """{"attention.py": the scanner's first line} when the scanner refused attention.py, else {}. The oracle
+        child lends mha.py a working attention and would load the student's attention.py for any other name
+        (a helper): a refused file is not copied into that child at all, so it never runs there, and the
+        child fails such a name with this line (``probes._oracle_attention_module``)."""
+        try:
+            findings = rules.forbidden_calls(os.path.join(self.staged.dir, "attention.py"))
+        except (OSError, SyntaxError, ValueError):  # missing or unreadable: its import fails on its own
+            return {}
+        return {"attention.py": findings[0].message[:MAX_REFUSAL]} if findings else {}
 
     def _fit_memory_to_container(self):
         """Inside a memory-limited container (Gradescope's 768 MiB) the grader and a child must fit
@@ -306,8 +324,9 @@ class Student:
             self.cgroup = cgroups.create(self.limits.memory_mb << 20, self.limits.max_processes)
         return self.cgroup
 
-    def _fresh_scratch(self, uid):
-        """Each child gets its own copy of the two files, so nothing one child writes reaches the next.
+    def _fresh_scratch(self, uid, leave_out=()):
+        """Each child gets its own copy of the two files (but those in ``leave_out``), so nothing one child
+        writes reaches the next.
 
         The folder is new and filled by the grader before anyone else may enter it (O_EXCL and
         O_NOFOLLOW through the folder's descriptor); only then is it handed to the child's uid, a uid
@@ -319,6 +338,8 @@ class Student:
         folder = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             for name in os.listdir(self.staged.dir):
+                if name in leave_out:
+                    continue
                 with open(os.path.join(self.staged.dir, name), "rb") as src:
                     data = src.read()
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
@@ -515,6 +536,14 @@ def describe_error(error, folder=None):
     if hint:  # the public checks give the same hint for the same error (one table)
         text += f"\n  hint: {hint}"
     return text
+
+
+def refused_builtins(error):
+    """The built-ins a child's ``ForbiddenCall`` names (its message starts with one): the student's own
+    failure either way, so a forged one costs only the student."""
+    if error is None or error.type != FORBIDDEN_ERROR:
+        return set()
+    return {name for name in KNOWN_FORBIDDEN if error.message.startswith(f"{name} ")}
 
 
 def forbidden_message(names, target):

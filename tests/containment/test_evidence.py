@@ -76,6 +76,23 @@ def test_a_record_naming_what_no_probe_records_is_a_violation(tmp_path):
     assert outcome.rule and RECORD_MISSING in outcome.forbidden
 
 
+def test_a_refused_builtin_fails_the_rule_even_under_a_clean_record(tmp_path):
+    """The dispatcher refused the kernel (probes.ForbiddenCall) while a forged record claims nothing ran."""
+    refused = {"type": "ForbiddenCall", "mro": [], "where": None, "phase": "calling x",
+               "message": f"{SDPA} is not allowed in this lab: write attention yourself"}
+    student = handle(tmp_path, ForgingChild(lambda r: {"ok": False, "forbidden": [], "error": refused}))
+    outcome = student.try_call("attention.scaled_dot_product_attention", 1)
+    assert outcome.rule and outcome.forbidden == [SDPA] and "from-scratch rule forbids" in outcome.message
+
+
+def test_the_parent_reads_the_error_the_child_raises_for_a_forbidden_builtin():
+    from autograder.containment import probes
+    from autograder.grading.student import FORBIDDEN_ERROR
+
+    assert FORBIDDEN_ERROR == probes.ForbiddenCall.__name__
+    assert probes.refusal(SDPA).startswith(f"{SDPA} ")
+
+
 def test_an_honest_record_passes(tmp_path):
     reply = handle(tmp_path, ForgingChild(ok)).call("attention.causal_mask", 4)
     assert reply.result == 1 and reply.forbidden == []

@@ -161,6 +161,23 @@ def test_in_oracle_mode_a_helper_from_a_broken_attention_py_fails_the_mha_import
     assert (info.type, info.message, info.phase) == ("RuntimeError", "attention.py is broken", "importing mha.py")
 
 
+def test_in_oracle_mode_a_helper_from_a_refused_attention_py_fails_with_the_scanners_line(folder):
+    """The parent says the scanner refused attention.py: the file is not loaded, even where it lies."""
+    write(folder, attention="raise RuntimeError('attention.py ran')\n", mha="from attention import helper\n")
+    refused = {"attention.py": "attention.py, line 3: torch.nn.MultiheadAttention is not allowed"}
+    with pytest.raises(ImportFailed) as failed:
+        Submission(str(folder), "oracle", refused).module("mha")
+    assert (failed.value.info.type, failed.value.info.message) == (
+        "RefusedFile", "mha.py uses helper from attention.py, which the grader refused: "
+                       "attention.py, line 3: torch.nn.MultiheadAttention is not allowed")
+
+
+def test_in_oracle_mode_a_refused_attention_py_still_lends_the_contracts_names(folder):
+    write(folder, attention="raise RuntimeError('attention.py ran')\n", mha="from attention import *\n")
+    mha = Submission(str(folder), "oracle", {"attention.py": "refused"}).module("mha")
+    assert torch.equal(mha.causal_mask(2), torch.tensor([[True, False], [True, True]]))
+
+
 # --- one probe -------------------------------------------------------------------------------
 
 def test_a_plain_call_returns_the_tagged_result_and_the_inputs_after_it(folder):
@@ -533,26 +550,34 @@ def test_a_profiler_already_running_leaves_no_marker():
 
 
 @pytest.mark.slow
-def test_tripwires_record_the_forbidden_builtins_and_keep_them_working():
-    """Under a record, a call is in the profiler's own events at once (and works); with no record
-    running (a request that measures memory) it fails, so it is never unseen and useful."""
+def test_tripwires_record_the_forbidden_builtins_and_refuse_them():
+    """Under a record, a call is in the profiler's own events at once, then refused; with no record
+    running (a request that measures memory) it is refused too. Building an nn.MultiheadAttention is
+    only recorded (its forward is what is refused), and the original multi_head_attention_forward,
+    reached around the wrapper, refuses as well."""
     script = textwrap.dedent("""\
         import torch
         from autograder.containment import probes
+        original = torch.nn.functional.multi_head_attention_forward
         probes.install_tripwires()
         q = torch.randn(1, 2, 4)
+        refused = []
         with probes.OpRecord("n") as record:
-            out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+            try:
+                torch.nn.functional.scaled_dot_product_attention(q, q, q)
+            except probes.ForbiddenCall as err:
+                refused.append(str(err).split(" ")[0])
             torch.nn.MultiheadAttention(4, 2)
-        try:
-            torch.nn.functional.scaled_dot_product_attention(q, q, q)
-        except probes.ForbiddenCall as err:
-            refused = str(err)
-        print(tuple(out.shape), sorted(record.forbidden), refused.split(" ")[0])
+        for call in (lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q), lambda: original(q)):
+            try:
+                call()
+            except RuntimeError as err:
+                refused.append(str(err).split(" ")[0])
+        print(sorted(record.forbidden), refused)
         """)
     run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == f"(1, 2, 4) {sorted([SDPA, probes.MHA_CLASS])} {SDPA}"
+    assert run.stdout.strip() == f"{sorted([SDPA, probes.MHA_CLASS])} {[SDPA, SDPA, probes.MHA_FORWARD]}"
 
 
 @pytest.mark.slow

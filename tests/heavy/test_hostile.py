@@ -103,6 +103,11 @@ EXPECTED = {
     "rule_unwrap_tripwire": Expect(ATTENTION_PARTS, (HIDDEN, "__closure__")),
     "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder.containment is not allowed")),
     "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
+    # Issue 31: the op record forged and SDPA's kernel called by a route the scanner of the time did not
+    # follow. The dispatcher refuses the kernel in the child: no points from it, whichever layer says so
+    # (a scanner that sees the route says "not graded ... (the from-scratch rule)"). Not in RULE_DODGES
+    # until the scanner sees it: the source rule's points are the scanner's to take.
+    "rule_kernel_forged_record": Expect(ATTENTION_PARTS, ("from-scratch rule",)),
     "rule_mha_at_import": Expect(MHA_PARTS, ("torch.nn.MultiheadAttention", "from-scratch rule forbids")),
     # Extra credit's memory figure forged (a forked helper, a patched probe); the source rule catches it.
     "memory_forged": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder.containment is not allowed")),
