@@ -52,8 +52,9 @@ def builtin_name(path):
 
 
 def allowed_modules():
-    """The modules a submission may import (the scanner's ``MODULES``), by dotted name."""
-    return tuple(_submit_script().MODULES)
+    """The modules a submission may import (the scanner's ``MODULES`` and ``ANNOTATION_ONLY``), by dotted name."""
+    script = _submit_script()
+    return tuple(dict.fromkeys([*script.MODULES, *script.ANNOTATION_ONLY]))
 
 
 def read_source(path):

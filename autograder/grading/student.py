@@ -37,8 +37,8 @@ from autograder.containment.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
 GRADER_MARGIN = GRADER_MARGIN_MB << 20  # what the grader may still need beside a child in a memory-limited container
-MIN_CHILD_MB = 96
-MAX_REFUSAL = 500  # characters of the scanner's line sent to an oracle child  # below this even honest code cannot run; the container's OOM killer then decides
+MIN_CHILD_MB = 96  # below this even honest code cannot run; the container's OOM killer then decides
+MAX_REFUSAL = 500  # characters of the scanner's line sent to an oracle child
 # What a child's op record may name (autograder/containment/probes.py); anything else means it was forged.
 KNOWN_FORBIDDEN = rules.watched_builtins()
 RECORD_MISSING = "no trustworthy record of the ops it ran (the grader's profiler was stopped or replaced)"

@@ -75,8 +75,8 @@ PRECISION_END = "# (end of the grader's float32-in-float64 diagnosis)"
 # The lab text's tables of what the from-scratch rule allows, from submit.py's own tables.
 RULES_SOURCE = "assignment/submit.py"
 RULES_TARGET = "assignment/README.md"
-RULES_BEGIN = ("<!-- BEGIN the rule's tables: generated from submit.py (ALLOWED, ANNOTATION_ONLY, VALUE_MEMBERS) "
-               "by `make stubs`; do not edit -->")
+RULES_BEGIN = ("<!-- BEGIN the rule's tables: generated from submit.py (ALLOWED, ANNOTATION_ONLY, VALUE_MEMBERS); "
+               "do not edit -->")
 RULES_END = "<!-- END the rule's tables -->"
 
 CODE_STUB = "raise NotImplementedError"

@@ -60,7 +60,8 @@ RULE_DODGES = {"rule_aten_ops": "attention.py", "rule_private_getattr": "attenti
                "rule_silenced_record": "attention.py", "rule_native_mha": "mha.py", "rule_mha_at_import": "mha.py",
                "rule_pydoc_thread": "attention.py", "rule_type_hints": "attention.py",
                "rule_torch_reexports": "attention.py", "rule_dead_branch_alias": "attention.py",
-               "rule_module_in_list": "attention.py", "rule_deep_expression": "attention.py"}
+               "rule_module_in_list": "attention.py", "rule_deep_expression": "attention.py",
+               "rule_kernel_forged_record": "attention.py"}
 
 
 @dataclass(frozen=True)
