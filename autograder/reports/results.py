@@ -56,7 +56,7 @@ def results_json(record, submitters=(), student_view=False):
             "containment": list(record.get("containment", [])),
             "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
             "status": status(record, grader_errors),
-            "submitters": [dataclasses.asdict(s) for s in submitters],
+            "submitters": [_submitter(s) for s in submitters],
             **({"fingerprint": record["fingerprint"]} if record.get("fingerprint") else {}),
             **({"regraded": record["regraded"]} if record.get("regraded") else {}),
         },
@@ -74,6 +74,11 @@ def status(record, grader_errors=()):
     if grader_errors or record.get("grader_error"):
         return GRADER_ERROR
     return NO_FILES if "found" in record and not record["found"] else GRADED
+
+
+def _submitter(who):
+    """Name, email and SID, and the LMS identity only when an LMS download gave one."""
+    return {key: value for key, value in dataclasses.asdict(who).items() if key in ("name", "email", "sid") or value}
 
 
 def _named(result):
