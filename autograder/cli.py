@@ -173,6 +173,10 @@ def print_table(outcome, out_dir, level, seconds):
             cells, total = ["" for _ in parts], status_of(results)
         table.add_row(shown(submission_label(submission_id, submitters)), *cells, total)
     Console(width=TABLE_WIDTH).print(table)
+    for submission_id, submitters, results in outcome.entries:
+        if status_of(results) != GRADED:  # one line each: why it has no score
+            why = results["extra_data"].get("why_not_graded", status_of(results))
+            print(f"not graded: {clean(submission_label(submission_id, submitters))}: {clean(why)}")
     print(f"reports: {out_dir}/<submission>/: results.json, feedback.md, feedback.html, submitted/")
     print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv")
     print(f"yours:   {out_dir}/adjustments.csv (read on every run, never rewritten)")

@@ -34,3 +34,12 @@ def test_the_console_table_fits_100_columns(capsys):
     print_table(SimpleNamespace(graded=made, skipped=[], entries=made), "out", "namespaces", 1.0)
     widest = max(len(line) for line in capsys.readouterr().out.splitlines())
     assert widest <= 100, widest
+
+
+def test_each_submission_without_a_score_gets_one_line_saying_why(capsys):
+    from autograder.cli import print_table
+    empty = results(0.0, found={}, problems=["the upload is empty: upload attention.py and mha.py"])
+    made = [("alice", (), results(7.0)), ("carol", (), empty)]
+    print_table(SimpleNamespace(graded=made, skipped=[], entries=made), "out", "namespaces", 1.0)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("not graded")]
+    assert lines == ["not graded: carol: the upload is empty: upload attention.py and mha.py"]
