@@ -76,7 +76,7 @@ def load(out_dir):
         rows, skipped = _rows(text)
     except ValueError as err:
         return [], [f"{path}: {err}: no adjustment applied"]
-    return rows, [f"{path}:{number}: {problem}: row skipped" for number, problem in skipped]
+    return rows, [f"{FILE_NAME}:{number}: {problem}: row skipped" for number, problem in skipped]
 
 
 def load_text(text):

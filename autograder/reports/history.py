@@ -40,7 +40,7 @@ def changes(entries, finals, graded_because, adjusted, last):
         if submission_id in graded_because:
             reason = graded_because[submission_id] + (f"; adjustment: {adjustment}" if adjustment else "")
             status = results["extra_data"].get("status", "graded")
-            reason += "" if status == "graded" else f" ({status}: no score)"
+            reason += "" if status == "graded" or new else f" ({status}: no score)"
         elif old is None:
             reason = "first recorded (graded before history.csv existed)"
         elif old != new:

@@ -6,6 +6,7 @@ For each submission ``results.json`` (built by ``results``), ``feedback.md`` (``
 file, then rename): a batch killed halfway leaves whole reports or none, which is what makes
 re-running a batch resume it.
 """
+import html
 import json
 import os
 import tempfile
@@ -14,6 +15,7 @@ import time
 from autograder.reports import adjustments, history
 from autograder.reports.classbook import canvas_import_csv, scores_of, gradebook_csv, moodle_import_csv, summary_markdown
 from autograder.reports.feedback import feedback_markdown
+from autograder.reports.inert_text import md_text
 from autograder.reports.html_pages import feedback_html, summary_html
 from autograder.reports.results import results_json
 
@@ -114,25 +116,36 @@ ADJUSTED_START, ADJUSTED_END = "<!-- adjustment -->", "<!-- /adjustment -->"
 
 
 def state_adjustment(out_dir, submission_id, results, applied):
-    """Say the instructor's adjustment near the top of feedback.md (or remove what an earlier run said, once
-    the row is gone); the file is rewritten only when that changes."""
-    path = os.path.join(out_dir, submission_id, "feedback.md")
+    """Say the instructor's adjustment under the title of feedback.md and feedback.html (or remove what an
+    earlier run said, once the row is gone); a file is rewritten only when that changes."""
+    sentence = None
+    if applied is not None:
+        raw = results["score"] if results["extra_data"].get("status", "graded") == "graded" else None
+        final = applied.final(raw)
+        shown = f"{final:g} / {results['extra_data']['max_score']:g}" if final is not None else "not graded"
+        sentence = f"Adjusted by your instructor: {applied.describe()}. Your total is now {shown}."
+    folder = os.path.join(out_dir, submission_id)
+    _restate(os.path.join(folder, "feedback.md"), "\n", sentence and f"**{md_text(sentence)}**")
+    _restate(os.path.join(folder, "feedback.html"), "</h1>\n", sentence and f"<p><strong>{html.escape(sentence)}</strong></p>")
+
+
+def _restate(path, anchor, block):
+    """Put ``block`` (None: nothing) between the adjustment markers right after the first ``anchor``."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError:
         return
-    head, _, rest = text.partition("\n")
-    if ADJUSTED_START in rest:
-        before, _, after = rest.partition(ADJUSTED_START)
-        rest = before + after.partition(ADJUSTED_END + "\n")[2]
-    if applied is not None:
-        raw = results["score"] if results["extra_data"].get("status", "graded") == "graded" else None
-        final = applied.final(raw)
-        shown = f"{final:g} / {results['extra_data']['max_score']:g}" if final is not None else "not graded"
-        rest = (f"\n{ADJUSTED_START}\n**Adjusted by your instructor: {applied.describe()}. Your total is now "
-                f"{shown}.**\n{ADJUSTED_END}\n" + rest.lstrip("\n"))
-    new = f"{head}\n{rest}"
+    head, found, body = text.partition(anchor)
+    if not found:
+        return
+    gap = body[:len(body) - len(body.lstrip("\n"))]
+    body = body[len(gap):]
+    if body.startswith(ADJUSTED_START):
+        body = body.partition(ADJUSTED_END)[2].lstrip("\n")
+    if block is not None:
+        body = f"{ADJUSTED_START}\n{block}\n{ADJUSTED_END}\n{gap}{body}"
+    new = f"{head}{anchor}{gap}{body}"
     if new != text:
         write_atomic(path, new)
 

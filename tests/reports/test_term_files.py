@@ -87,14 +87,18 @@ def test_a_row_with_both_points_and_an_override_is_refused():
     assert rows == [] and messages == ["line 2: give either points or an override, not both or neither"]
 
 
-def test_the_feedback_states_the_adjustment_and_drops_it_once_the_row_is_gone(tmp_path):
-    write_adjustments(tmp_path, "student,points,override,reason\ns0,-2,,two days late\n")
+def test_the_feedback_states_the_adjustment_and_is_as_before_once_the_row_is_gone(tmp_path):
     run(tmp_path, [graded(7)])
+    before = (tmp_path / "s0" / "feedback.md").read_text()
+    write_adjustments(tmp_path, "student,points,override,reason\ns0,-2,,two days late\n")
+    run(tmp_path, [graded(7)], because={})
     feedback = (tmp_path / "s0" / "feedback.md").read_text()
     assert "Adjusted by your instructor: -2 points (two days late). Your total is now 5 / 10." in feedback
+    page = (tmp_path / "s0" / "feedback.html").read_text()
+    assert "<p><strong>Adjusted by your instructor: -2 points (two days late)." in page
     write_adjustments(tmp_path, "student,points,override,reason\n")
     run(tmp_path, [graded(7)], because={})
-    assert "Adjusted" not in (tmp_path / "s0" / "feedback.md").read_text()
+    assert (tmp_path / "s0" / "feedback.md").read_text() == before
 
 
 # --- history.csv ---------------------------------------------------------------------------------------
