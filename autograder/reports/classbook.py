@@ -30,17 +30,19 @@ def gradebook_csv(entries, applied=None):
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([*CANVAS_COLUMNS, "total", "raw", "adjustment", *parts, "max", "status", "submission_id",
-                     "email"])
+                     "email", "late"])
     for submission_id, submitters, results in entries:
         raw, final, adjustment, per_part = scores_of(results, applied.get(submission_id), parts)
         max_score = f"{results['extra_data']['max_score']:g}"
+        # the export's own flag (Canvas's LATE_): no penalty is applied for it, adjustments.csv is for that
+        late = "late" if any(getattr(w, "late", False) for w in submitters) else ""
         for who in submitters or [None]:
             # ID is Canvas's own user id: known from a Canvas download, never guessed otherwise.
             canvas_id = who.lms_id if who and getattr(who, "lms", "") == "canvas" else ""
             name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
             name, sid, email, shown_id = map(spreadsheet_cell, (name, sid, email, submission_id))
             writer.writerow([name, canvas_id, sid, email, "", final, raw, adjustment, *per_part, max_score,
-                             status_of(results), shown_id, email])
+                             status_of(results), shown_id, email, late])
     return BOM + buffer.getvalue()
 
 

@@ -253,3 +253,10 @@ def test_the_gradebook_shows_raw_adjustment_and_final():
     rows = list(csv.DictReader(io.StringIO(gradebook_csv(entries(7, 6), applied))))
     assert [(r["raw"], r["adjustment"], r["total"]) for r in rows] == [
         ("7", "-2 points (two days late)", "5"), ("6", "set to 9.5 (by hand)", "9.5")]
+
+
+def test_the_gradebook_says_which_submissions_the_export_marked_late():
+    late = (Submitter("turingalan", "", "", "canvas", "1912", True),)
+    made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]), ("turingalan_1912", late, entries(6)[0][2])]
+    rows = list(csv.DictReader(io.StringIO(gradebook_csv(made).removeprefix("\ufeff"))))
+    assert [(r["submission_id"], r["late"]) for r in rows] == [("lovelaceada_1815", ""), ("turingalan_1912", "late")]
