@@ -61,8 +61,8 @@ class SubmissionSource:
 
 
 # Files the grader writes next to the report folders: no submission may take their names.
-CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html", "import-canvas.csv", "import-moodle.csv",
-               "adjustments.csv", "history.csv")
+CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html", "summary-anonymous.html", "import-canvas.csv",
+               "import-moodle.csv", "adjustments.csv", "history.csv")
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from autograder.reports import adjustments, history
 from autograder.reports.classbook import canvas_import_csv, scores_of, gradebook_csv, moodle_import_csv, summary_markdown
 from autograder.reports.feedback import feedback_markdown
 from autograder.reports.inert_text import md_text
-from autograder.reports.html_pages import feedback_html, summary_html
+from autograder.reports.html_pages import feedback_html, summary_anonymous_html, summary_html
 from autograder.reports.results import results_json
 
 
@@ -93,6 +93,7 @@ def write_class_files(out_dir, entries, renamed=(), applied=None):
             write_atomic(os.path.join(out_dir, name), text)
     write_atomic(os.path.join(out_dir, "summary.md"), summary_markdown(entries, renamed))
     write_atomic(os.path.join(out_dir, "summary.html"), summary_html(entries, out_dir, renamed))
+    write_atomic(os.path.join(out_dir, "summary-anonymous.html"), summary_anonymous_html(entries))
 
 
 def write_term_files(out_dir, entries, renamed=(), graded_because=None):

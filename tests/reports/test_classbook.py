@@ -260,3 +260,33 @@ def test_the_gradebook_says_which_submissions_the_export_marked_late():
     made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]), ("turingalan_1912", late, entries(6)[0][2])]
     rows = list(csv.DictReader(io.StringIO(gradebook_csv(made).removeprefix("\ufeff"))))
     assert [(r["submission_id"], r["late"]) for r in rows] == [("lovelaceada_1815", ""), ("turingalan_1912", "late")]
+
+
+# --- summary-anonymous.html: for a lecture ---------------------------------------------------------
+
+def anonymous_class():
+    from autograder.reports.html_pages import summary_anonymous_html
+    full = results_json(record(result("masks", 10.0, passed=True), result("extra", 5.0, passed=True)))
+    half = results_json(record(result("masks", 10.0, passed=False), result("extra", 5.0, passed=False)))
+    made = [("submission_1", (Submitter("Ada Lovelace", "ada@example.edu", "1815"),), full),
+            ("zoe_folder", (), half), no_files("carol_empty")]
+    return summary_anonymous_html(made + [("submission_2", (), head_reshape_results())])
+
+
+def test_the_anonymous_summary_names_nobody():
+    page = anonymous_class()
+    for who in ("Ada", "Lovelace", "ada@example.edu", "1815", "submission_1", "zoe_folder", "carol_empty", "href="):
+        assert who not in page, who
+
+
+def test_the_anonymous_summary_keeps_the_core_mean_apart_from_extra_credit():
+    page = anonymous_class()
+    assert "Core score, extra credit apart: mean 3.3" in page, page  # (10 + 0 + 0) / 3, the 5 extra points apart
+    assert "Extra credit (not in the core figures): 1 of 3 submissions earned some" in page
+    assert "(1 not graded, left out)" in page
+
+
+def test_the_anonymous_summary_draws_the_distribution_each_part_and_the_common_bugs():
+    page = anonymous_class()
+    assert page.count('class="column"') == 10 and "<h2>Each part</h2>" in page
+    assert "<code>split_without_transpose</code></td><td class=\"num\">1 of 3" in page, page
