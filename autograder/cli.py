@@ -4,6 +4,8 @@ import os
 import sys
 import time
 
+TABLE_WIDTH = 100  # the console table fits a terminal of this width, or a log read in one
+SUBMISSION_WIDTH = 30  # a longer name folds onto further lines: the score columns keep their width
 USAGE_ERROR = 2
 SUITE_BROKEN = 3  # the reference does not pass the hidden suite: nobody was graded
 
@@ -70,7 +72,7 @@ def _check_out_dir(out_dir):
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError(f"--out {out_dir} exists and is not a folder")
     try:
-        os.makedirs(out_dir, exist_ok=True)
+        os.makedirs(out_dir, 0o700, exist_ok=True)  # grades are private
     except OSError as err:
         raise UsageError(f"cannot create --out {out_dir}: {err.strerror}") from None
     if not os.access(out_dir, os.W_OK):
@@ -142,27 +144,39 @@ def clean(text):
 
 
 def print_table(outcome, out_dir, level, seconds):
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     from autograder.reports.classbook import status_of, submission_label
-    from autograder.parts import PART_TITLES
     from autograder.reports.results import GRADED, part_scores, parts_in
 
+    # Narrow on purpose (TABLE_WIDTH): a part is headed by its gradebook name over its points, a cell holds
+    # the score alone, and a long name folds onto a second line rather than being cut.
     table = Table(title=f"Graded {len(outcome.graded)}, resumed {len(outcome.skipped)} "
-                        f"({level} isolation, {seconds:.1f} s)")
-    table.add_column("submission")
+                        f"({level} isolation, {seconds:.1f} s)",
+                  box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
+    table.add_column("submission", overflow="fold", max_width=SUBMISSION_WIDTH)
     parts = parts_in(r for _, _, r in outcome.entries)
+    maxima = {}
+    for _, _, results in outcome.entries:
+        for part, (_, points) in part_scores(results).items():
+            maxima.setdefault(part, points)
     for part in parts:
-        table.add_column(PART_TITLES.get(part, part), justify="right")
-    table.add_column("total", justify="right")
+        table.add_column(f"{part.replace('_', chr(10))}\n/{maxima.get(part, 0):g}", justify="right", no_wrap=True)
+    table.add_column("total", justify="right", no_wrap=True)
     for submission_id, submitters, results in outcome.entries:
         scores = part_scores(results)
-        cells = [f"{scores.get(p, (0, 0))[0]:g}/{scores.get(p, (0, 0))[1]:g}" for p in parts]
+        cells = [f"{scores.get(p, (0, 0))[0]:g}" for p in parts]
         total = f"{results['score']:g}/{results['extra_data']['max_score']:g}"
         if status_of(results) != GRADED:  # no files, or a grader error: not a score of 0
             cells, total = ["" for _ in parts], status_of(results)
         table.add_row(shown(submission_label(submission_id, submitters)), *cells, total)
-    Console(width=160).print(table)
-    print(f"reports: {out_dir}/<submission>/results.json, feedback.md, feedback.html; "
-          f"{out_dir}/gradebook.csv; {out_dir}/summary.md, summary.html")
+    Console(width=TABLE_WIDTH).print(table)
+    for submission_id, submitters, results in outcome.entries:
+        if status_of(results) != GRADED:  # one line each: why it has no score
+            why = results["extra_data"].get("why_not_graded", status_of(results))
+            print(f"not graded: {clean(submission_label(submission_id, submitters))}: {clean(why)}")
+    print(f"reports: {out_dir}/<submission>/: results.json, feedback.md, feedback.html, submitted/")
+    print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv")
+    print(f"yours:   {out_dir}/adjustments.csv (read on every run, never rewritten)")

@@ -24,7 +24,7 @@ import traceback
 
 from autograder.grading import fingerprint, reference_check
 from autograder.containment import isolation
-from autograder.reports import report
+from autograder.reports import history, report
 from autograder.reports.inert_text import clean
 from autograder.parts import PART_TITLES
 from autograder.grading.runner import HIDDEN_TESTS, Engine, grade_one
@@ -42,6 +42,7 @@ class BatchOutcome:
         self.graded, self.skipped, self.grader_errors = [], [], []
         self.regraded = {}  # reason -> ids of finished reports that were stale, in order
         self.entries = []  # (id, submitters, results) for every submission of the run
+        self.graded_because = {}  # id -> why it was graded in this run (history.csv's reason)
 
 
 def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
@@ -70,6 +71,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
         regraded = reason if done is not None else None
         if regraded:
             outcome.regraded.setdefault(regraded, []).append(source.id)
+        outcome.graded_because[source.id] = regraded or history.FIRST
         todo.append((source, current, regraded))
     if progress:
         progress.start(len(todo), len(outcome.skipped), outcome.regraded)
@@ -121,7 +123,8 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
     _check_one_maximum(outcome.entries)
     renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
-    report.write_class_files(out_dir, outcome.entries, renamed)
+    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because):
+        sys.stderr.write(line + "\n")
     return outcome
 
 
@@ -234,8 +237,9 @@ def _fork_grader(engine, source_path, slot, write_to=None):
             os.close(read_fd)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, _interrupted)
+            graded_files = {}
             try:
-                record = grade_one(engine, source_path, slot=slot)
+                record = grade_one(engine, source_path, slot=slot, keep=graded_files)
             except BaseException as err:  # the grader's own failure: report it as such
                 record = {"grader_error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-4000:]}
             if write_to:
@@ -243,7 +247,8 @@ def _fork_grader(engine, source_path, slot, write_to=None):
             if write_to and not record.get("grader_error"):
                 out_dir, source, _ = write_to
                 try:
-                    record = {"written": report.write_submission(out_dir, source.id, record, source.submitters)}
+                    record = {"written": report.write_submission(out_dir, source.id, record, source.submitters,
+                                                                 submitted=graded_files)}
                 except BaseException as err:
                     record = {"grader_error": f"writing the report: {type(err).__name__}: {err}",
                               "trace": traceback.format_exc()[-4000:]}
@@ -290,20 +295,25 @@ def _status_text(status):
 
 
 class Progress:
-    """A progress bar on stderr (rich), quiet when stderr is not a terminal."""
+    """A progress bar on stderr (rich) on a terminal; elsewhere (a run logged to a file) one line per
+    submission graded."""
 
-    def __init__(self, enabled=None):
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+    def __init__(self, enabled=None, stream=None):
+        self.stream = stream or sys.stderr
+        # a bar only when both outputs are a terminal: `make grade > log` gets lines it can keep
+        self.enabled = self.stream.isatty() and sys.stdout.isatty() if enabled is None else enabled
         self.bar = None
         self.started = time.monotonic()
+        self.total = self.done = 0
 
     def start(self, total, skipped, regraded=None):
+        self.total = total
         if skipped:
-            sys.stderr.write(f"resuming: {skipped} submissions already graded from the same files by the same "
+            self.stream.write(f"resuming: {skipped} submissions already graded from the same files by the same "
                              f"grader, {total} to go\n")
         for reason, ids in (regraded or {}).items():
             names = ", ".join(clean(i) for i in ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-            sys.stderr.write(f"regrading {len(ids)}: {reason} ({names})\n")
+            self.stream.write(f"regrading {len(ids)}: {reason} ({names})\n")
         if self.enabled and total:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
 
@@ -313,6 +323,13 @@ class Progress:
             self.task = self.bar.add_task("", total=total)
 
     def advance(self, submission_id, results):
+        self.done += 1
+        if not self.enabled:
+            status = results["extra_data"].get("status", "graded")
+            shown = f"{results['score']:g}/{results['extra_data']['max_score']:g}" if status == "graded" else status
+            self.stream.write(f"graded {self.done}/{self.total} ({time.monotonic() - self.started:.0f} s): "
+                              f"{clean(submission_id)}: {shown}\n")
+            self.stream.flush()
         if self.bar:
             from rich.markup import escape
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import yaml
 
+from autograder.grading import lms
 from autograder.grading.stage import MAX_DEPTH, ExtractionStopped, extract_all, find_candidates, is_ignored_dir
 
 LAYOUTS = ("auto", "single", "batch")
@@ -46,6 +47,9 @@ class Submitter:
     name: str
     email: str
     sid: str
+    lms: str = ""     # "canvas" or "moodle" when the export named the student (lms.py)
+    lms_id: str = ""  # Canvas's user id or Moodle's participant id: what its import matches
+    late: bool = False  # the export marked the submission late (Canvas's LATE_)
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ class SubmissionSource:
 
 
 # Files the grader writes next to the report folders: no submission may take their names.
-CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html")
+CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html", "summary-anonymous.html", "import-canvas.csv",
+               "import-moodle.csv", "adjustments.csv", "history.csv")
 
 
 @contextmanager
@@ -92,7 +97,7 @@ def _read_path(path, layout, scratch):
         raise UsageError(f"no such file or folder: {path}")
     real = os.path.realpath(path)  # the PATH itself may be a symlink; nothing below it is followed
     if os.path.isdir(real):
-        return _read_folder(real, _name(real), layout)
+        return _read_folder(real, _name(real), layout, scratch)
     if not os.path.isfile(real):
         raise UsageError(f"not a folder or .zip file: {path}")
     if not zipfile.is_zipfile(real):
@@ -116,16 +121,19 @@ def _read_zip(path, real, layout, scratch):
     if root is None:  # one submission: staging reads the zip itself and reports its problems
         shutil.rmtree(folder, ignore_errors=True)
         return [SubmissionSource(zip_id, real)]
-    return _members(root, path, required=layout == "batch")
+    return _members(root, path, layout == "batch", scratch)
 
 
-def _read_folder(folder, folder_id, layout):
+def _read_folder(folder, folder_id, layout, scratch):
     if layout == "single":
         return [SubmissionSource(folder_id, folder)]
+    lone = _lone_zip(folder) if layout == "auto" else None
+    if lone:  # alice/submission.zip: what `make submit` builds, graded as the zip's contents
+        return [SubmissionSource(folder_id, lone)]
     root = folder if layout == "batch" else _batch_root(folder)
     if root is None:
         return [SubmissionSource(folder_id, folder)]
-    return _members(root, folder, required=layout == "batch")
+    return _members(root, folder, layout == "batch", scratch)
 
 
 def _batch_root(folder):
@@ -134,7 +142,7 @@ def _batch_root(folder):
     for depth in range(MAX_DEPTH + 1):
         if find_candidates(current, max_depth=0):
             return None
-        if os.path.isfile(os.path.join(current, METADATA)):
+        if os.path.isfile(os.path.join(current, METADATA)) or _flat_download(current):
             return current
         folders, zips = _entries(current)
         if len(folders) != 1 or zips or depth == MAX_DEPTH:
@@ -150,6 +158,32 @@ def _unwrap_zip(folder):
     if len(folders) == 1 and not zips and not find_candidates(folders[0][1], max_depth=0):
         return folders[0][1]
     return folder
+
+
+def _lone_zip(folder):
+    """The path of the one .zip file that is all `folder` holds (hidden files and __MACOSX aside), or None."""
+    folders, zips = _entries(folder)
+    if folders or len(zips) != 1 or _plain_files(folder, skip_zips=True):
+        return None
+    return zips[0][1]
+
+
+def _plain_files(folder, skip_zips=False):
+    """(name, path) of the regular files in `folder`, hidden ones and symlinks left out."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return []
+    return [(e.name, e.path) for e in entries
+            if not e.name.startswith(".") and e.is_file(follow_symlinks=False) and not e.is_symlink()
+            and not (skip_zips and e.name.lower().endswith(".zip"))]
+
+
+def _flat_download(folder):
+    """{(lms, user): files} when `folder` is a flat Canvas or Moodle download (no sub-folders), else None."""
+    if _entries(folder)[0]:
+        return None
+    return lms.flat_groups(_plain_files(folder))
 
 
 def _entries(folder):
@@ -169,8 +203,12 @@ def _entries(folder):
     return folders, zips
 
 
-def _members(root, shown, required):
-    """One SubmissionSource per sub-folder or zip of `root`, named by Gradescope when it can."""
+def _members(root, shown, required, scratch):
+    """One SubmissionSource per sub-folder or zip of `root` (per student in a flat LMS download), named by
+    Gradescope, Canvas or Moodle when it can."""
+    flat = _flat_download(root)
+    if flat:
+        return _flat_members(flat, scratch)
     metadata = _load_metadata(root)
     folders, zips = _entries(root)
     if required and not folders and not zips:
@@ -178,11 +216,34 @@ def _members(root, shown, required):
     sources = []
     for name, path in folders + zips:
         submitters = ()
+        moodle = lms.moodle_folder(name) if os.path.isdir(path) else None
         if metadata is not None and name.startswith(GRADESCOPE_PREFIX) and name != GRADESCOPE_PREFIX:
             submitters = metadata.get(name, ())
             name = name[len(GRADESCOPE_PREFIX):]
+        elif moodle:
+            submitters, name = (_lms_submitter(moodle),), f"{moodle.name}_{moodle.user}"
+        if os.path.isdir(path):
+            path = _lone_zip(path) or path
         sources.append(SubmissionSource(name, os.path.abspath(path), submitters))
     return sources
+
+
+def _flat_members(groups, scratch):
+    """A folder per student of a flat download, in the scratch folder, holding their files under their own
+    names (or that student's one zip)."""
+    sources = []
+    for members in groups.values():
+        who = members[0][0]
+        folder = os.path.join(scratch.new_folder(), "files")
+        lms.regroup(members, folder)
+        path = _lone_zip(folder) or folder
+        late = any(w.late for w, _ in members)
+        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late),)))
+    return sources
+
+
+def _lms_submitter(who, late=False):
+    return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late)
 
 
 # --- Gradescope metadata --------------------------------------------------------------------

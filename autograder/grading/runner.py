@@ -64,8 +64,9 @@ class Engine:
         self.zygote.stop()
 
 
-def grade_one(engine, source_path, slot=0):
-    """Grade the submission at ``source_path`` (folder or zip); returns a JSON-ready record."""
+def grade_one(engine, source_path, slot=0, keep=None):
+    """Grade the submission at ``source_path`` (folder or zip); returns a JSON-ready record. ``keep``: a dict
+    that receives {file name: bytes} of the exact files graded, for the report's ``submitted/``."""
     import pytest
 
     from autograder.grading.plugin import GradingContext
@@ -77,6 +78,10 @@ def grade_one(engine, source_path, slot=0):
     try:
         staged = stage(source_path, os.path.join(scratch, "files"))
         os.chmod(staged.dir, 0o700)  # the grader's copy; each child gets its own (Student._fresh_scratch)
+        if keep is not None:
+            for name in staged.found:
+                with open(os.path.join(staged.dir, name), "rb") as f:
+                    keep[name] = f.read()
         student = Student(engine.zygote, staged, engine.limits, slot=slot)
         context = GradingContext(student, staged, engine.config)
         try:

@@ -275,7 +275,7 @@ def main(argv=None):
         from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
         from autograder.reports.report import write_atomic
 
-        write_atomic(RUNTIME_LOCK, runtime_lock_text())
+        write_atomic(RUNTIME_LOCK, runtime_lock_text(), mode=0o644)  # a kit file, not a report
         print(f"wrote {RUNTIME_LOCK}")
         return 0
     if args.isolation_settings is None:

@@ -237,6 +237,50 @@ def summary_html(entries, out_dir, renamed=()):
     return _page("Class summary", "\n".join(body))
 
 
+def summary_anonymous_html(entries):
+    """The class picture for a lecture: no name, id or link anywhere. The core score (extra credit apart)
+    and its distribution, each part's mean, the extra credit on its own, the common bugs with their counts."""
+    body = ["<h1>Class summary</h1>"]
+    skipped = len(entries) - len(graded_entries(entries))
+    entries = graded_entries(entries)
+    if not entries:
+        return _page("Class summary", "\n".join(body + ["<p>No submissions were graded.</p>"]))
+    max_score = entries[0][2]["extra_data"]["max_score"]
+    core = [r["score"] - r["extra_data"].get("extra_credit", 0.0) for _, _, r in entries]
+    extra = [r["extra_data"].get("extra_credit", 0.0) for _, _, r in entries]
+    body.append(f"<p>{len(core)} submissions graded" + (f" ({skipped} not graded, left out)" if skipped else "") +
+                f". Core score, extra credit apart: mean {statistics.mean(core):.1f}, median "
+                f"{statistics.median(core):g} (out of {max_score:g}).</p>")
+    body.append(_score_chart(core, max_score))
+    body += ["<h2>Each part</h2>", "<table><tr><th>Part</th><th>Mean</th><th></th></tr>"]
+    for part, (mean, points) in _part_means(entries).items():
+        body.append(f'<tr><td>{_e(PART_TITLES.get(part, part))}</td><td class="num">{mean:.1f} / {points:g}</td>'
+                    f"<td>{_bar(mean / points if points else 1)}</td></tr>")
+    body.append("</table>")
+    earned = sum(1 for e in extra if e > 0)
+    body.append(f"<p>Extra credit (not in the core figures): {earned} of {len(extra)} submissions earned some; "
+                f"mean {statistics.mean(extra):.1f} of {entries[0][2]['extra_data'].get('extra_credit_max', 0):g}.</p>")
+    body += ["<h2>Most common named bugs</h2>"]
+    bugs = common_bugs(entries)
+    if not bugs:
+        body.append("<p>No failed test matched a catalogued mistake.</p>")
+    else:
+        body.append("<table><tr><th>Bug</th><th>Submissions</th><th>What it is</th></tr>")
+        body += [f'<tr><td><code>{_e(defect)}</code></td><td class="num">{len(ids)} of {len(entries)}</td>'
+                 f"<td>{_e(sentence)}</td></tr>" for defect, sentence, ids in bugs]
+        body.append("</table>")
+    return _page("Class summary", "\n".join(body))
+
+
+def _part_means(entries):
+    """{part: (mean score, its points)} over graded entries, in the lab's order."""
+    totals = {}
+    for _, _, results in entries:
+        for part, (got, points) in part_scores(results).items():
+            totals.setdefault(part, ([], points))[0].append(got)
+    return {part: (statistics.mean(got), points) for part, (got, points) in totals.items()}
+
+
 def _common_bugs_html(entries, out_dir):
     parts = ['<h2 id="bugs">Most common named bugs</h2>']
     bugs = common_bugs(entries)

@@ -6,42 +6,149 @@ For each submission ``results.json`` (built by ``results``), ``feedback.md`` (``
 file, then rename): a batch killed halfway leaves whole reports or none, which is what makes
 re-running a batch resume it.
 """
+import html
 import json
 import os
 import tempfile
+import time
 
-from autograder.reports.classbook import gradebook_csv, summary_markdown
+from autograder.reports import adjustments, history
+from autograder.reports.classbook import canvas_import_csv, scores_of, gradebook_csv, moodle_import_csv, summary_markdown
 from autograder.reports.feedback import feedback_markdown
-from autograder.reports.html_pages import feedback_html, summary_html
+from autograder.reports.inert_text import md_text
+from autograder.reports.html_pages import feedback_html, summary_anonymous_html, summary_html
 from autograder.reports.results import results_json
 
 
-def write_atomic(path, text):
-    """Write ``text`` to ``path`` whole or not at all: a temp file beside it, then a rename."""
+def write_atomic(path, text, mode=0o600):
+    """Write ``text`` to ``path`` whole or not at all: a temp file beside it, then a rename. Reports are
+    the owner's alone (``mode``), as are the folders made for them."""
     folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(folder, 0o700, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
         f.write(text)
-    os.chmod(tmp, 0o644)
+    os.chmod(tmp, mode)
     os.replace(tmp, path)
 
 
-def write_submission(out_dir, submission_id, record, submitters=()):
-    """Write results.json, feedback.md and feedback.html for one submission; returns the results dict."""
+def write_submission(out_dir, submission_id, record, submitters=(), submitted=None):
+    """Write results.json, feedback.md and feedback.html for one submission, and ``submitted``
+    ({file name: bytes}, the exact files graded) into its submitted/; returns the results dict."""
     results = results_json(record, submitters)
     folder = os.path.join(out_dir, submission_id)
+    if submitted is not None:
+        write_snapshot(folder, submitted)
     write_atomic(os.path.join(folder, "feedback.md"), feedback_markdown(record, results, submitters))
     write_atomic(os.path.join(folder, "feedback.html"), feedback_html(record, results))
     write_atomic(os.path.join(folder, "results.json"), json.dumps(results, indent=2) + "\n")  # last: marks done
     return results
 
 
-def write_class_files(out_dir, entries, renamed=()):
-    """Write gradebook.csv, summary.md and summary.html for a batch's (id, submitters, results) entries."""
-    write_atomic(os.path.join(out_dir, "gradebook.csv"), gradebook_csv(entries))
+SNAPSHOT = "submitted"
+
+
+def write_snapshot(folder, files):
+    """Put ``files`` in ``folder``/submitted/, read-only. An earlier snapshot with other files is kept beside
+    it as submitted-<when it was taken>/: a regrade never loses the code an earlier grade was given for."""
+    os.makedirs(folder, 0o700, exist_ok=True)
+    current = os.path.join(folder, SNAPSHOT)
+    if _snapshot_files(current) == files:
+        return
+    fresh = tempfile.mkdtemp(dir=folder, prefix=".tmp-submitted-")
+    for name, data in files.items():
+        fd = os.open(os.path.join(fresh, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    if os.path.isdir(current) and not os.path.islink(current):
+        taken = time.strftime("%Y%m%dT%H%M%S", time.localtime(os.stat(current).st_mtime))
+        kept, n = os.path.join(folder, f"{SNAPSHOT}-{taken}"), 1
+        while os.path.exists(kept):
+            n += 1
+            kept = os.path.join(folder, f"{SNAPSHOT}-{taken}-{n}")
+        os.rename(current, kept)
+    os.rename(fresh, current)
+
+
+def _snapshot_files(folder):
+    """{name: bytes} of a snapshot folder, or None when there is none."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    files = {}
+    for name in names:
+        with open(os.path.join(folder, name), "rb") as f:
+            files[name] = f.read()
+    return files
+
+
+def write_class_files(out_dir, entries, renamed=(), applied=None):
+    """Write gradebook.csv, summary.md and summary.html for a batch's (id, submitters, results) entries, and
+    the Canvas and Moodle import files when the download named the students; ``applied``: the adjustments."""
+    write_atomic(os.path.join(out_dir, "gradebook.csv"), gradebook_csv(entries, applied))
+    for name, text in (("import-canvas.csv", canvas_import_csv(entries, applied)),
+                       ("import-moodle.csv", moodle_import_csv(entries, applied))):
+        if text is not None:
+            write_atomic(os.path.join(out_dir, name), text)
     write_atomic(os.path.join(out_dir, "summary.md"), summary_markdown(entries, renamed))
     write_atomic(os.path.join(out_dir, "summary.html"), summary_html(entries, out_dir, renamed))
+    write_atomic(os.path.join(out_dir, "summary-anonymous.html"), summary_anonymous_html(entries))
+
+
+def write_term_files(out_dir, entries, renamed=(), graded_because=None):
+    """The class files with the instructor's adjustments applied, each feedback.md saying its adjustment, and
+    history.csv's new rows; ``graded_because``: {id: why it was graded in this run}. Returns the lines to
+    show about adjustments.csv (a row skipped, and why)."""
+    adjustments.ensure_template(out_dir)
+    rows, messages = adjustments.load(out_dir)
+    applied, unmatched = adjustments.resolve(rows, entries)
+    write_class_files(out_dir, entries, renamed, applied)
+    for submission_id, _, results in entries:
+        state_adjustment(out_dir, submission_id, results, applied.get(submission_id))
+    finals = {i: scores_of(r, applied.get(i), [])[1] for i, _, r in entries}
+    described = {i: a.describe() for i, a in applied.items()}
+    history.append(out_dir, history.changes(entries, finals, graded_because or {}, described,
+                                            history.last_totals(out_dir)))
+    return messages + unmatched
+
+
+ADJUSTED_START, ADJUSTED_END = "<!-- adjustment -->", "<!-- /adjustment -->"
+
+
+def state_adjustment(out_dir, submission_id, results, applied):
+    """Say the instructor's adjustment under the title of feedback.md and feedback.html (or remove what an
+    earlier run said, once the row is gone); a file is rewritten only when that changes."""
+    sentence = None
+    if applied is not None:
+        raw = results["score"] if results["extra_data"].get("status", "graded") == "graded" else None
+        final = applied.final(raw)
+        shown = f"{final:g} / {results['extra_data']['max_score']:g}" if final is not None else "not graded"
+        sentence = f"Adjusted by your instructor: {applied.describe()}. Your total is now {shown}."
+    folder = os.path.join(out_dir, submission_id)
+    _restate(os.path.join(folder, "feedback.md"), "\n", sentence and f"**{md_text(sentence)}**")
+    _restate(os.path.join(folder, "feedback.html"), "</h1>\n", sentence and f"<p><strong>{html.escape(sentence)}</strong></p>")
+
+
+def _restate(path, anchor, block):
+    """Put ``block`` (None: nothing) between the adjustment markers right after the first ``anchor``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return
+    head, found, body = text.partition(anchor)
+    if not found:
+        return
+    gap = body[:len(body) - len(body.lstrip("\n"))]
+    body = body[len(gap):]
+    if body.startswith(ADJUSTED_START):
+        body = body.partition(ADJUSTED_END)[2].lstrip("\n")
+    if block is not None:
+        body = f"{ADJUSTED_START}\n{block}\n{ADJUSTED_END}\n{gap}{body}"
+    new = f"{head}{anchor}{gap}{body}"
+    if new != text:
+        write_atomic(path, new)
 
 
 def load_results(out_dir, submission_id):

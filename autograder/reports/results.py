@@ -56,7 +56,9 @@ def results_json(record, submitters=(), student_view=False):
             "containment": list(record.get("containment", [])),
             "grader_error": bool(grader_errors) or bool(record.get("grader_error")),
             "status": status(record, grader_errors),
-            "submitters": [dataclasses.asdict(s) for s in submitters],
+            **({"why_not_graded": _why_not_graded(record, grader_errors)}
+               if status(record, grader_errors) != GRADED else {}),
+            "submitters": [_submitter(s) for s in submitters],
             **({"fingerprint": record["fingerprint"]} if record.get("fingerprint") else {}),
             **({"regraded": record["regraded"]} if record.get("regraded") else {}),
         },
@@ -74,6 +76,20 @@ def status(record, grader_errors=()):
     if grader_errors or record.get("grader_error"):
         return GRADER_ERROR
     return NO_FILES if "found" in record and not record["found"] else GRADED
+
+
+def _why_not_graded(record, grader_errors):
+    """One line for the console and the class files: the first problem staging met, or the grader's error."""
+    if record.get("grader_error"):
+        return f"grader error: {record['grader_error']}"[:300]
+    if grader_errors:
+        return f"grader error in {len(grader_errors)} test(s), first {grader_errors[0]}"[:300]
+    return (record.get("problems") or ["neither attention.py nor mha.py"])[0][:300]
+
+
+def _submitter(who):
+    """Name, email and SID, and the LMS identity only when an LMS download gave one."""
+    return {key: value for key, value in dataclasses.asdict(who).items() if key in ("name", "email", "sid") or value}
 
 
 def _named(result):
@@ -112,7 +128,7 @@ def overview(record, score, max_score, grader_errors, submitters=(), extra=(), r
     if submitters:
         lines.append("Submission of " + ", ".join(md_text(s.name) for s in submitters if s.name) + ".")
     if status(record, grader_errors) == NO_FILES:  # no test ran: one line says why, not one per test
-        lines.append(f"**Not graded: the submission has neither attention.py nor mha.py (0 / {max_score:g}).**")
+        lines.append("**Not graded: the submission has neither attention.py nor mha.py.**")  # no score, not 0
         return _overview_tail(lines, record, grader_errors)
     not_shown = _not_shown(record["tests"])
     with_total = _with_total(not_shown)

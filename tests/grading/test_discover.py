@@ -319,3 +319,73 @@ def test_submitter_fields_from_the_metadata_are_bounded(tmp_path):
     ada = discover([str(export)])[0].submitters[0]
     assert len(ada.name) == 200 and ada.name.endswith("…") and len(ada.sid) == 200
     assert ada.email == "ada@example.edu"
+
+
+# --- what LMS downloads look like -------------------------------------------------------------
+
+def test_a_folder_holding_one_zip_is_graded_as_the_zips_contents(tmp_path):
+    """alice/submission.zip, what `make submit` builds, beside bob's plain files."""
+    batch = tmp_path / "class"
+    (batch / "alice").mkdir(parents=True)
+    zip_folder(submission(tmp_path / "src"), batch / "alice" / "submission.zip")
+    submission(batch / "bob")
+    sources = discover([str(batch)])
+    assert [(s.id, s.path) for s in sources] == [("alice", str(batch / "alice" / "submission.zip")),
+                                                 ("bob", str(batch / "bob"))]
+    staged = stage(sources[0].path, str(tmp_path / "staged"))
+    assert sorted(staged.found) == ["attention.py", "mha.py"], staged.problems
+
+
+def test_a_lone_folder_holding_one_zip_is_one_submission_named_after_the_folder(tmp_path):
+    folder = tmp_path / "alice"
+    folder.mkdir()
+    zip_folder(submission(tmp_path / "src"), folder / "submission.zip")
+    assert discover([str(folder)]) == [SubmissionSource("alice", str(folder / "submission.zip"))]
+
+
+def canvas_download(folder):
+    """Canvas's flat download: <lastfirst>_[LATE_]<userid>_<submissionid>_<file>, a -1 on a re-upload."""
+    write(folder / "lovelaceada_1815_9001_attention.py", ATTENTION)
+    write(folder / "lovelaceada_1815_9001_mha-1.py", MHA)
+    write(folder / "turingalan_LATE_1912_9002_attention.py", ATTENTION)
+    write(folder / "turingalan_LATE_1912_9002_mha.py", MHA)
+    zip_folder(submission(folder.parent / "src"), folder / "hoppergrace_1906_9003_submission.zip")
+    return folder
+
+
+def test_a_canvas_download_is_one_submission_per_student_with_the_canvas_user_id(tmp_path):
+    sources = discover([str(canvas_download(tmp_path / "canvas"))])
+    assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
+    who = {s.id: s.submitters for s in sources}
+    assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815"),)
+    assert who["turingalan_1912"][0].late and not who["lovelaceada_1815"][0].late
+
+
+def test_each_canvas_student_is_staged_from_their_own_files_under_their_own_names(tmp_path):
+    with discovered([str(canvas_download(tmp_path / "canvas"))]) as sources:
+        for source in sources:
+            staged = stage(source.path, str(tmp_path / f"staged-{source.id}"))
+            assert sorted(staged.found) == ["attention.py", "mha.py"], (source.id, staged.problems)
+
+
+def test_moodle_folders_keep_the_participant_id(tmp_path):
+    export = tmp_path / "moodle"
+    submission(export / "Zoë Ångström_482913_assignsubmission_file_")
+    folder = export / "Ada Lovelace_482914_assignsubmission_file_"
+    folder.mkdir(parents=True)
+    zip_folder(submission(tmp_path / "src"), folder / "submission.zip")
+    sources = discover([str(export)])
+    assert [(s.id, s.submitters[0].lms, s.submitters[0].lms_id) for s in sources] == [
+        ("Ada Lovelace_482914", "moodle", "482914"), ("Zoë Ångström_482913", "moodle", "482913")]
+    assert sources[0].path == str(folder / "submission.zip")
+
+
+def test_a_flat_moodle_download_is_one_submission_per_participant(tmp_path):
+    export = tmp_path / "moodle"
+    for name in ("attention.py", "mha.py"):
+        write(export / f"Ada Lovelace_482914_assignsubmission_file_{name}", ATTENTION)
+    write(export / "Alan Turing_482915_assignsubmission_file_notes.txt", "no code")
+    with discovered([str(export)]) as sources:
+        assert [(s.id, s.submitters[0].lms_id) for s in sources] == [("Ada Lovelace_482914", "482914"),
+                                                                    ("Alan Turing_482915", "482915")]
+        assert sorted(os.listdir(sources[0].path)) == ["attention.py", "mha.py"]

@@ -145,6 +145,34 @@ def test_grading_again_with_nothing_changed_regrades_nobody(term):
     assert f"{len(SAMPLES)} submissions already graded" in run.stderr, run.stderr
 
 
+def gradebook_row(out, submission):
+    import csv
+    with open(out / "gradebook.csv", encoding="utf-8-sig") as f:
+        return next(row for row in csv.DictReader(f) if row["submission_id"] == submission)
+
+
+def test_an_adjustment_survives_a_forced_regrade_and_make_clean_and_the_history_keeps_every_grade(term):
+    kit, out = term
+    text = "student,points,override,reason\nmask_bug,-5,,two days late\n"
+    (out / "adjustments.csv").write_text(text)
+    history_before = (out / "history.csv").read_bytes()
+    for folder in ("tests", "bench"):  # make clean sweeps their caches; the copy has neither
+        (kit.root / folder).mkdir(exist_ok=True)
+    for run in (kit.grade(out), kit.make("grade", SUBMISSIONS=kit.root / "class", OUT=out, FORCE=1),
+                kit.make("clean"), kit.grade(out)):
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert (out / "adjustments.csv").read_text() == text, "the kit rewrote the instructor's adjustments"
+    row = gradebook_row(out, "mask_bug")
+    assert float(row["total"]) == float(row["raw"]) - 5 and row["adjustment"] == "-5 points (two days late)", row
+    history = (out / "history.csv").read_bytes()
+    assert history.startswith(history_before), "history.csv was rewritten, not appended to"
+    added = history[len(history_before):].decode().splitlines()
+    assert len(added) == 1 + len(SAMPLES), added  # the adjustment, then the forced regrade of everyone
+    assert added[0].endswith(f"{row['raw']},{row['total']},adjustment: -5 points (two days late)"), added
+    # graded first, then regraded by each change above: the points, a new test, a tolerance, a setting, its files
+    assert history_before.decode().count(",mask_bug,") == 6, history_before.decode()
+
+
 BROKEN = {  # how a hidden test is broken -> (old, new) in test_masks.py, and the line the message must name
     "a NameError": ('    got = student.call("attention.causal_mask", 6).result',
                     '    got = studnet.call("attention.causal_mask", 6).result', "studnet.call"),

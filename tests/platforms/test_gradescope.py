@@ -107,7 +107,8 @@ def test_zip_carries_every_module_of_the_engine_in_its_group(autograder_zip):
 
 
 def test_zip_is_small(autograder_zip):
-    assert autograder_zip.stat().st_size < 200 * 1024
+    """Code and the suite only (no wheels, no data): 205 KB once the term's files (issue 33) joined the engine."""
+    assert autograder_zip.stat().st_size < 256 * 1024
 
 
 def test_runtime_requirements_pin_every_package(autograder_zip):

@@ -52,10 +52,11 @@ def no_files(submission_id):
     return (submission_id, (), results)
 
 
-def test_the_gradebook_marks_a_submission_without_files_as_such():
+def test_a_submission_without_files_has_empty_score_cells_never_0():
+    """An LMS imports an empty cell as no grade, and a 0 as a zero."""
     rows = list(csv.DictReader(io.StringIO(gradebook_csv(entries(7) + [no_files("nobody")]))))
-    assert [(r["submission_id"], r["total"], r["status"]) for r in rows] == [("s0", "7", "graded"),
-                                                                              ("nobody", "0", "no files")]
+    assert [(r["submission_id"], r["total"], r["raw"], r["masks"], r["status"]) for r in rows] == [
+        ("s0", "7", "7", "10", "graded"), ("nobody", "", "", "", "no files")]
 
 
 def test_the_summaries_list_submissions_without_files_first_and_leave_them_out_of_the_figures(tmp_path):
@@ -198,3 +199,94 @@ def test_a_part_the_lab_does_not_list_still_has_its_gradebook_column():
     made = results_json(record(result("masks", 10.0, passed=True), result("long_inputs", 4.0, passed=True)))
     header = gradebook_csv([("s0", (), made)]).splitlines()[0].split(",")
     assert header.index("masks") < header.index("long_inputs") < header.index("max"), header
+
+
+# --- what an LMS and Excel read -------------------------------------------------------------------
+
+def test_the_gradebook_starts_with_a_utf8_bom_so_excel_reads_non_ascii_names():
+    zoe = (Submitter("Zoë Ångström", "zoe@example.edu", "7"),)
+    text = gradebook_csv([("s1", zoe, entries(7)[0][2])])
+    assert text.startswith("\ufeffStudent,"), text[:20]
+    assert "Zoë Ångström" in text.encode("utf-8").decode("utf-8-sig")
+
+
+CANVAS_ADA = Submitter("lovelaceada", "", "", "canvas", "1815")
+MOODLE_ZOE = Submitter("Zoë Ångström", "", "", "moodle", "482913")
+
+
+def read_csv(text):
+    return list(csv.reader(io.StringIO(text.removeprefix("\ufeff"))))
+
+
+def test_a_canvas_download_fills_canvas_own_id_column():
+    made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2])]
+    rows = read_csv(gradebook_csv(made))
+    assert rows[1][:2] == ["lovelaceada", "1815"], rows
+
+
+def test_the_canvas_import_has_canvas_student_columns_then_the_lab_and_blank_for_no_files():
+    from autograder.reports.classbook import canvas_import_csv
+    made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]),
+            ("turingalan_1912", (Submitter("turingalan", "", "", "canvas", "1912"),), no_files("x")[2])]
+    rows = read_csv(canvas_import_csv(made))
+    assert canvas_header_ok(rows[0]) and rows[0][5] == "LAB-03", rows[0]
+    assert rows[1:] == [["lovelaceada", "1815", "", "", "", "7"], ["turingalan", "1912", "", "", "", ""]]
+
+
+def test_the_moodle_worksheet_names_each_participant_and_leaves_out_rows_with_no_grade():
+    from autograder.reports.classbook import moodle_import_csv
+    made = [("Zoë Ångström_482913", (MOODLE_ZOE,), entries(7)[0][2]),
+            ("Alan Turing_482915", (Submitter("Alan Turing", "", "", "moodle", "482915"),), no_files("x")[2])]
+    rows = read_csv(moodle_import_csv(made))
+    assert rows == [["Identifier", "Full name", "Grade", "Maximum Grade"],
+                    ["Participant 482913", "Zoë Ångström", "7", "10"]], rows
+
+
+def test_no_import_file_without_that_lms_identity():
+    from autograder.reports.classbook import canvas_import_csv, moodle_import_csv
+    assert canvas_import_csv(entries(7)) is None and moodle_import_csv(entries(7)) is None
+
+
+def test_the_gradebook_shows_raw_adjustment_and_final():
+    from autograder.reports.adjustments import Applied
+    applied = {"s0": Applied(points=-2, reasons=["two days late"]), "s1": Applied(override=9.5, reasons=["by hand"])}
+    rows = list(csv.DictReader(io.StringIO(gradebook_csv(entries(7, 6), applied))))
+    assert [(r["raw"], r["adjustment"], r["total"]) for r in rows] == [
+        ("7", "-2 points (two days late)", "5"), ("6", "set to 9.5 (by hand)", "9.5")]
+
+
+def test_the_gradebook_says_which_submissions_the_export_marked_late():
+    late = (Submitter("turingalan", "", "", "canvas", "1912", True),)
+    made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]), ("turingalan_1912", late, entries(6)[0][2])]
+    rows = list(csv.DictReader(io.StringIO(gradebook_csv(made).removeprefix("\ufeff"))))
+    assert [(r["submission_id"], r["late"]) for r in rows] == [("lovelaceada_1815", ""), ("turingalan_1912", "late")]
+
+
+# --- summary-anonymous.html: for a lecture ---------------------------------------------------------
+
+def anonymous_class():
+    from autograder.reports.html_pages import summary_anonymous_html
+    full = results_json(record(result("masks", 10.0, passed=True), result("extra", 5.0, passed=True)))
+    half = results_json(record(result("masks", 10.0, passed=False), result("extra", 5.0, passed=False)))
+    made = [("submission_1", (Submitter("Ada Lovelace", "ada@example.edu", "1815"),), full),
+            ("zoe_folder", (), half), no_files("carol_empty")]
+    return summary_anonymous_html(made + [("submission_2", (), head_reshape_results())])
+
+
+def test_the_anonymous_summary_names_nobody():
+    page = anonymous_class()
+    for who in ("Ada", "Lovelace", "ada@example.edu", "1815", "submission_1", "zoe_folder", "carol_empty", "href="):
+        assert who not in page, who
+
+
+def test_the_anonymous_summary_keeps_the_core_mean_apart_from_extra_credit():
+    page = anonymous_class()
+    assert "Core score, extra credit apart: mean 3.3" in page, page  # (10 + 0 + 0) / 3, the 5 extra points apart
+    assert "Extra credit (not in the core figures): 1 of 3 submissions earned some" in page
+    assert "(1 not graded, left out)" in page
+
+
+def test_the_anonymous_summary_draws_the_distribution_each_part_and_the_common_bugs():
+    page = anonymous_class()
+    assert page.count('class="column"') == 10 and "<h2>Each part</h2>" in page
+    assert "<code>split_without_transpose</code></td><td class=\"num\">1 of 3" in page, page

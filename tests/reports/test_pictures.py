@@ -287,7 +287,7 @@ def test_summary_html_is_self_contained_and_escapes_submission_names(graded):
 
 @pytest.mark.slow  # grades a batch and draws its pages
 def test_gradebook_starts_with_the_columns_canvas_requires_in_its_order(graded):
-    header = next(csv.reader((graded / "gradebook.csv").open()))
+    header = next(csv.reader((graded / "gradebook.csv").open(encoding="utf-8-sig")))
     assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
     assert {"total", "max", "submission_id", "email"} <= set(header)
 
@@ -297,7 +297,7 @@ def test_gradebook_has_one_row_per_student_with_email_and_sid_and_no_guessed_can
               Submitter("Alan Turing", "alan@example.edu", "T1912"))
     entries = [("123", people, {"score": 71.0, "extra_data": {"max_score": 100.0},
                                 "tests": [{"tags": ["masks"], "score": 4.0, "max_score": 12.0}]})]
-    rows = list(csv.DictReader(io.StringIO(classbook.gradebook_csv(entries))))
+    rows = list(csv.DictReader(io.StringIO(classbook.gradebook_csv(entries).removeprefix("\ufeff"))))
     assert [(r["Student"], r["SIS User ID"], r["email"]) for r in rows] == [
         ("Ada Lovelace", "A1815", "ada@example.edu"), ("Alan Turing", "T1912", "alan@example.edu")]
     assert all(r["ID"] == "" and r["submission_id"] == "123" for r in rows), "Canvas's user id is never guessed"

@@ -87,7 +87,7 @@ def test_a_fence_is_longer_than_any_backtick_run_inside():
 def gradebook_rows(submitters, submission_id="s1"):
     results = {"score": 50.0, "tests": [], "extra_data": {"max_score": 100.0}}
     text = classbook.gradebook_csv([(submission_id, submitters, results)])
-    return list(csv.DictReader(io.StringIO(text)))
+    return list(csv.DictReader(io.StringIO(text.removeprefix("\ufeff"))))
 
 
 @pytest.mark.parametrize("start", ["=", "+", "-", "@"])
@@ -120,7 +120,8 @@ def test_console_shows_ids_as_typed_without_markup_or_escape_sequences(monkeypat
     shown = buffer.getvalue()
     assert "example.invalid" in shown and "[link=" in shown, f"the id was interpreted as markup:\n{shown}"
     assert ESC + "]8;;" not in shown and "\x07" not in shown, "an OSC 8 hyperlink reached the terminal"
-    assert "x]8;;https://e.invalidy" in shown, "the id's text should be shown, its escape character dropped"
+    folded = "".join(line.strip() for line in shown.splitlines())  # a long id folds onto further lines
+    assert "x]8;;https://e.invalidy" in folded, "the id's text should be shown, its escape character dropped"
 
 
 def write_submission(folder):
@@ -164,7 +165,7 @@ def test_a_batch_with_unsafe_names_keeps_out_and_class_files_whole(tmp_path):
     summary = (out / "summary.md").read_text()
     shown = MarkdownIt("commonmark").render(summary)
     assert summary.count("Renamed") == 1 and "'summary.md' -&gt; summary.md-submission" in shown, shown
-    rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
+    rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8-sig"))))
     assert "'=cmd|x" in [r["Student"] for r in rows], rows
     leftovers = [p.name for p in out.rglob(".tmp-*")]
     assert not leftovers, f"temp files left behind: {leftovers}"

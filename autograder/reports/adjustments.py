@@ -1,0 +1,152 @@
+"""adjustments.csv: the instructor's own changes to the grades (a late penalty, a regrade by hand), in OUT.
+
+The kit reads it on every run and never writes it, except to create it with its header alone when it is
+missing. Each row names a submission (its report folder) or a student (name, email, SID, or the Canvas /
+Moodle id), and gives points to add (negative to take away) or an override (the final total), and a
+reason, which the student's feedback states. A row the kit cannot use gets one line naming its line
+number and is skipped; the other rows still apply.
+"""
+import csv
+import io
+import math
+import os
+from dataclasses import dataclass, field
+
+FILE_NAME = "adjustments.csv"
+COLUMNS = ("student", "points", "override", "reason")
+MAX_BYTES = 4 * 2**20  # a term's adjustments are a few KB; past this, the file is not one
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    line: int
+    who: str
+    points: float = 0.0
+    override: float = None
+    reason: str = ""
+
+
+@dataclass
+class Applied:
+    """What the rows naming one submission add up to."""
+    points: float = 0.0
+    override: float = None
+    reasons: list = field(default_factory=list)
+
+    def final(self, raw):
+        """The final total from the raw one (None: not graded, and no override gives it one)."""
+        if self.override is not None:
+            return self.override
+        return None if raw is None else round(raw + self.points, 4)
+
+    def describe(self):
+        """'+5 points (late penalty waived)', 'set to 80 (graded by hand)'."""
+        what = f"set to {self.override:g}" if self.override is not None else f"{self.points:+g} points"
+        return f"{what} ({'; '.join(self.reasons)})" if self.reasons else what
+
+
+def ensure_template(out_dir):
+    """Create adjustments.csv with its header alone if it does not exist; never touch one that does."""
+    path = os.path.join(out_dir, FILE_NAME)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerow(COLUMNS)
+
+
+def load(out_dir):
+    """(the usable rows, one message per row skipped) of OUT's adjustments.csv; none when it is missing."""
+    path = os.path.join(out_dir, FILE_NAME)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        return [], []
+    except OSError as err:
+        return [], [f"{path}: cannot be read ({err.strerror}): no adjustment applied"]
+    if len(raw) > MAX_BYTES:
+        return [], [f"{path}: larger than {MAX_BYTES >> 20} MiB: no adjustment applied"]
+    try:
+        text = raw.decode("utf-8-sig")  # Excel saves UTF-8 with a byte-order mark
+    except UnicodeDecodeError:
+        return [], [f"{path}: not UTF-8 text (save it as CSV UTF-8): no adjustment applied"]
+    try:
+        rows, skipped = _rows(text)
+    except ValueError as err:
+        return [], [f"{path}: {err}: no adjustment applied"]
+    return rows, [f"{FILE_NAME}:{number}: {problem}: row skipped" for number, problem in skipped]
+
+
+def load_text(text):
+    """(the usable rows, "line N: what is wrong" per row skipped) of an adjustments.csv's text."""
+    rows, skipped = _rows(text)
+    return rows, [f"line {number}: {problem}" for number, problem in skipped]
+
+
+def _rows(text):
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as err:
+        raise ValueError(f"not CSV ({err})") from None
+    if not rows or [c.strip().lower() for c in rows[0][:len(COLUMNS)]] != list(COLUMNS):
+        raise ValueError(f"line 1 must be the header {','.join(COLUMNS)}")
+    adjustments, skipped = [], []
+    for number, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        try:
+            adjustments.append(_parse(number, row))
+        except ValueError as err:
+            skipped.append((number, str(err)))
+    return adjustments, skipped
+
+
+def _parse(number, row):
+    cells = [c.strip() for c in row] + [""] * (len(COLUMNS) - len(row))
+    if len(row) > len(COLUMNS) and any(c.strip() for c in row[len(COLUMNS):]):
+        raise ValueError(f"more than {len(COLUMNS)} cells (a comma in a reason needs quotes)")
+    who, points, override, reason = cells[:len(COLUMNS)]
+    if not who:
+        raise ValueError("no student or submission named")
+    if bool(points) == bool(override):
+        raise ValueError("give either points or an override, not both or neither")
+    return Adjustment(number, who, _number(points, "points") if points else 0.0,
+                      _number(override, "override") if override else None, reason)
+
+
+def _number(text, column):
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{column} {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{column} {text!r} is not a finite number")
+    return value
+
+
+def resolve(adjustments, entries):
+    """({submission id: Applied}, messages): each row matched to the submission it names."""
+    keys = {}
+    for submission_id, submitters, _ in entries:
+        names = {submission_id}
+        for s in submitters:
+            names |= {s.name, s.email, s.sid, getattr(s, "lms_id", "")}
+        for name in names - {""}:
+            keys.setdefault(name.casefold(), set()).add(submission_id)
+    applied, messages = {}, []
+    for row in adjustments:
+        found = keys.get(row.who.casefold(), set())
+        if len(found) != 1:
+            why = "names no submission of this run" if not found else \
+                  f"names {len(found)} submissions ({', '.join(sorted(found))}): use the submission's folder name"
+            messages.append(f"{FILE_NAME}:{row.line}: {row.who!r} {why}: row skipped")
+            continue
+        one = applied.setdefault(found.pop(), Applied())
+        one.points += row.points
+        if row.override is not None:
+            one.override = row.override  # the last override of a submission wins
+        if row.reason:
+            one.reasons.append(row.reason)
+    return applied, messages

@@ -1,0 +1,163 @@
+"""The instructor's files in OUT (issue 33): adjustments.csv is theirs, history.csv only grows, each report keeps
+the exact files graded, and nothing the kit writes there is readable by other users."""
+import csv
+import io
+import os
+import stat
+
+import pytest
+
+from autograder.grading.discover import Submitter
+from autograder.reports import adjustments, history, report
+from autograder.reports.results import results_json
+from test_results import record, result
+
+ADA = (Submitter("Ada Lovelace", "ada@example.edu", "1815"),)
+
+
+def graded(score, submission_id="s0", submitters=()):
+    """An entry scoring `score` out of 10."""
+    results = results_json(record(result("masks", 10.0, passed=True)))
+    results["score"] = score
+    return (submission_id, submitters, results)
+
+
+def not_graded(submission_id):
+    return (submission_id, (), results_json(record(result("masks", 10.0, passed=False), found={})))
+
+
+def write_adjustments(out, text):
+    (out / "adjustments.csv").write_text(text, encoding="utf-8")
+
+
+def gradebook(out):
+    return {r["submission_id"]: r for r in csv.DictReader(io.StringIO(
+        (out / "gradebook.csv").read_text(encoding="utf-8-sig")))}
+
+
+def history_rows(out):
+    return list(csv.DictReader(io.StringIO((out / "history.csv").read_text(encoding="utf-8"))))
+
+
+def run(out, entries, because=None):
+    """What a batch does once every report is written (each entry's report written first, if it has none)."""
+    for submission_id, submitters, _ in entries:
+        if not (out / submission_id).exists():
+            report.write_submission(str(out), submission_id, record(result("masks", 10.0)), submitters)
+    return report.write_term_files(str(out), entries, (), because if because is not None else
+                                   {e[0]: history.FIRST for e in entries})
+
+
+# --- adjustments.csv --------------------------------------------------------------------------------
+
+def test_a_missing_adjustments_file_is_created_with_its_header_alone(tmp_path):
+    run(tmp_path, [graded(7)])
+    assert (tmp_path / "adjustments.csv").read_bytes() == b"student,points,override,reason\r\n"
+
+
+def test_an_edited_adjustments_file_is_never_rewritten(tmp_path):
+    text = "student,points,override,reason\ns0,-2,,two days late\n"
+    write_adjustments(tmp_path, text)
+    run(tmp_path, [graded(7)])
+    run(tmp_path, [graded(7)], because={})
+    assert (tmp_path / "adjustments.csv").read_text(encoding="utf-8") == text
+
+
+def test_points_and_overrides_are_applied_by_submission_or_by_student(tmp_path):
+    write_adjustments(tmp_path, "student,points,override,reason\ns0,-2,,two days late\n"
+                                "ada@example.edu,,9.5,graded by hand\n")
+    run(tmp_path, [graded(7), graded(6, "s1", ADA)])
+    book = gradebook(tmp_path)
+    assert (book["s0"]["raw"], book["s0"]["total"]) == ("7", "5")
+    assert (book["s1"]["raw"], book["s1"]["adjustment"], book["s1"]["total"]) == ("6", "set to 9.5 (graded by hand)",
+                                                                                   "9.5")
+
+
+def test_a_malformed_row_is_named_by_its_line_and_the_others_still_apply(tmp_path):
+    write_adjustments(tmp_path, "student,points,override,reason\ns0,five,,typo\nnobody,1,,who\ns0,1,,bonus\n")
+    messages = run(tmp_path, [graded(7)])
+    assert len(messages) == 2, messages
+    assert messages[0].endswith("adjustments.csv:2: points 'five' is not a number: row skipped"), messages
+    assert messages[1] == "adjustments.csv:3: 'nobody' names no submission of this run: row skipped"
+    assert gradebook(tmp_path)["s0"]["total"] == "8"
+
+
+def test_a_row_with_both_points_and_an_override_is_refused():
+    rows, messages = adjustments.load_text("student,points,override,reason\ns0,1,5,both\n")
+    assert rows == [] and messages == ["line 2: give either points or an override, not both or neither"]
+
+
+def test_the_feedback_states_the_adjustment_and_is_as_before_once_the_row_is_gone(tmp_path):
+    run(tmp_path, [graded(7)])
+    before = (tmp_path / "s0" / "feedback.md").read_text()
+    write_adjustments(tmp_path, "student,points,override,reason\ns0,-2,,two days late\n")
+    run(tmp_path, [graded(7)], because={})
+    feedback = (tmp_path / "s0" / "feedback.md").read_text()
+    assert "Adjusted by your instructor: -2 points (two days late). Your total is now 5 / 10." in feedback
+    page = (tmp_path / "s0" / "feedback.html").read_text()
+    assert "<p><strong>Adjusted by your instructor: -2 points (two days late)." in page
+    write_adjustments(tmp_path, "student,points,override,reason\n")
+    run(tmp_path, [graded(7)], because={})
+    assert (tmp_path / "s0" / "feedback.md").read_text() == before
+
+
+# --- history.csv ---------------------------------------------------------------------------------------
+
+def test_the_history_records_the_first_grading_a_regrade_and_an_adjustment_with_the_old_total(tmp_path):
+    run(tmp_path, [graded(7)])
+    run(tmp_path, [graded(9)], because={"s0": "the hidden suite changed"})
+    write_adjustments(tmp_path, "student,points,override,reason\ns0,-1,,late\n")
+    run(tmp_path, [graded(9)], because={})
+    rows = [(r["submission"], r["old_total"], r["new_total"], r["reason"]) for r in history_rows(tmp_path)]
+    assert rows == [("s0", "", "7", "first grading"), ("s0", "7", "9", "the hidden suite changed"),
+                    ("s0", "9", "8", "adjustment: -1 points (late)")]
+
+
+def test_nothing_changed_appends_nothing(tmp_path):
+    run(tmp_path, [graded(7)])
+    before = (tmp_path / "history.csv").read_bytes()
+    run(tmp_path, [graded(7)], because={})
+    assert (tmp_path / "history.csv").read_bytes() == before
+
+
+def test_the_history_is_only_appended_to_even_after_a_hand_edit(tmp_path):
+    run(tmp_path, [graded(7)])
+    with open(tmp_path / "history.csv", "a") as f:
+        f.write("a note of my own\n")
+    kept = (tmp_path / "history.csv").read_bytes()
+    run(tmp_path, [graded(9)], because={"s0": "the submission's files changed"})
+    assert (tmp_path / "history.csv").read_bytes().startswith(kept)
+
+
+def test_a_submission_that_was_not_graded_has_no_total_in_the_history(tmp_path):
+    run(tmp_path, [not_graded("empty")])
+    assert [(r["new_total"], r["reason"]) for r in history_rows(tmp_path)] == [
+        ("", "first grading (no files: no score)")]
+
+
+# --- submitted/ -----------------------------------------------------------------------------------------
+
+def test_the_report_keeps_the_exact_files_graded_read_only(tmp_path):
+    report.write_submission(str(tmp_path), "s0", record(result()), (), submitted={"attention.py": b"x = 1\r\n"})
+    kept = tmp_path / "s0" / "submitted" / "attention.py"
+    assert kept.read_bytes() == b"x = 1\r\n"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o400
+
+
+def test_a_regrade_of_new_files_keeps_the_earlier_snapshot_beside_it(tmp_path):
+    report.write_submission(str(tmp_path), "s0", record(result()), (), submitted={"attention.py": b"old"})
+    report.write_submission(str(tmp_path), "s0", record(result()), (), submitted={"attention.py": b"new"})
+    folders = sorted(p.name for p in (tmp_path / "s0").iterdir() if p.name.startswith("submitted"))
+    assert len(folders) == 2 and folders[0] == "submitted", folders
+    assert (tmp_path / "s0" / folders[1] / "attention.py").read_bytes() == b"old"
+
+
+# --- private ----------------------------------------------------------------------------------------------
+
+def test_every_file_the_kit_writes_in_out_is_readable_by_its_owner_alone(tmp_path):
+    write_adjustments(tmp_path, "student,points,override,reason\n")
+    os.chmod(tmp_path / "adjustments.csv", 0o600)
+    run(tmp_path, [graded(7, "s0", (Submitter("lovelaceada", "", "", "canvas", "1815"),))])
+    for path in tmp_path.rglob("*"):
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert not mode & 0o077, f"{path.relative_to(tmp_path)} is {oct(mode)}"
