@@ -372,7 +372,8 @@ def _literal_template(node):
 
 
 def _own_name_pattern(node):
-    """f"w_{i}": a name built at run time that starts with a written letter, so it is never special or private."""
+    """f"w_{i}": a name built at run time that starts with a written letter, so it is never special or
+    private; setattr(self, f"w_{i}", ...) may write such a name (never read one)."""
     return (isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant)
             and isinstance(node.values[0].value, str) and node.values[0].value[:1].isalpha())
 
@@ -826,11 +827,17 @@ class _Checker:
                      hint=plain)
         elif isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
             self.check_member(node, args[0], args[1].value, func in ("setattr", "delattr"))
-        elif not (isinstance(args[0], ast.Name) and args[0].id == "self" and _own_name_pattern(args[1])):
+        elif not (func == "setattr" and isinstance(args[0], ast.Name) and args[0].id == "self"
+                  and _own_name_pattern(args[1])):
+            # Only a write is provable: setattr(self, f"w_{i}", ...) can write a plain name, never read one.
+            # A read by a computed name (getattr(self, f"g{n}")) could reach whatever any object holds.
+            if func == "setattr":
+                hint = f"{plain}, or setattr(self, f\"w_{{i}}\", ...) with written letters first, on self"
+            else:
+                hint = "write the name out (self.w_q(x)), or keep the layers in an nn.ModuleDict: self.proj[name]"
             self.add(node, f"{func} with a computed name",
                      f"{func}({self.shown(args[0])}, <computed name>) is not allowed: it hides which attribute "
-                     "is used", hint=f"{plain}, or a name on self that starts with written letters: "
-                                     f"{func}(self, f\"w_{{i}}\"...)")
+                     "is used", hint=hint)
 
 
 def find_forbidden_calls(source: str, filename: str, sibling: "str | None" = None) -> "list[Violation]":

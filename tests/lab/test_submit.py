@@ -310,7 +310,10 @@ BYPASSES = {
     "a torch class patched": "import torch\ntorch.Tensor.softmax = lambda self, dim: self",
     "setattr on a module": "import torch.nn.functional as F\nsetattr(F, 'softmax', print)",
     "a computed name without written letters": "class A:\n    def f(self, n):\n        return getattr(self, f'{n}')",
-    "a computed name on another object": "def f(layer, n):\n    return getattr(layer, f'w_{n}')",
+    "a computed name on another object": "def f(layer, n):\n    setattr(layer, f'w_{n}', 1)",
+    "a computed read on self": "class A:\n    def f(self, n):\n        return getattr(self, f'w_{n}')",
+    "a computed read reaching a frame": "def f(self, n):\n    return getattr(self, f'g{n}')\n"
+                                        "frame = f((i for i in ()), 'i_frame')",
     "an interpreter name by a written prefix": "class A:\n    def __init__(self, n):\n        setattr(self, f'f_{n}', 1)\n"
                                                "def f():\n    g = (i for i in ())\n    return g.gi_frame.f_globals",
     "a private name of the other file": "import attention\nx = attention._secret",
@@ -379,7 +382,7 @@ PUBLISHED_IDIOMS = {
     "a loop of setattr": "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, d):\n"
                          "        super().__init__()\n        for n in 'qkvo':\n"
                          "            setattr(self, f'w_{n}', nn.Linear(d, d))\n"
-                         "    def forward(self, x):\n        return getattr(self, f'w_{\"q\"}')(x) + self.w_o(x)",
+                         "    def forward(self, x):\n        return self.w_q(x) + self.w_o(x)",
     "einops heads": "from einops import rearrange\nfrom einops.layers.torch import Rearrange\n"
                     "def split(x, h):\n    return rearrange(x, 'b t (h d) -> b h t d', h=h)\nmerge = Rearrange('b h t d -> b t (h d)')",
     "a written format template": "def f(d, h):\n    raise ValueError('d_model {} is not divisible by {}'.format(d, h))",
@@ -419,7 +422,9 @@ def test_a_refusal_names_the_construct_and_what_to_write_instead():
     found = submit.find_forbidden_calls("import torch\ny = torch.softmx(x, -1)\n", "attention.py")
     assert len(found) == 1 and "torch.softmx" in found[0].message and "did you mean softmax" in found[0].message
     found = submit.find_forbidden_calls("class A:\n    def f(self, n):\n        return getattr(self, n)\n", "mha.py")
-    assert "self.w_q" in found[0].message and 'f"w_{i}"' in found[0].message
+    assert "self.w_q(x)" in found[0].message and "nn.ModuleDict" in found[0].message
+    found = submit.find_forbidden_calls("class A:\n    def f(self, n):\n        setattr(self, n, 1)\n", "mha.py")
+    assert 'setattr(self, f"w_{i}", ...)' in found[0].message
 
 
 def test_every_allowed_module_is_installed_where_grading_runs():

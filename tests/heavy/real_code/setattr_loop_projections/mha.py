@@ -1,5 +1,5 @@
-"""Multi-head attention whose four projections are made in a loop with `setattr(self, f"w_{name}", ...)`
-and read back with `getattr(self, f"w_{name}")`, a common way to avoid four near-identical lines."""
+"""Multi-head attention whose four projections are made in a loop with `setattr(self, f"w_{name}", ...)`,
+a common way to avoid four near-identical lines, and used by their plain names."""
 import torch.nn as nn
 
 from attention import scaled_dot_product_attention
@@ -29,7 +29,7 @@ class MultiHeadAttention(nn.Module):
         return x.transpose(1, 2).reshape(B, T, h * d)
 
     def forward(self, query, key, value, mask=None):
-        q, k, v = (self.split_heads(getattr(self, f"w_{name}")(x))
-                   for name, x in (("q", query), ("k", key), ("v", value)))
+        q, k, v = (self.split_heads(project(x))
+                   for project, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
         heads, weights = scaled_dot_product_attention(q, k, v, mask)
         return self.w_o(self.merge_heads(heads)), weights
