@@ -60,12 +60,29 @@ def test_landlock_fs_hides_files_outside_the_runtime(tmp_path):
 def test_landlock_fs_lets_the_child_write_only_its_own_folder(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
+    (scratch / "attention.py").write_text("")
     runtime_file = os.path.join(os.path.dirname(os.__file__), "kit-confine-test")
-    outcome = confined(["landlock-fs"], {"write own": f"open({str(scratch / 'f')!r}, 'w').write('x')",
+    outcome = confined(["landlock-fs"], {"write own": f"open({str(scratch / 'attention.py')!r}, 'w').write('x')",
                                          "write runtime": f"open({runtime_file!r}, 'w').write('x')"},
                        writable=scratch)
     assert outcome == {"write own": "ok", "write runtime": "PermissionError"}
     assert not os.path.exists(runtime_file)
+
+
+def test_landlock_fs_lets_the_child_create_nothing_in_its_own_folder(tmp_path):
+    """Its disk is the files it was given, RLIMIT_FSIZE each (issue 32): no new file, folder or link."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "attention.py").write_text("")
+    own = str(scratch / "attention.py")
+    outcome = confined(["landlock-fs"], {"new file": f"open({str(scratch / 'fill-0.bin')!r}, 'w')",
+                                         "new folder": f"os.mkdir({str(scratch / 'more')!r})",
+                                         "hard link": f"os.link({own!r}, {str(scratch / 'copy')!r})",
+                                         "rename": f"os.rename({own!r}, {str(scratch / 'moved')!r})"},
+                       writable=scratch)
+    assert outcome == {"new file": "PermissionError", "new folder": "PermissionError", "hard link": "PermissionError",
+                       "rename": "PermissionError"}
+    assert sorted(os.listdir(scratch)) == ["attention.py"]
 
 
 def test_landlock_fs_binds_the_processes_the_child_starts(tmp_path):
@@ -187,6 +204,15 @@ def test_seccomp_refuses_what_grading_does_not_need(tmp_path):
     refused = {name: "PermissionError" for name in tries}
     refused["thread"] = "RuntimeError"  # Python's "can't start new thread"
     assert outcome == refused
+
+
+def test_seccomp_refuses_an_unnamed_file_and_allows_named_ones(tmp_path):
+    """O_TMPFILE makes a file Landlock does not see: disk beyond the files a child was given (issue 32)."""
+    tries = {"unnamed file": f"os.open({str(tmp_path)!r}, os.O_TMPFILE | os.O_WRONLY, 0o600)",
+             "named file": f"os.close(os.open({str(tmp_path / 'named')!r}, os.O_CREAT | os.O_WRONLY, 0o600))",
+             "open for reading": f"open({os.__file__!r}).read()"}
+    outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"])
+    assert outcome == {"unnamed file": "PermissionError", "named file": "ok", "open for reading": "ok"}
 
 
 def test_seccomp_allows_what_an_honest_child_does(tmp_path):
