@@ -411,7 +411,7 @@ def granted_folders():
     one of them a child reads, so the grader refuses to grade when a secret does (``refuse_inside_grants``)."""
     import sysconfig
 
-    paths = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths = {os.path.dirname(os.__file__), *(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))}
     paths.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages", "lib-dynload")))
     return sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
 
