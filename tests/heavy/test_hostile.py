@@ -112,6 +112,7 @@ EXPECTED = {
     "grader_memory": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
     "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
     "disk_fill": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
+    "proc_peek": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
     "inherited_fds": Expect(ATTENTION_PARTS, (HIDDEN, "importing os is not allowed")),
     # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
     # the pipe through stack frames, which the source rule also fails (every test that runs the file).
@@ -641,6 +642,22 @@ def test_a_submission_cannot_fill_the_disk(run):
         pytest.skip(f"{extra['isolation']} level without Landlock: no total disk bound")
     assert int(match.group(1)) <= 64 and match.group(2) != "None", (
         f"the submission wrote {match.group(1)} MiB ({match.group(2)}): its folder is not a small tmpfs")
+
+
+def test_a_submission_sees_no_other_process(run):
+    """Namespaces: a PID namespace of its own. Under Landlock (the uid level): of /proc only its own entries,
+    so neither the list of processes nor another's command line (another grader's submission paths)."""
+    printed = run.printed("proc_peek")
+    own = re.search(r"^PROC own (\d+) done$", printed, re.MULTILINE)
+    assert own, f"the /proc payload did not finish:\n{printed[:1000]}"
+    extra = run.results("proc_peek")["extra_data"]
+    if extra["isolation"] != "namespaces" and "landlock-fs" not in extra["containment"]:
+        pytest.skip(f"{extra['isolation']} level without Landlock: every process is in /proc")
+    listed = re.search(r"^PROC list -> \[(.*)\]$", printed, re.MULTILINE)
+    others = {int(p) for p in listed.group(1).split(",") if p.strip()} - {int(own.group(1))} if listed else set()
+    assert not others, f"the submission listed other processes: {sorted(others)[:20]}"
+    read = re.findall(r"^PROC cmdline (\d+) -> ok", printed, re.MULTILINE)
+    assert not read, f"the submission read the command line of processes {read}:\n{printed[:1000]}"
 
 
 def test_returned_objects_are_never_unpickled(run):
