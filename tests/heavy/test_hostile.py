@@ -647,12 +647,12 @@ def test_a_submission_cannot_fill_the_disk(run):
 def test_a_submission_sees_no_other_process(run):
     """Namespaces: a PID namespace of its own. Under Landlock (the uid level): of /proc only its own entries,
     so neither the list of processes nor another's command line (another grader's submission paths)."""
-    printed = run.printed("proc_peek")
-    own = re.search(r"^PROC own (\d+) done$", printed, re.MULTILINE)
-    assert own, f"the /proc payload did not finish:\n{printed[:1000]}"
     extra = run.results("proc_peek")["extra_data"]
     if extra["isolation"] != "namespaces" and "landlock-fs" not in extra["containment"]:
         pytest.skip(f"{extra['isolation']} level without Landlock: every process is in /proc")
+    printed = run.printed("proc_peek")
+    own = re.search(r"^PROC own (\d+) done$", printed, re.MULTILINE)
+    assert own, f"the /proc payload did not finish:\n{printed[:1000]}"
     listed = re.search(r"^PROC list -> \[(.*)\]$", printed, re.MULTILINE)
     others = {int(p) for p in listed.group(1).split(",") if p.strip()} - {int(own.group(1))} if listed else set()
     assert not others, f"the submission listed other processes: {sorted(others)[:20]}"
