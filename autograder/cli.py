@@ -88,13 +88,8 @@ def _grade(sources, out_dir, args, started):
     # Tried in a throwaway fork, which is cheaper before this process holds torch.
     level = isolation.choose_level()
     layers = isolation.detect_layers(level)
-    if level == "uid" and "landlock-fs" not in layers:
-        exposed = isolation.exposed_to_sandbox([KIT_ROOT, *map(os.path.abspath, args.paths), out_dir])
-        if exposed:
-            raise isolation.CannotIsolate(
-                f"without namespaces or Landlock, file permissions are all that keeps student code out, and "
-                f"{exposed[0]} is readable by other users: `chmod o-rwx` it, or grade where namespaces or "
-                "Landlock work")
+    if level != "namespaces":  # a private root shows the child none of them
+        isolation.refuse_exposed(level, layers, [KIT_ROOT, *map(os.path.abspath, args.paths), out_dir])
 
     from autograder.containment.frozen import uncollected
     from autograder.containment.zygote import Zygote

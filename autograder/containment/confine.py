@@ -31,6 +31,9 @@ _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _FS_RIGHTS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
 _FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | (1 << 14) | (1 << 15)  # what a rule on a file may grant
+# Making anything (a file, folder, link, fifo, socket, device) and moving a file in from elsewhere (REFER):
+# never granted, so a child's disk use is bounded by the files it was given, RLIMIT_FSIZE each.
+_MAKE = sum(1 << bit for bit in range(6, 14))
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
@@ -66,7 +69,9 @@ def possible_layers():
 def apply(layers, readable, writable):
     """Confine this process (and everything it starts) to ``layers``; irreversible.
 
-    ``readable``: folders and files it may read and execute; ``writable``: folders it may also change.
+    ``readable``: folders and files it may read and execute; ``writable``: folders whose files it may
+    also change or remove, where it may create nothing (Landlock; the seccomp filter refuses O_TMPFILE,
+    an unnamed file Landlock does not see): the disk it can fill is the files it was given.
     """
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise ConfineError(ctypes.get_errno(), "no_new_privs")
@@ -96,7 +101,7 @@ def _landlock(layers, readable, writable):
         for path in readable:
             _allow(ruleset, path, read, fs_rights)
         for path in writable:
-            _allow(ruleset, path, fs_rights, fs_rights)
+            _allow(ruleset, path, fs_rights & ~_MAKE, fs_rights)
         if _libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             raise ConfineError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
@@ -177,21 +182,27 @@ ALLOWED_IF = {
     "kill": (0, (_SELF,)), "tgkill": (0, (_SELF,)), "tkill": (0, (_SELF,)),  # abort() and raise()
     "prlimit64": (0, (0, _SELF)),  # its own limits (lowering them; the hard limits stay)
 }
+# Calls allowed unless one argument has a flag set: an unnamed file (O_TMPFILE) would be disk outside
+# the files a child was given (Landlock lets a child create nothing, but does not see unnamed files).
+_O_TMPFILE = 0o20000000  # __O_TMPFILE, the same on x86_64 and aarch64
+ALLOWED_UNLESS = {"open": (1, _O_TMPFILE), "openat": (2, _O_TMPFILE)}
 _EPERM = 1
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _X32_SYSCALL_BIT = 0x40000000
-_LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 
 
 def seccomp_program(machine=None, pid=None):
     """The filter as a list of classic BPF instructions (code, jt, jf, k): the native ABI only, and of
-    it only ``ALLOWED`` and ``ALLOWED_IF``; every other call returns EPERM."""
+    it only ``ALLOWED``, ``ALLOWED_IF`` and ``ALLOWED_UNLESS``; every other call returns EPERM."""
     machine = machine or platform.machine()
     column = ("x86_64", "aarch64").index(machine)
     arch = _NATIVE[machine]
     pid = os.getpid() if pid is None else pid
     numbers = lambda names: [_NUMBERS[n][column] for n in names if _NUMBERS[n][column] is not None]  # noqa: E731
-    plain = numbers(ALLOWED)
+    plain = numbers(n for n in ALLOWED if n not in ALLOWED_UNLESS)
+    unless = [(_NUMBERS[n][column], arg, flag) for n, (arg, flag) in ALLOWED_UNLESS.items()
+              if _NUMBERS[n][column] is not None]
     guarded = [(_NUMBERS[n][column], arg, [pid if v is _SELF else v for v in values])
                for n, (arg, values) in ALLOWED_IF.items() if _NUMBERS[n][column] is not None]
     # Layout: checks, then one block per guarded call, then ALLOW and DENY; jumps are resolved at the end.
@@ -199,6 +210,7 @@ def seccomp_program(machine=None, pid=None):
                (_LD_W_ABS, 0, 0, 0), (_JGE_K, "deny", 0, _X32_SYSCALL_BIT)]  # seccomp_data.nr; x32 too
     program += [(_JEQ_K, "allow", 0, nr) for nr in plain]
     program += [(_JEQ_K, f"block{i}", 0, nr) for i, (nr, _, _) in enumerate(guarded)]
+    program += [(_JEQ_K, f"unless{i}", 0, nr) for i, (nr, _, _) in enumerate(unless)]
     program.append((_JEQ_K, "deny", "deny", 0))  # none of them: deny
     labels = {}
     for i, (_, arg, values) in enumerate(guarded):
@@ -206,6 +218,10 @@ def seccomp_program(machine=None, pid=None):
         program.append((_LD_W_ABS, 0, 0, 16 + 8 * arg))  # seccomp_data.args[arg], low 32 bits
         program += [(_JEQ_K, "allow", 0, value & 0xFFFFFFFF) for value in values]
         program.append((_JEQ_K, "deny", "deny", 0))
+    for i, (_, arg, flag) in enumerate(unless):
+        labels[f"unless{i}"] = len(program)
+        program.append((_LD_W_ABS, 0, 0, 16 + 8 * arg))
+        program.append((_JSET_K, "deny", "allow", flag))
     labels["allow"], labels["deny"] = len(program), len(program) + 1
     program += [(_RET_K, 0, 0, _RET_ALLOW), (_RET_K, 0, 0, _RET_ERRNO | _EPERM)]
 

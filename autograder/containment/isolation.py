@@ -18,6 +18,7 @@ import ctypes
 import ctypes.util
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -401,9 +402,68 @@ def in_throwaway_child(check):
 
 # --- confinement layers for the levels without namespaces -----------------------------------
 
+# Single files a confined child reads: the dynamic linker's cache (a library loaded by name), the time
+# zone, and the devices Python and torch open.
+_GRANTED_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+
+
+def granted_folders():
+    """The folders a confined child may read, each with all it holds: the standard library (with
+    lib-dynload) and the packages' folders (the venv's site-packages), nothing else. Whatever lies inside
+    one of them a child reads, so the grader refuses to grade when a secret does (``refuse_inside_grants``)."""
+    import sysconfig
+
+    paths = {os.path.dirname(os.__file__), *(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))}
+    paths.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages", "lib-dynload")))
+    return sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
+
+
 def confinement_paths():
-    """What a confined child may read: the runtime, /proc (its own accounting) and a few devices."""
-    return runtime_paths() + ["/proc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
+    """What a confined child may read (Landlock): ``granted_folders``, the interpreter and the shared
+    libraries this process has loaded (one file each; measured: a child loads no system library after
+    the zygote's warm-up), a few files and devices, and of /proc only its own entries: it cannot list
+    other processes or read their command lines. Read only: a write to its own clear_refs would reset the
+    peak the grader measures (student.MemoryMeter). Call it in the process being confined."""
+    files = {os.path.realpath(sys.executable), *_GRANTED_FILES, *_loaded_libraries()}
+    return granted_folders() + sorted(f for f in files if os.path.exists(f)) + [f"/proc/{os.getpid()}"]
+
+
+def _loaded_libraries():
+    """The shared objects mapped into this process (from its own /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {fields[5].strip() for fields in (line.split(None, 5) for line in f) if len(fields) == 6}
+    except OSError:
+        return set()
+    return {p for p in paths if p.startswith("/") and re.search(r"\.so(\.|$)", p)}
+
+
+def refuse_exposed(level, layers, paths):
+    """Before any child starts: grading stops, with one line, when student code could read one of ``paths``
+    (the kit, the submissions, the batch, --out). Under Landlock: when one lies inside a granted folder
+    (``refuse_inside_grants``); at the uid level without it: when other users may read one."""
+    if "landlock-fs" in layers:
+        refuse_inside_grants(paths)
+    elif level == "uid":
+        exposed = exposed_to_sandbox(paths)
+        if exposed:
+            raise CannotIsolate(
+                f"without namespaces or Landlock, file permissions are all that keeps student code out, and "
+                f"{exposed[0]} is readable by other users: `chmod o-rwx` it, or grade where namespaces or "
+                "Landlock work")
+
+
+def refuse_inside_grants(paths):
+    """Grading stops, with one line, when one of ``paths`` lies inside a folder a confined child may
+    read (``granted_folders``): the child would read it."""
+    for path in paths:
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        for folder in granted_folders():
+            if _inside(real, folder):
+                raise CannotIsolate(f"{path} lies inside {folder}, which student code may read at this "
+                                    "isolation level: move it out of the Python runtime's folders")
 
 
 def detect_layers(level):

@@ -155,7 +155,7 @@ def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden
         _stdin_from_devnull()  # again, now that /dev/null is the sandbox's own
         isolation.apply_limits(config["memory_mb"] << 20, config["cpu_seconds"], config["max_processes"])
         if layers:  # every layer the parent found working, or the child does not run at all
-            # Not /proc/<pid>: a write to its clear_refs would reset the peak the parent measures (student.MemoryMeter).
+            # Computed here, by the child: its own /proc/<pid> (read only) and the libraries it has loaded.
             confine.apply(layers, readable=isolation.confinement_paths(), writable=[submission_dir])
             os.environ["TMPDIR"] = submission_dir  # /tmp is out of reach
     except BaseException as err:

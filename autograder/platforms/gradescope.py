@@ -35,6 +35,10 @@ def run(root, isolation_settings=None):
         # First, before this process reads anything of the course or the student: the zygote is forked
         # from it, and holds what it holds.
         zygote = start_zygote(isolation_settings or {})
+        if "landlock-fs" in zygote.layers:  # without it, lock_down closes these folders to the sandbox uid
+            from autograder.containment import isolation
+
+            isolation.refuse_inside_grants([root])
         metadata = _read_metadata(root)
         lock_down(root)
         from autograder.config import load_config

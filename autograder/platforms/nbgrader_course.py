@@ -79,6 +79,9 @@ c.Execute.timeout = 300
 # preprocessors are in {GRADING_MODULE}, next to this file. The kit is found here, or in the
 # environment variable LAB03_KIT (which wins); autograde stops with one line if it is not there.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# collect copies each inbound submission without following links (nbgrader's own copy follows them, as
+# you: a link to the kit's solution would be collected, graded and shown in the feedback).
+c.ExchangeFactory.collect = "lab03_grading.CollectWithoutLinks"
 c.GradeWithKit.kit = @KIT@
 c.GradeWithKit.python = @PYTHON@  # empty: the kit's .venv/bin/python
 c.Autograde.autograde_preprocessors = [

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import textwrap
@@ -35,6 +36,7 @@ from nbformat.notebooknode import NotebookNode
 from traitlets import Unicode
 
 from nbgrader import utils
+from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 
 SKIP_TAG = "skip-at-autograde"
@@ -142,6 +144,53 @@ class SaveKitGrades(SaveAutoGrades):
             grade = self.gradebook.find_grade(grade_id, self.notebook_id, self.assignment_id, self.student_id)
             grade.extra_credit = resources[RESULTS][EXTRA_PART]
             self.gradebook.db.commit()
+
+
+class CollectWithoutLinks(ExchangeCollect):
+    """nbgrader's collect, copying each inbound submission without following a link (``ExchangeFactory.collect``).
+
+    nbgrader's own copy follows links as the instructor: a student who replaced a file of their inbound
+    folder by a link to the kit's solution or hidden tests would have them copied into ``submitted/``,
+    graded, and shown in ``feedback/``. Here every entry is looked at with lstat and opened with
+    O_NOFOLLOW: a link is left out (the submission is graded without that file) with one line in the
+    log, and a submission folder that is itself a link is not collected."""
+
+    def do_copy(self, src, dest, log=None):
+        if os.path.islink(src) or not os.path.isdir(src):
+            self.log.error("LAB-03: %s is a symlink or not a folder: not collected", src)
+            return
+        ignore = utils.ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
+                                       max_file_size=self.coursedir.max_file_size, log=self.log)
+        copy_without_links(src, dest, ignore, self.log)
+
+
+def copy_without_links(src, dest, ignore, log):
+    """Copy the folder ``src`` to ``dest`` (new), leaving out every link, each with one logged line."""
+    os.mkdir(dest)
+    entries = sorted(os.scandir(src), key=lambda e: e.name)
+    ignored = set(ignore(src, [e.name for e in entries]))
+    for entry in entries:
+        if entry.name in ignored:
+            continue
+        target = os.path.join(dest, entry.name)
+        if entry.is_symlink():
+            log.warning("LAB-03: %s is a symlink: not collected, the submission is graded without it", entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            copy_without_links(entry.path, target, ignore, log)
+        elif entry.is_file(follow_symlinks=False):
+            _copy_file_nofollow(entry.path, target)
+
+
+def _copy_file_nofollow(src, dest):
+    """One regular file; a link swapped in since the listing is refused by the kernel (O_NOFOLLOW), not followed."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return  # gone, or a link by now
+    with open(fd, "rb") as source:
+        if stat.S_ISREG(os.fstat(source.fileno()).st_mode):  # not a FIFO or a device put there since
+            with open(dest, "xb") as copy:
+                shutil.copyfileobj(source, copy)
 
 
 def replace_copies_of_symlinks(submitted, autograded):

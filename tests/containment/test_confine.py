@@ -21,7 +21,9 @@ OFFERED = confine.possible_layers()
 ATTEMPT = r"""
 import ctypes, json, os, socket, sys, threading
 from autograder.containment import confine
+from autograder.containment import isolation
 layers, readable, writable, tries = json.loads(sys.argv[1])
+readable = isolation.confinement_paths() if readable is None else readable  # as a child computes them, for itself
 confine.apply(layers, readable=readable, writable=writable)
 outcome = {}
 for name, code in tries.items():
@@ -39,7 +41,6 @@ def confined(layers, tries, writable, readable=None):
     for layer in layers:
         if layer not in OFFERED:
             pytest.skip(f"this kernel does not offer {layer} (Landlock ABI {confine.landlock_abi()})")
-    readable = isolation.confinement_paths() if readable is None else readable
     run = subprocess.run([sys.executable, "-c", ATTEMPT, json.dumps([layers, readable, [str(writable)], tries])],
                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=child_environment())
     assert run.returncode == 0, f"the confined process failed:\n{run.stderr[-2000:]}"
@@ -59,12 +60,29 @@ def test_landlock_fs_hides_files_outside_the_runtime(tmp_path):
 def test_landlock_fs_lets_the_child_write_only_its_own_folder(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
+    (scratch / "attention.py").write_text("")
     runtime_file = os.path.join(os.path.dirname(os.__file__), "kit-confine-test")
-    outcome = confined(["landlock-fs"], {"write own": f"open({str(scratch / 'f')!r}, 'w').write('x')",
+    outcome = confined(["landlock-fs"], {"write own": f"open({str(scratch / 'attention.py')!r}, 'w').write('x')",
                                          "write runtime": f"open({runtime_file!r}, 'w').write('x')"},
                        writable=scratch)
     assert outcome == {"write own": "ok", "write runtime": "PermissionError"}
     assert not os.path.exists(runtime_file)
+
+
+def test_landlock_fs_lets_the_child_create_nothing_in_its_own_folder(tmp_path):
+    """Its disk is the files it was given, RLIMIT_FSIZE each (issue 32): no new file, folder or link."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "attention.py").write_text("")
+    own = str(scratch / "attention.py")
+    outcome = confined(["landlock-fs"], {"new file": f"open({str(scratch / 'fill-0.bin')!r}, 'w')",
+                                         "new folder": f"os.mkdir({str(scratch / 'more')!r})",
+                                         "hard link": f"os.link({own!r}, {str(scratch / 'copy')!r})",
+                                         "rename": f"os.rename({own!r}, {str(scratch / 'moved')!r})"},
+                       writable=scratch)
+    assert outcome == {"new file": "PermissionError", "new folder": "PermissionError", "hard link": "PermissionError",
+                       "rename": "PermissionError"}
+    assert sorted(os.listdir(scratch)) == ["attention.py"]
 
 
 def test_landlock_fs_binds_the_processes_the_child_starts(tmp_path):
@@ -74,6 +92,78 @@ def test_landlock_fs_binds_the_processes_the_child_starts(tmp_path):
             f"    except OSError:\n        os._exit(13)\n_, status = os.waitpid(pid, 0)\n"
             f"assert os.waitstatus_to_exitcode(status) == 13, 'the forked process read the file'")
     assert confined(["landlock-fs"], {"fork and read": code}, writable=tmp_path / "scratch") == {"fork and read": "ok"}
+
+
+def test_landlock_fs_shows_the_child_of_proc_only_its_own_entries(tmp_path):
+    """No list of processes, no other process's command line (another grader's submission paths)."""
+    outcome = confined(["landlock-fs"], {"own status": "open('/proc/self/status').read()",
+                                         "own maps": "open(f'/proc/{os.getpid()}/maps').read()",
+                                         "list processes": "os.listdir('/proc')",
+                                         "the test's command line": f"open('/proc/{os.getpid()}/cmdline').read()",
+                                         "init's command line": "open('/proc/1/cmdline').read()"},
+                       writable=tmp_path / "scratch")
+    assert outcome == {"own status": "ok", "own maps": "ok", "list processes": "PermissionError",
+                       "the test's command line": "PermissionError", "init's command line": "PermissionError"}
+
+
+def plant(folder, planted):
+    """A secret file in ``folder`` (recorded in ``planted``, for removal), or None where the test may not write."""
+    path = os.path.join(folder, f"kit-grant-secret-{os.getpid()}")
+    try:
+        with open(path, "x") as f:
+            f.write("secret")
+    except OSError:
+        return None
+    planted.append(path)
+    return path
+
+
+@pytest.fixture
+def planted():
+    paths = []
+    yield paths
+    for path in paths:
+        os.remove(path)
+
+
+def test_landlock_fs_hides_the_trees_around_the_runtime(tmp_path, planted):
+    """Where a kit, a batch or reports may lie beside the runtime (issue 32): /usr/local, /usr/src, /opt,
+    the venv's own folder. None of them is granted, only the Python folders and single files within."""
+    trees = [t for t in ("/usr/local", "/usr/src", "/opt", sys.prefix) if os.path.isdir(t)]
+    secrets = [s for s in (plant(t, planted) for t in trees) if s]
+    if not secrets:
+        pytest.skip("this test may write in none of /usr/local, /usr/src, /opt or the venv")
+    outcome = confined(["landlock-fs"], {s: f"open({s!r}).read()" for s in secrets}, writable=tmp_path / "scratch")
+    assert outcome == {s: "PermissionError" for s in secrets}
+
+
+def test_landlock_fs_grants_no_folder_beside_a_granted_file(tmp_path, planted):
+    """The interpreter, the loaded libraries, ld.so.cache and localtime are granted one file each: a
+    secret beside any of them stays out of reach."""
+    beside = {os.path.dirname(p) for p in isolation.confinement_paths() if os.path.isfile(p)}
+    beside -= {"/dev", "/proc"}
+    secrets = [s for s in (plant(folder, planted) for folder in sorted(beside)
+                           if not any(isolation._inside(folder, g) for g in isolation.granted_folders())) if s]
+    if not secrets:
+        pytest.skip("this test may write beside none of the granted files")
+    outcome = confined(["landlock-fs"], {s: f"open({s!r}).read()" for s in secrets}, writable=tmp_path / "scratch")
+    assert outcome == {s: "PermissionError" for s in secrets}
+
+
+def test_a_secret_in_any_granted_folder_stops_grading_before_a_child_starts(planted):
+    """Whatever lies in a granted folder a child reads: a kit, submission, batch or --out there is refused."""
+    secrets = [s for s in (plant(folder, planted) for folder in isolation.granted_folders()) if s]
+    if not secrets:
+        pytest.skip("this test may write in none of the granted folders")
+    for secret in secrets:
+        with pytest.raises(isolation.CannotIsolate) as raised:
+            isolation.refuse_inside_grants(["/nonexistent-kit", secret])
+        message = str(raised.value.code)
+        assert secret in message and "student code may read" in message and "\n" not in message
+
+
+def test_paths_outside_every_granted_folder_are_not_refused(tmp_path):
+    isolation.refuse_inside_grants([str(tmp_path), str(ROOT)])
 
 
 def test_landlock_tcp_refuses_connecting_to_a_listening_port(tmp_path):
@@ -114,6 +204,15 @@ def test_seccomp_refuses_what_grading_does_not_need(tmp_path):
     refused = {name: "PermissionError" for name in tries}
     refused["thread"] = "RuntimeError"  # Python's "can't start new thread"
     assert outcome == refused
+
+
+def test_seccomp_refuses_an_unnamed_file_and_allows_named_ones(tmp_path):
+    """O_TMPFILE makes a file Landlock does not see: disk beyond the files a child was given (issue 32)."""
+    tries = {"unnamed file": f"os.open({str(tmp_path)!r}, os.O_TMPFILE | os.O_WRONLY, 0o600)",
+             "named file": f"os.close(os.open({str(tmp_path / 'named')!r}, os.O_CREAT | os.O_WRONLY, 0o600))",
+             "open for reading": f"open({os.__file__!r}).read()"}
+    outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"])
+    assert outcome == {"unnamed file": "PermissionError", "named file": "ok", "open for reading": "ok"}
 
 
 def test_seccomp_allows_what_an_honest_child_does(tmp_path):

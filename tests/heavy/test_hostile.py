@@ -121,6 +121,7 @@ EXPECTED = {
     "memory_split": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     "disk_fill": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     "inherited_fds": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
+    "proc_peek": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
     # the pipe through stack frames, which the source rule also fails (every test that runs the file).
     "huge_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "more than 8 MiB")),
@@ -480,9 +481,16 @@ def test_no_payload_leaves_a_file_outside_its_sandbox(run):
     assert not escaped, f"payloads wrote outside their scratch folder: {[str(p) for p in escaped]}"
 
 
+def creates_nothing(run, case):
+    """Under Landlock without namespaces a child may create no file, in its own folder neither (the disk bound)."""
+    extra = run.results(case)["extra_data"]
+    return extra["isolation"] != "namespaces" and "landlock-fs" in extra["containment"]
+
+
 def test_writes_outside_the_scratch_folder_do_not_land(run):
     printed = run.printed("write_outside")
-    assert f"WRITE hx-{run.token}-written -> ok" in printed, f"the payload did not run as planned:\n{printed}"
+    own = "refused (PermissionError)" if creates_nothing(run, "write_outside") else "ok"
+    assert f"WRITE hx-{run.token}-written -> {own}" in printed, f"the payload did not run as planned:\n{printed}"
     targets = re.findall(r"^WRITE (/\S+) ->", printed, re.MULTILINE)
     assert len(targets) >= 7, f"the payload did not try every target:\n{printed}"
     # A write may succeed inside the sandbox's private /tmp; what counts is the host's file system.
@@ -492,7 +500,8 @@ def test_writes_outside_the_scratch_folder_do_not_land(run):
 
 def test_fake_results_do_not_replace_the_report(run):
     printed = run.printed("fake_results")
-    assert "FAKE results.json -> written" in printed, f"the payload did not run as planned:\n{printed}"
+    own = "refused (PermissionError)" if creates_nothing(run, "fake_results") else "written"
+    assert f"FAKE results.json -> {own}" in printed, f"the payload did not run as planned:\n{printed}"
     results, reference = run.results("fake_results"), run.results("reference")
     assert "FAKE-REPORT" not in json.dumps(results), "the fake results.json was used"
     # Its json import costs the attention tests (the allow-list); everything else scores as the reference does.
@@ -638,14 +647,31 @@ def test_memory_held_at_once_counts_only_overlapping_survivors():
 
 
 def test_a_submission_cannot_fill_the_disk(run):
-    """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. The uid level has no
-    mount of its own: its writes land on the host's disk, bounded only per file (docs/security.md says so)."""
+    """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. Under Landlock (the uid
+    level) it may create no file: it writes only the files it was given, 16 MiB each (docs/security.md)."""
     match = re.search(r"^DISK wrote=(\d+) error=(.*)$", run.printed("disk_fill"), re.MULTILINE)
     assert match, f"the disk payload did not report:\n{run.printed('disk_fill')[:500]}"
-    if run.results("disk_fill")["extra_data"]["isolation"] != "namespaces":
-        pytest.skip(f"{run.results('disk_fill')['extra_data']['isolation']} level: no private file system to bound")
+    extra = run.results("disk_fill")["extra_data"]
+    if extra["isolation"] != "namespaces" and "landlock-fs" not in extra["containment"]:
+        pytest.skip(f"{extra['isolation']} level without Landlock: no total disk bound")
     assert int(match.group(1)) <= 64 and match.group(2) != "None", (
         f"the submission wrote {match.group(1)} MiB ({match.group(2)}): its folder is not a small tmpfs")
+
+
+def test_a_submission_sees_no_other_process(run):
+    """Namespaces: a PID namespace of its own. Under Landlock (the uid level): of /proc only its own entries,
+    so neither the list of processes nor another's command line (another grader's submission paths)."""
+    extra = run.results("proc_peek")["extra_data"]
+    if extra["isolation"] != "namespaces" and "landlock-fs" not in extra["containment"]:
+        pytest.skip(f"{extra['isolation']} level without Landlock: every process is in /proc")
+    printed = run.printed("proc_peek")
+    own = re.search(r"^PROC own (\d+) done$", printed, re.MULTILINE)
+    assert own, f"the /proc payload did not finish:\n{printed[:1000]}"
+    listed = re.search(r"^PROC list -> \[(.*)\]$", printed, re.MULTILINE)
+    others = {int(p) for p in listed.group(1).split(",") if p.strip()} - {int(own.group(1))} if listed else set()
+    assert not others, f"the submission listed other processes: {sorted(others)[:20]}"
+    read = re.findall(r"^PROC cmdline (\d+) -> ok", printed, re.MULTILINE)
+    assert not read, f"the submission read the command line of processes {read}:\n{printed[:1000]}"
 
 
 def test_returned_objects_are_never_unpickled(run):

@@ -428,3 +428,66 @@ def test_a_part_added_to_the_suite_gets_a_graded_cell_worth_its_points(monkeypat
     assert "long_inputs" in nbgrader_course.graded_at_end()
     cell = nbgrader_course.graded_cell("long_inputs")
     assert cell.metadata["nbgrader"]["points"] == 4.0 and "no public checks" in cell.source
+
+
+# --- through the exchange: submit, collect, autograde, generate_feedback (issue 32, 7) -------------
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """A submission that went through nbgrader's exchange and whose inbound files were then swapped for
+    links to the kit's solution and hidden tests (the inbound folder is the student's to write): the
+    course's collect, autograde and generate_feedback, each nbgrader's real command."""
+    import getpass
+
+    if not (BIN / "nbgrader").is_file():
+        pytest.skip(f"the nbgrader command is not installed in {BIN}")
+    base = tmp_path_factory.mktemp("exchange")
+    course, _, _ = nbgrader_course.build(base / "course")
+    exchange = f"--Exchange.root={base / 'exchange'}"
+    nbgrader(course, "generate_assignment", LAB)
+    nbgrader(course, "release_assignment", LAB, exchange)
+    home = base / "student"
+    shutil.copytree(course / "release" / LAB, home / LAB)
+    nbgrader(home, "submit", LAB, f"--course={nbgrader_course.COURSE_ID}", exchange)
+    [inbound] = (base / "exchange" / nbgrader_course.COURSE_ID / "inbound").iterdir()
+    hand_in(inbound, SYMLINKS)
+    collect = nbgrader(course, "collect", LAB, exchange)
+    student = getpass.getuser()
+    nbgrader(course, "autograde", LAB)
+    nbgrader(course, "generate_feedback", LAB)
+    return {"course": course, "student": student, "collect": collect.stdout + collect.stderr}
+
+
+def test_collect_copies_no_link_and_says_so_once_per_link(collected):
+    submitted = collected["course"] / "submitted" / collected["student"] / LAB
+    assert submitted.is_dir() and (submitted / NOTEBOOK).is_file(), "the submission's own files were not collected"
+    assert not any(p.is_symlink() for p in submitted.rglob("*")), "a link was collected"
+    assert not any(os.path.lexists(submitted / name) for name in SYMLINKS), sorted(submitted.iterdir())
+    said = [line for line in collected["collect"].splitlines() if "is a symlink: not collected" in line]
+    assert sorted(name for name in SYMLINKS if any(name in line for line in said)) == sorted(SYMLINKS), said
+    assert len(said) == len(SYMLINKS), said
+
+
+def test_a_linked_submission_is_graded_as_missing_those_files(collected):
+    course, student = collected["course"], collected["student"]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission(LAB, student).score == 0
+    page = (course / "feedback" / student / LAB / "playground.html").read_text(encoding="utf-8")
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
+    assert "upload attention.py and mha.py" in text, text[text.find("Graded by"):][:3000]  # both are missing
+
+
+def test_no_file_of_the_kits_solution_or_hidden_tests_reaches_the_course(collected):
+    course, student = collected["course"], collected["student"]
+    kit_files = {path.read_bytes() for path in SYMLINKS.values()}
+    lines = hidden_lines() | {line for line in code_lines(ROOT / "solution", "*.py") if len(line) >= 40}
+    for step in ("submitted", "autograded", "feedback"):
+        folder = course / step / student / LAB
+        assert folder.is_dir(), f"nbgrader made no {step} folder"
+        held = [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.read_bytes() in kit_files]
+        assert not held, f"{step}/ holds the kit's files: {held}"
+    page = (course / "feedback" / student / LAB / "playground.html").read_text(encoding="utf-8")
+    leaked = [line for line in lines if line in html.unescape(re.sub(r"<[^>]+>", "", page))]
+    assert not leaked, f"the feedback shows the kit's lines: {leaked[:3]}"
