@@ -40,7 +40,7 @@ class AttentionCase:
     t_k: int
     d_k: int
     d_v: int
-    mask: str = "none"  # none | causal | padding | random
+    mask: str = "none"  # none | causal | padding | random | mixed (random; every row and column allows and blocks)
     mask_dtype: torch.dtype = torch.bool
     dtype: torch.dtype = torch.float32
     scale: float = 1.0  # multiplies q and k: large values test a stable softmax
@@ -64,6 +64,10 @@ class AttentionCase:
             allowed = allowed.reshape(b, *([1] * (len(self.batch) - 1)), 1, self.t_k)
         else:
             allowed = random_mask((*self.batch, self.t_q, self.t_k), self.seed + 3)
+            if self.mask == "mixed":  # T_q == T_k; neither it nor its inverse blocks a whole row or column
+                t = torch.arange(self.t_q)
+                allowed[..., t, t] = True
+                allowed[..., t, (t + 1) % self.t_k] = False
         return allowed.to(self.mask_dtype)
 
     def describe(self):
