@@ -105,6 +105,26 @@ def test_unwritten_extra_credit_is_skipped_as_optional_on_its_own_line(stubs, re
         f"extra credit (optional, not in the points): {len(extra)} passed"
 
 
+def _mutant_run(name, tmp_path):
+    from variant_builder import build_mutant, load_mutants
+
+    mutant = next(m for m in load_mutants() if m["name"] == name)
+    return run_public(build_mutant(mutant, tmp_path / name), tmp_path)
+
+
+def test_a_failing_extra_credit_test_alone_does_not_fail_the_run(tmp_path):
+    run = _mutant_run("tiled_no_rescale", tmp_path)  # tiled_attention wrong, every core test right
+    failed = [name for name, text in run.failures.items() if text is not None]
+    assert failed and all(name.startswith("test_extra[") for name in failed), failed
+    earned, total = run.score
+    assert earned == total and run.returncode == 0, run.output
+
+
+def test_a_failing_core_test_fails_the_run(tmp_path):
+    run = _mutant_run("no_scaling", tmp_path)
+    assert run.returncode == 1, run.output
+
+
 @pytest.mark.slow  # runs the public tests on the stubs
 def test_stub_failures_name_not_implemented_in_one_line(stubs):
     for name, text in stubs.failures.items():
