@@ -112,15 +112,8 @@ def _mutant_run(name, tmp_path):
     return run_public(build_mutant(mutant, tmp_path / name), tmp_path)
 
 
-def test_a_failing_extra_credit_test_alone_does_not_fail_the_run(tmp_path):
-    run = _mutant_run("tiled_no_rescale", tmp_path)  # tiled_attention wrong, every core test right
-    failed = [name for name, text in run.failures.items() if text is not None]
-    assert failed and all(name.startswith("test_extra[") for name in failed), failed
-    earned, total = run.score
-    assert earned == total and run.returncode == 0, run.output
-
-
 def test_a_failing_core_test_fails_the_run(tmp_path):
+    """The other side of tests/lab/test_public_hints.py's wrong extra credit, which alone exits 0."""
     run = _mutant_run("no_scaling", tmp_path)
     assert run.returncode == 1, run.output
 
