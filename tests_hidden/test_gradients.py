@@ -76,6 +76,8 @@ def test_large_scores_stay_finite(student, reference):
             if not torch.isfinite(got).all() and torch.isfinite(before).all():
                 fail(what, f"{_name(i)} has inf/NaN, while it is finite before the shift", mistake=catalogue.UNSTABLE_SOFTMAX)
         out, before = _items(shifted.result)[positions[0]], _items(plain.result)[positions[0]]
+        if out.shape != before.shape:
+            fail(what, f"{_name(positions[0])} has shape {tuple(out.shape)}, {tuple(before.shape)} before the shift")
         if not _close(out, before):
             error = (out.double() - before.double()).abs().max().item()
             fail(what, f"{_name(positions[0])} changed by up to {error:.3g}; a softmax over the keys does not "
