@@ -40,7 +40,7 @@ class AttentionCase:
     t_k: int
     d_k: int
     d_v: int
-    mask: str = "none"  # none | causal | padding | random
+    mask: str = "none"  # none | causal | padding | random | mixed (see make_mask)
     mask_dtype: torch.dtype = torch.bool
     dtype: torch.dtype = torch.float32
     scale: float = 1.0  # multiplies q and k: large values test a stable softmax
@@ -62,6 +62,10 @@ class AttentionCase:
             lengths = [self.t_k - (i % self.t_k) for i in range(b)]  # every row keeps >= 1 real key
             allowed = (tokens_with_padding(lengths, self.t_k, 0, self.seed) != 0)[:, None, None, :]
             allowed = allowed.reshape(b, *([1] * (len(self.batch) - 1)), 1, self.t_k)
+        elif self.mask == "mixed":  # (T, T), T >= 4: every row and column allows two keys and blocks two, as
+            # does the inverse, so a mask read the wrong way round still gives weights that move with the inputs
+            offset = (torch.arange(self.t_k)[None, :] - torch.arange(self.t_q)[:, None]) % self.t_k
+            allowed = (offset == 0) | (offset == 2)  # the public gradient case's mask (every_row_and_column_mixed)
         else:
             allowed = random_mask((*self.batch, self.t_q, self.t_k), self.seed + 3)
         return allowed.to(self.mask_dtype)

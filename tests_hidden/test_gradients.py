@@ -1,70 +1,179 @@
-"""Part 3: dtypes, numerical stability, gradients and leaving the inputs alone."""
+"""Part 3: dtypes, numerical stability, gradients and leaving the inputs alone, each judged on the student's own
+forward (autograder/grading/own_forward.py): a wrong forward is the attention part's charge, not this part's."""
 import pytest
 import torch
 
 from attention_checks import check_sdpa, sdpa_expected
 from autograder.grading import catalogue
-from autograder.grading.compare import expect_close, fail
+from autograder.grading.compare import describe_value, fail, matrix_figure
 from autograder.grading.error_hints import NO_GRADIENT_HINT
-from autograder.grading.student import Failure, RuleViolation, StudentError
-from cases import AttentionCase, randn, reference_grads
+from autograder.grading.own_forward import (FD_STEP, directional_mismatch, directions, float_outputs, grad_outputs_for,
+                                            projected_difference, shift_all_scores)
+from autograder.grading.student import Failure
+from cases import AttentionCase
 
 pytestmark = pytest.mark.part("gradients")
 
 SDPA = "attention.scaled_dot_product_attention"
 
 
+# A forward bug is the value tests' charge (attention part), never this part's: every test below judges the
+# student's code against its own forward, and compares with the reference only where that forward is right.
+OUTPUT_NAMES = ("output", "weights")
+CLOSE_GATE = (1e-4, 1e-3)  # (atol, rtol): "the forward is right" (its precision aside), and "the same result"
+
+
 @pytest.mark.points(3)
 def test_float64_in_float64_out(student, reference):
     """Dtypes: float64 inputs give float64 output and weights, to float64 precision"""
-    check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="causal", dtype=torch.float64, seed=20))
+    case = AttentionCase((2,), 5, 5, 8, 8, mask="causal", dtype=torch.float64, seed=20)
+    (q, k, v, mask), expected = sdpa_expected(reference, case)
+    reply = student.call(SDPA, q, k, v, mask)
+    for i in float_outputs(reply.result):
+        got = _items(reply.result)[i]
+        if got.dtype != torch.float64:
+            fail(case.describe(), f"{_name(i)} has dtype {str(got.dtype).replace('torch.', '')}, expected float64",
+                 "keep the input's dtype: do not create float32 tensors or call .float() along the way")
+    if _close(reply.result, expected):  # a right forward: now its precision, to float64 accuracy
+        check_sdpa(student, reference, case)
+        return
+    # Wrong values are the attention part's; a float64 run that disagrees with the student's own float32 run is this test's.
+    own32 = student.try_call(SDPA, q.float(), k.float(), v.float(), mask)
+    if isinstance(own32, Failure) or _close(reply.result, own32.result):
+        return
+    for i, (got, own) in enumerate(zip(_items(reply.result), _items(own32.result))):
+        if not _close(got, own):
+            error = (got.double() - own.double()).abs().nan_to_num(nan=float("inf")).max().item() \
+                if isinstance(got, torch.Tensor) and isinstance(own, torch.Tensor) and got.shape == own.shape else None
+            fail(case.describe(), f"{_name(i)} values differ from your own float32 result on the same inputs"
+                 + (f" (max abs error {error:.3g})" if error is not None else "")
+                 + ": a step that works in float32 goes wrong in float64",
+                 "keep the input's dtype all the way: no float32 constants, casts or dtype=torch.float32",
+                 figure=matrix_figure(_name(i), own, got) if error is not None else None)
+    fail(case.describe(), f"returned {describe_value(reply.result)} in float64 and {describe_value(own32.result)} "
+                          "in float32 for the same inputs")
 
 
 @pytest.mark.points(3)
 def test_large_scores_stay_finite(student, reference):
-    """Stability: large-magnitude scores (inputs x 30) give finite, correct weights"""
-    # Precision and d_v != d_k are charged once, where they are tested (float64 above, the attention part)
-    check_sdpa(student, reference, AttentionCase((2,), 6, 6, 16, 16, mask="causal", scale=30.0, seed=21))
-    check_sdpa(student, reference, AttentionCase((2,), 6, 6, 16, 16, scale=30.0, dtype=torch.float64, seed=22),
-               float32_ok=True)
+    """Stability: scores shifted by a large constant give finite weights and the same output (softmax is shift-invariant)"""
+    # No mask: a fill value is charged once, in the mask tests. The output is compared with the student's own
+    # output at the unshifted inputs, so a value bug (the attention part's) passes here.
+    for case, shift in ((AttentionCase((2,), 6, 6, 16, 16, seed=21), 300.0),  # float32: exp(300) = inf
+                        (AttentionCase((2,), 6, 6, 16, 16, dtype=torch.float64, seed=22), -1000.0)):  # exp(-1000) = 0
+        q, k, v, _ = case.inputs()
+        plain = student.call(SDPA, q, k, v, None)
+        big_q, big_k = shift_all_scores(q, k, shift)
+        shifted = student.call(SDPA, big_q, big_k, v, None)
+        what = (f"{case.describe()}, then the query and key moved so that every score is shifted by {shift:g} "
+                "(the same constant for every query and key)")
+        positions = float_outputs(plain.result)
+        if not positions or float_outputs(shifted.result) != positions:
+            fail(what, f"returned {describe_value(shifted.result)} for the shifted inputs, {describe_value(plain.result)} "
+                       "for the plain ones")
+        for i in positions:
+            got, before = _items(shifted.result)[i], _items(plain.result)[i]
+            if not torch.isfinite(got).all() and torch.isfinite(before).all():
+                fail(what, f"{_name(i)} has inf/NaN, while it is finite before the shift", mistake=catalogue.UNSTABLE_SOFTMAX)
+        out, before = _items(shifted.result)[positions[0]], _items(plain.result)[positions[0]]
+        if out.shape != before.shape:
+            fail(what, f"{_name(positions[0])} has shape {tuple(out.shape)}, {tuple(before.shape)} before the shift")
+        if not _close(out, before):
+            error = (out.double() - before.double()).abs().max().item()
+            fail(what, f"{_name(positions[0])} changed by up to {error:.3g}; a softmax over the keys does not "
+                       "change when every score moves by the same constant",
+                 "compute the softmax as torch.softmax does: subtract each row's max before exp()")
 
 
-def _check_gradients(student, reference, case):
-    """Gradients to float64 accuracy, but a float32-accurate one passes: precision is the float64 test's."""
-    (q, k, v, mask), _ = sdpa_expected(reference, case)
-    grad_out = randn(*case.batch, case.t_q, case.d_v, seed=case.seed + 50, dtype=case.dtype)
-    grad_weights = randn(*case.batch, case.t_q, case.t_k, seed=case.seed + 51, dtype=case.dtype)
-    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
-    out, weights = reference[0].scaled_dot_product_attention(*leaves, mask)
-    expected = reference_grads([out, weights], leaves, [grad_out, grad_weights])
-    reply = student.try_call(SDPA, q, k, v, mask, grad={"inputs": [0, 1, 2], "grad_outputs": [grad_out, grad_weights]})
-    if isinstance(reply, Failure):  # a (weights, output) pair fails in backward on its shapes: say swapped
-        swapped = student.try_call(SDPA, q, k, v, mask)
-        if not isinstance(swapped, Failure) and catalogue.diagnose("sdpa", swapped.result, q, k, v, mask) is catalogue.SWAPPED:
-            fail(case.describe(), "the call failed in backward", None, mistake=catalogue.SWAPPED)
-        raise (RuleViolation if reply.rule else StudentError)(reply.message)
+def _check_gradients(student, case):
+    """The student's backward against finite differences of the student's own forward (float64 inputs)."""
+    q, k, v, mask = case.inputs()
+    inputs = (q, k, v)
+    plain = student.call(SDPA, q, k, v, mask)
+    if not float_outputs(plain.result):
+        fail(case.describe(), f"returned {describe_value(plain.result)}: no floating-point tensor to differentiate")
+    grad_outputs = grad_outputs_for(plain.result, seed=case.seed + 50)  # zero where the result is inf/NaN
+    if not any(g is not None and g.any() for g in grad_outputs):
+        fail(case.describe(), "the result is inf/NaN everywhere, so its gradients cannot be checked")
+    reply = student.call(SDPA, q, k, v, mask, grad={"inputs": [0, 1, 2], "grad_outputs": grad_outputs})
     grads = reply.grads or {}
     if not grads.get("connected"):
         fail(case.describe(), "no gradient flows from output and weights back to query, key and value",
              NO_GRADIENT_HINT)
-    for name, got, want in zip(("query", "key", "value"), grads["inputs"], expected):
+    for index, (name, got) in enumerate(zip(("query", "key", "value"), grads["inputs"])):
+        x = inputs[index]
         if got is None:
-            fail(case.describe(), f"the {name} gets no gradient", "every input must take part in the computation graph")
-        expect_close(got, want, case.describe(), f"gradient w.r.t. {name}", grad=True, float32_ok=True)
+            fail(case.describe(), f"the {name} gets no gradient",
+                 f"every input must take part in the computation graph: {NO_GRADIENT_HINT}")
+        if not isinstance(got, torch.Tensor) or got.shape != x.shape or not torch.isfinite(got).all():
+            fail(case.describe(), f"the gradient w.r.t. {name} is {describe_value(got)}: expected a finite tensor of "
+                                  f"shape {tuple(x.shape)}")
+        if not got.any():
+            fail(case.describe(), f"the gradient w.r.t. {name} is all zeros", NO_GRADIENT_HINT)
+        for direction in directions(x.shape, seed=case.seed + 60 + index):
+            _check_direction(student, case, inputs, mask, index, direction, got, grad_outputs)
+
+
+def _check_direction(student, case, inputs, mask, index, direction, grad, grad_outputs):
+    """One random direction: the backward's directional derivative against a central finite difference of
+    the student's own forward, both of sum(result * grad_outputs), computed here from returned results."""
+    results = []
+    for sign in (1.0, -1.0):
+        moved = list(inputs)
+        moved[index] = inputs[index] + sign * FD_STEP * direction
+        results.append(student.call(SDPA, *moved, mask).result)
+    name = ("query", "key", "value")[index]
+    difference = projected_difference(*results, grad_outputs)
+    if difference is None:
+        fail(case.describe(), f"a small change of the {name} changed the shapes or types of the result")
+    finite_difference = difference / (2 * FD_STEP)
+    claimed = float((grad.double() * direction).sum())
+    if directional_mismatch(claimed, finite_difference, float(grad.double().norm())):
+        fail(case.describe(), f"the gradient w.r.t. {name} does not match your own forward: along a random "
+                              f"direction your backward gives {claimed:.6g}, while finite differences of your "
+                              f"scaled_dot_product_attention give {finite_difference:.6g}",
+             "the backward must differentiate what forward computes: no .detach() or .data on the way, no in-place "
+             "edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
+
+
+def _items(result):
+    return result if isinstance(result, (tuple, list)) else (result,)
+
+
+def _name(i):
+    return OUTPUT_NAMES[i] if i < len(OUTPUT_NAMES) else f"item {i} of the result"
+
+
+def _close(got, expected):
+    """Same structure and float32-close values (NaN where NaN): the gate of the tests above."""
+    got, expected = _items(got), _items(expected)
+    if len(got) != len(expected):
+        return False
+    atol, rtol = CLOSE_GATE
+    for a, b in zip(got, expected):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                and a.is_floating_point() and b.is_floating_point()):
+            return False
+        if not torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol, equal_nan=True):
+            return False
+    return True
 
 
 @pytest.mark.points(3)
 def test_gradients_without_mask(student, reference):
-    """Gradients: d(output, weights)/d(query, key, value) match, no mask"""
+    """Gradients: d(output, weights)/d(query, key, value) agree with finite differences of your forward, no mask"""
     # d_v == d_k: a value width mistaken for d_k is the attention part's (one defect, one charge)
-    _check_gradients(student, reference, AttentionCase((2,), 4, 5, 6, 6, dtype=torch.float64, seed=23))
+    _check_gradients(student, AttentionCase((2,), 4, 5, 6, 6, dtype=torch.float64, seed=23))
 
 
 @pytest.mark.points(2)
 @pytest.mark.public  # its twin in the public tests: gradients_flow_back_to_query_key_and_value
-def test_gradients_with_causal_mask(student, reference):
-    """Gradients: match with a causal mask"""
-    _check_gradients(student, reference, AttentionCase((2,), 5, 5, 4, 4, mask="causal", dtype=torch.float64, seed=24))
+def test_gradients_with_mask(student, reference):
+    """Gradients: agree with finite differences of your forward, with a bool mask"""
+    # Every row and column allows a key and blocks one: a mask read the wrong way round or a softmax over the
+    # queries (the attention part's charges) blocks no whole row or column, so the forward stays finite and
+    # its gradients can be judged (inf/NaN values, such as -inf scores returned as weights, are left out).
+    _check_gradients(student, AttentionCase((2,), 5, 5, 4, 4, mask="mixed", dtype=torch.float64, seed=24))
 
 
 @pytest.mark.points(3)

@@ -14,6 +14,9 @@ from autograder.grading.compare import fail
 pytestmark = pytest.mark.part("mha_init")
 
 MHA = "mha.MultiHeadAttention"
+# For code that raises its DimensionMismatchError, whose class no longer descends from ValueError.
+NOT_A_VALUE_ERROR = ("your DimensionMismatchError is not a ValueError: keep its class as mha.py gives it, "
+                     "class DimensionMismatchError(ValueError)")
 
 
 def _attrs(student, d_model, n_heads, **kwargs):
@@ -80,9 +83,12 @@ def test_indivisible_sizes_raise_dimension_mismatch(student):
     outcome = student.try_call(MHA, init={"args": [16, 5]}, mode="oracle")
     if not hasattr(outcome, "raised"):
         fail("MultiHeadAttention(16, 5)", "no exception was raised", "check d_model % n_heads != 0 in __init__")
-    if not outcome.raised("DimensionMismatchError") or not outcome.raised("ValueError"):
+    if not outcome.raised("DimensionMismatchError"):
         fail("MultiHeadAttention(16, 5)", f"raised {outcome.message}",
-             "raise the DimensionMismatchError given in mha.py (a ValueError subclass)")
+             "raise the DimensionMismatchError given in mha.py (a ValueError subclass)"
+             + (", not a plain ValueError" if outcome.raised("ValueError") else ""))
+    if not outcome.raised("ValueError"):
+        fail("MultiHeadAttention(16, 5)", f"raised {outcome.message}", NOT_A_VALUE_ERROR)
     message = outcome.error.message
     if "16" not in message or "5" not in message:
         fail("MultiHeadAttention(16, 5)", f"the message {message!r} should name both numbers",
@@ -96,5 +102,6 @@ def test_non_positive_sizes_raise_value_error(student):
         outcome = student.try_call(MHA, init={"args": list(args)}, mode="oracle")
         if not hasattr(outcome, "raised") or not outcome.raised("ValueError"):
             got = outcome.message if hasattr(outcome, "raised") else "no exception"
+            own_error = hasattr(outcome, "raised") and outcome.raised("DimensionMismatchError")
             fail(f"MultiHeadAttention{args}", f"expected a ValueError, got {got}",
-                 "check d_model > 0 and n_heads > 0 before anything else")
+                 NOT_A_VALUE_ERROR if own_error else "check d_model > 0 and n_heads > 0 before anything else")

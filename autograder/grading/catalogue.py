@@ -230,6 +230,9 @@ def _unstable(q, k, v, mask):
     return (out, weights) if not torch.isfinite(weights).all() else None
 
 
+UNSTABLE_SOFTMAX = next(entry for entry, _ in CATALOGUE["sdpa"] if entry.name == "unstable_softmax")
+
+
 SWAPPED_SENTENCE = "You return (weights, output): the pair is swapped; return (output, weights), in that order"
 
 

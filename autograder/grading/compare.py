@@ -34,8 +34,8 @@ def expect_close(got, expected, case, what="output", hint=None, check_dtype=True
     got64, exp64 = got.double(), expected.double()
     if not torch.isfinite(got64[torch.isfinite(exp64)]).all():
         index = _first_index(~torch.isfinite(got64) & torch.isfinite(exp64))
-        fail(case, f"{what} has inf/NaN at index {index} where {exp64[index].item():.6g} was expected",
-             hint or "an unstable softmax overflows on large scores: subtract the row max, or use torch.softmax",
+        # The hint for inf/NaN, never the case's general one (a masking hint on an overflow misleads).
+        fail(case, f"{what} has inf/NaN at index {index} where {exp64[index].item():.6g} was expected", NONFINITE_HINT,
              figure=matrix_figure(what, expected, got))
     finite = torch.isfinite(exp64)
     error = torch.where(finite, (got64 - exp64).abs(), torch.zeros_like(exp64))
@@ -86,13 +86,16 @@ def expect_pair(result, case, names=("output", "weights")):
 
 
 def fail(case, problem, hint=None, figure=None, mistake=None):
-    message = f"{case}: {problem}"
-    if hint:
-        message += f"\n  hint: {hint}"
-    error = StudentError(message, figure=figure)
+    """Raise the failure for the student: what went wrong and one hint. A catalogued mistake, named now
+    or later by ``diagnosed``, replaces the hint: one hint per failure, the most specific one."""
+    bare = f"{case}: {problem}"
+    message = bare + (f"\n  hint: {hint}" if hint else "")
+    error = StudentError(message, figure=figure, unnamed=bare)
     raise error.named(mistake) if mistake else error
 
 
+NONFINITE_HINT = ("inf/NaN where a finite value belongs: exp() of a large score overflows (subtract the row max "
+                  "before exp, or use torch.softmax), or a row has every key blocked")
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 # The hint for a float64 result that is only float32-accurate; the public checks copy it (autograder/platforms/generate.py).
 FLOAT32_HINT = ("keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or query.new_tensor(d_k), "

@@ -175,7 +175,7 @@ def test_wrong_extra_credit_fails_on_its_own_line_and_leaves_the_points(runs):
     assert lines[-2] == "extra credit (optional, not in the points): 1 passed, 1 failed", lines[-2:]
     points = sum(p for _, _, p in public_cases()[0])
     assert FOOTER.fullmatch(lines[-1]) and FOOTER.fullmatch(lines[-1])[1] == str(points), lines[-1]
-    assert run.returncode == 1, "wrong extra-credit values fail the run (unwritten ones do not)"
+    assert run.returncode == 0, "an optional test alone never fails the run (make test would say Error 1)"
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

@@ -105,6 +105,19 @@ def test_unwritten_extra_credit_is_skipped_as_optional_on_its_own_line(stubs, re
         f"extra credit (optional, not in the points): {len(extra)} passed"
 
 
+def _mutant_run(name, tmp_path):
+    from variant_builder import build_mutant, load_mutants
+
+    mutant = next(m for m in load_mutants() if m["name"] == name)
+    return run_public(build_mutant(mutant, tmp_path / name), tmp_path)
+
+
+def test_a_failing_core_test_fails_the_run(tmp_path):
+    """The other side of tests/lab/test_public_hints.py's wrong extra credit, which alone exits 0."""
+    run = _mutant_run("no_scaling", tmp_path)
+    assert run.returncode == 1, run.output
+
+
 @pytest.mark.slow  # runs the public tests on the stubs
 def test_stub_failures_name_not_implemented_in_one_line(stubs):
     for name, text in stubs.failures.items():

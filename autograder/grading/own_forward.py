@@ -1,0 +1,107 @@
+"""Judge a student's gradients and stability against the student's own forward, not the reference's.
+
+A forward bug (a missing 1/sqrt(d_k), a wrong softmax axis) is charged by the value tests. The
+gradient and stability tests ask a different question, whose answer the parent computes itself
+from forward results the child returned for inputs the parent chose:
+
+* gradients: does the backward differentiate what the forward computes? The child's claimed
+  gradient of ``sum(result * grad_outputs)`` is checked along random unit directions against a
+  central finite difference of that same sum, evaluated on the student's forward at perturbed
+  inputs (``torch.autograd.gradcheck``'s fast mode, with the forward run in the sandbox);
+* stability: softmax is unchanged when every score moves by one constant, so the student's
+  output at inputs whose scores are all shifted by a large constant must equal its output at
+  the unshifted inputs (``shift_all_scores``).
+"""
+import math
+
+import torch
+
+FD_STEP = 1e-3  # central differences in float64: truncation ~step^2, a float32-accurate forward's noise ~1e-7/step
+FD_RTOL, FD_ATOL = 1e-3, 1e-6  # of |gradient| (the directions are unit vectors)
+DIRECTIONS = 2  # random directions per input; a wrong backward misses one by chance with probability ~0
+
+
+def float_outputs(result):
+    """The positions of ``result``'s floating-point tensors (a lone tensor is position 0)."""
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return [i for i, item in enumerate(items) if isinstance(item, torch.Tensor) and item.is_floating_point()]
+
+
+def grad_outputs_for(result, seed):
+    """One seeded float64 weight per floating-point tensor of ``result``, None elsewhere, in the
+    child's ``protocol.Gradients`` order: a projection of whatever the student returned, in its order.
+    Zero where the result is inf or NaN (a -inf score returned as a weight): only finite values are judged."""
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    generator = torch.Generator().manual_seed(seed)
+    weights = []
+    for i, item in enumerate(items):
+        if i not in float_outputs(result):
+            weights.append(None)
+            continue
+        weight = torch.randn(item.shape, generator=generator, dtype=torch.float64)
+        weights.append(weight.masked_fill(~torch.isfinite(item), 0.0))
+    return weights
+
+
+def projected_difference(plus, minus, grad_outputs):
+    """``sum(grad_outputs * (plus - minus))`` over the weighted tensors of two results, in float64, computed
+    in the parent: the difference first, so that huge but equal values cancel exactly. Positions of zero
+    weight do not count (inf - inf there is no NaN). None when a result does not hold tensors of the shapes
+    the weights were made for."""
+    plus, minus = (r if isinstance(r, (tuple, list)) else (r,) for r in (plus, minus))
+    if not len(plus) == len(minus) == len(grad_outputs):
+        return None
+    total = 0.0
+    for a, b, weight in zip(plus, minus, grad_outputs):
+        if weight is None:
+            continue
+        if not all(isinstance(t, torch.Tensor) and t.shape == weight.shape and t.is_floating_point() for t in (a, b)):
+            return None
+        total += float(torch.where(weight != 0, (a.double() - b.double()) * weight, 0.0).sum())
+    return total
+
+
+def directions(shape, seed, count=DIRECTIONS):
+    """``count`` seeded random float64 unit vectors of ``shape``."""
+    generator = torch.Generator().manual_seed(seed)
+    found = []
+    for _ in range(count):
+        d = torch.randn(shape, generator=generator, dtype=torch.float64)
+        found.append(d / d.norm())
+    return found
+
+
+def directional_mismatch(claimed, finite_difference, gradient_norm):
+    """How far the backward's directional derivative is from the finite difference, past the tolerance
+    (0.0 when it agrees; inf when either is not finite)."""
+    if not (math.isfinite(claimed) and math.isfinite(finite_difference)):
+        return math.inf
+    return max(abs(claimed - finite_difference) - (FD_ATOL + FD_RTOL * gradient_norm), 0.0)
+
+
+def shift_all_scores(query, key, shift):
+    """``(query', key')`` whose scores ``query' key'^T / sqrt(d_k)`` are those of ``(query, key)`` plus
+    ``shift``, the same constant at every (query, key) pair, in exact arithmetic.
+
+    query' = query + a and key' = key + b, with a orthogonal to every key row and b to every query
+    row (per leading index), so the cross terms vanish and a.b = shift * sqrt(d_k) is all that is
+    added. Needs d_k > T_q and d_k > T_k. Computed in float64, returned in the inputs' dtype."""
+    t_q, d_k = query.shape[-2:]
+    t_k = key.size(-2)
+    if d_k <= max(t_q, t_k):
+        raise ValueError(f"shifting every score needs d_k > T_q and d_k > T_k, got d_k={d_k}, T_q={t_q}, T_k={t_k}")
+    q, k = query.double(), key.double()
+    w = torch.ones(d_k, dtype=torch.float64).expand(*q.shape[:-2], d_k)
+    a, b = _orthogonal_to_rows(k, w), _orthogonal_to_rows(q, w)
+    overlap = (a * b).sum(-1, keepdim=True)  # (..., 1)
+    if bool((overlap.abs() < 1e-6).any()):
+        raise ValueError("the queries' and keys' orthogonal complements barely overlap; pick other inputs")
+    factor = (abs(shift) * math.sqrt(d_k) / overlap.abs()).sqrt()
+    a, b = a * factor, b * factor * overlap.sign() * math.copysign(1.0, shift)
+    return (q + a[..., None, :]).to(query.dtype), (k + b[..., None, :]).to(key.dtype)
+
+
+def _orthogonal_to_rows(rows, w):
+    """The part of ``w`` (..., d) orthogonal to every row of ``rows`` (..., T, d)."""
+    coefficients = torch.linalg.solve(rows @ rows.mT, rows @ w[..., None])  # (..., T, 1)
+    return w - (rows.mT @ coefficients)[..., 0]

@@ -1,0 +1,125 @@
+"""The gradients part judges a submission against its own forward (autograder/grading/own_forward.py):
+a forward bug is charged by the value tests only, a backward bug by the gradients part."""
+import json
+import math
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.grading import own_forward
+from conftest import run_grader
+from variant_builder import build_mutant, load_mutants
+
+MUTANTS = {m["name"]: m for m in load_mutants()}
+
+
+def seeded(*shape, seed):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def scores(q, k):
+    return q.double() @ k.double().mT / math.sqrt(q.size(-1))
+
+
+@pytest.mark.parametrize("shift", [300.0, -1000.0])
+def test_shift_all_scores_moves_every_score_by_the_same_constant(shift):
+    q, k = seeded(2, 6, 16, seed=1), seeded(2, 6, 16, seed=2)
+    big_q, big_k = own_forward.shift_all_scores(q, k, shift)
+    moved = scores(big_q, big_k) - scores(q, k)
+    torch.testing.assert_close(moved, torch.full_like(moved, shift), atol=1e-9, rtol=0)
+
+
+def test_shift_all_scores_needs_more_features_than_positions():
+    with pytest.raises(ValueError, match="d_k > T_q"):
+        own_forward.shift_all_scores(seeded(2, 6, 6, seed=1), seeded(2, 6, 6, seed=2), 300.0)
+
+
+def test_grad_outputs_leave_out_inf_and_nan_values():
+    weights = torch.tensor([[1.0, float("-inf")], [float("nan"), 2.0]])
+    _, grad_weights = own_forward.grad_outputs_for((torch.ones(3), weights), seed=0)
+    assert grad_weights[0, 1] == 0 and grad_weights[1, 0] == 0 and grad_weights[0, 0] != 0
+
+
+def test_projected_difference_counts_nothing_where_the_weight_is_zero():
+    weight = torch.tensor([2.0, 0.0], dtype=torch.float64)
+    plus, minus = torch.tensor([3.0, float("-inf")]), torch.tensor([1.0, float("-inf")])
+    assert own_forward.projected_difference((plus,), (minus,), [weight]) == 4.0
+
+
+def test_projected_difference_of_huge_equal_values_is_zero():
+    """The difference is taken before the weighting: +-1.7e308 that does not move is no overflow."""
+    huge = torch.tensor([1.7e308, -1.7e308], dtype=torch.float64)
+    assert own_forward.projected_difference((huge,), (huge.clone(),), [torch.tensor([3.0, 5.0]).double()]) == 0.0
+
+
+def test_projected_difference_of_a_result_of_another_shape_is_none():
+    weight = [torch.ones(2, dtype=torch.float64)]
+    assert own_forward.projected_difference((torch.ones(3),), (torch.ones(3),), weight) is None
+
+
+def _directional_errors(forward, backward_scale=1.0):
+    """The mismatch along each direction, for autograd's gradient of ``forward`` times ``backward_scale``."""
+    x = seeded(3, 4, seed=3)
+    weight = seeded(3, 4, seed=4)
+    leaf = x.clone().requires_grad_()
+    (grad,) = torch.autograd.grad((forward(leaf) * weight).sum(), leaf)
+    grad = grad * backward_scale
+    errors = []
+    for d in own_forward.directions(x.shape, seed=5):
+        difference = own_forward.projected_difference((forward(x + own_forward.FD_STEP * d),),
+                                                      (forward(x - own_forward.FD_STEP * d),), [weight])
+        claimed = float((grad * d).sum())
+        errors.append(own_forward.directional_mismatch(claimed, difference / (2 * own_forward.FD_STEP),
+                                                       float(grad.norm())))
+    return errors
+
+
+def test_a_backward_that_differentiates_the_forward_agrees_with_finite_differences():
+    assert _directional_errors(lambda x: torch.softmax(x, dim=-1) * x) == [0.0] * own_forward.DIRECTIONS
+
+
+def test_a_float32_accurate_forward_still_agrees():
+    """Precision is the float64 test's charge: float32 rounding stays inside the tolerance."""
+    assert _directional_errors(lambda x: (torch.softmax(x.float(), dim=-1) * x.float()).double()) == [0.0] * 2
+
+
+def test_a_backward_off_by_a_factor_disagrees():
+    assert all(error > 0 for error in _directional_errors(lambda x: torch.softmax(x, dim=-1) * x, 0.5))
+
+
+# --- graded: one forward bug and one backward bug -----------------------------------------------
+
+@pytest.fixture(scope="module")
+def graded():
+    """The two mutants graded once, in a folder a sandbox uid can enter (as conftest's open_tmp)."""
+    root = Path(tempfile.mkdtemp(prefix="kit-test-"))
+    root.chmod(0o755)
+    yield _grade(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _grade(root):
+    batch, out = root / "batch", root / "out"
+    for name in ("no_scaling", "weights_detached"):
+        build_mutant(MUTANTS[name], batch / name)
+    run = run_grader("grade", batch, "--out", out, "--jobs", 2)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return out
+
+
+def gradient_tests(out, name):
+    tests = json.loads((out / name / "results.json").read_text())["tests"]
+    return [t for t in tests if t["tags"] == ["gradients"]]
+
+
+def test_a_forward_bug_costs_no_gradient_points(graded):
+    lost = [t["name"] for t in gradient_tests(graded, "no_scaling") if t["score"] < t["max_score"]]
+    assert not lost, f"a missing 1/sqrt(d_k) was charged in the gradients part too: {lost}"
+
+
+def test_a_detached_backward_loses_gradient_points(graded):
+    lost = [t for t in gradient_tests(graded, "weights_detached") if t["score"] < t["max_score"]]
+    assert any(t["name"].startswith("Gradients:") for t in lost), "detached weights kept every gradient point"
