@@ -24,7 +24,7 @@ import traceback
 
 from autograder.grading import fingerprint, reference_check
 from autograder.containment import isolation
-from autograder.reports import history, report
+from autograder.reports import history, lateness, report
 from autograder.reports.inert_text import clean
 from autograder.parts import PART_TITLES
 from autograder.grading.runner import HIDDEN_TESTS, Engine, grade_one
@@ -123,7 +123,8 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
     _check_one_maximum(outcome.entries)
     renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
-    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because):
+    policy = lateness.Policy.of(engine.config)
+    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because, policy):
         sys.stderr.write(line + "\n")
     return outcome
 

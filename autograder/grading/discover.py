@@ -13,6 +13,7 @@ that holds one folder, a folder holding only the export) are looked through.
 Nothing below a PATH is followed if it is a symlink. Standard library (and PyYAML) only.
 """
 import atexit
+import datetime
 import os
 import shutil
 import tempfile
@@ -50,6 +51,7 @@ class Submitter:
     lms: str = ""     # "canvas" or "moodle" when the export named the student (lms.py)
     lms_id: str = ""  # Canvas's user id or Moodle's participant id: what its import matches
     late: bool = False  # the export marked the submission late (Canvas's LATE_)
+    submitted_at: str = ""  # when the export says it was submitted (Gradescope's created_at), as it wrote it
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class SubmissionSource:
 
 # Files the grader writes next to the report folders: no submission may take their names.
 CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html", "summary-anonymous.html", "import-canvas.csv",
-               "import-moodle.csv", "adjustments.csv", "history.csv")
+               "import-moodle.csv", "adjustments.csv", "history.csv", "extensions.csv", "release",
+               "similarity.html", "similarity.csv")
 
 
 @contextmanager
@@ -307,7 +310,9 @@ def _submitters(entry):
     people = _field(entry, "submitters") or []
     if not isinstance(people, list):
         return ()
-    return tuple(Submitter(*(_text(_field(p, key)) for key in ("name", "email", "sid")))
+    when = _field(entry, "created_at")  # the submission's time (PyYAML reads it as a datetime)
+    when = when.isoformat() if isinstance(when, datetime.datetime) else _text(when)
+    return tuple(Submitter(*(_text(_field(p, key)) for key in ("name", "email", "sid")), submitted_at=when)
                  for p in people if isinstance(p, dict))
 
 

@@ -35,9 +35,9 @@ submission_231246990:
   :score:
   :history: []
 """
-ADA = (Submitter("Ada Lovelace", "ada@example.edu", "1815"),)
-TURING_HOPPER = (Submitter("Alan Turing", "alan@example.edu", "1912"),
-                 Submitter("Grace Hopper", "grace@example.edu", "1906"))
+ADA = (Submitter("Ada Lovelace", "ada@example.edu", "1815", submitted_at="2025-10-14T22:41:07.334051-07:00"),)
+TURING_HOPPER = (Submitter("Alan Turing", "alan@example.edu", "1912", submitted_at="2025-10-15T09:12:55.001200-07:00"),
+                 Submitter("Grace Hopper", "grace@example.edu", "1906", submitted_at="2025-10-15T09:12:55.001200-07:00"))
 
 
 def write(path, content):
