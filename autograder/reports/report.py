@@ -139,8 +139,9 @@ def state_adjustment(out_dir, submission_id, results, applied, late=None):
     (or remove what an earlier run said, once neither applies); a file is rewritten only when that changes."""
     said, raw = [], _raw(results)
     if late is not None:
-        penalty = f": {late.describe(raw)}" if late.fraction and raw is not None else ""
-        said.append(f"Submitted {late.text}{penalty}.")
+        said.append(f"Submitted {late.text}.")
+        if late.fraction and raw is not None:
+            said.append(f"Late penalty: -{late.penalty(raw):g} points.")
     if applied is not None:
         said.append(f"Adjusted by your instructor: {applied.describe()}.")
     if applied is not None or (late is not None and late.fraction and raw is not None):

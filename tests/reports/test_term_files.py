@@ -238,7 +238,8 @@ def test_the_penalty_comes_before_the_adjustment_and_an_override_wins(tmp_path):
 def test_the_student_is_told_the_penalty_in_feedback(tmp_path):
     run_late(tmp_path, [handed_in("2026-10-03 09:00:00 +00:00")])
     text = (tmp_path / "s0" / "feedback.md").read_text(encoding="utf-8")
-    assert "Submitted late by 2 days" in text and "-1.6 points" in text and "Your total is now 6.4 / 10" in text
+    assert "Submitted late by 2 days" in text and "Late penalty: -1.6 points." in text
+    assert "Your total is now 6.4 / 10" in text
     assert "-1.6 points" in (tmp_path / "s0" / "feedback.html").read_text(encoding="utf-8")
 
 
