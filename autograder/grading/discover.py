@@ -52,6 +52,7 @@ class Submitter:
     lms_id: str = ""  # Canvas's user id or Moodle's participant id: what its import matches
     late: bool = False  # the export marked the submission late (Canvas's LATE_)
     submitted_at: str = ""  # when the export says it was submitted (Gradescope's created_at), as it wrote it
+    lms_file_id: str = ""  # Canvas: one submitted file's attachment id (reports.release names feedback by it)
 
 
 @dataclass(frozen=True)
@@ -241,12 +242,14 @@ def _flat_members(groups, scratch):
         lms.regroup(members, folder)
         path = _lone_zip(folder) or folder
         late = any(w.late for w, _ in members)
-        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late),)))
+        file_id = next((w.file_id for w, _ in members if w.file_id), "")
+        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late, file_id),)))
     return sources
 
 
-def _lms_submitter(who, late=False):
-    return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late)
+def _lms_submitter(who, late=False, file_id=""):
+    return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late,
+                     lms_file_id=bounded_text(file_id))
 
 
 # --- Gradescope metadata --------------------------------------------------------------------
