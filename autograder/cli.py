@@ -199,5 +199,5 @@ def print_table(outcome, out_dir, level, seconds):
             why = results["extra_data"].get("why_not_graded", status_of(results))
             print(f"not graded: {clean(submission_label(submission_id, submitters))}: {clean(why)}")
     print(f"reports: {out_dir}/<submission>/: results.json, feedback.md, feedback.html, submitted/")
-    print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv")
-    print(f"yours:   {out_dir}/adjustments.csv (read on every run, never rewritten)")
+    print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv, similarity.html")
+    print(f"yours:   {out_dir}/adjustments.csv, extensions.csv (read on every run, never rewritten)")
