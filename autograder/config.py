@@ -140,7 +140,7 @@ def _checked(path, key, value, setting_field):
         raise ConfigError(f"{path}: {key} must be at most {meta['maximum']:g} ({meta['help']}), got {value!r}")
     wrong = meta["check"] and meta["check"](converted)
     if wrong:
-        raise ConfigError(f"{path}: {key} must be {wrong}, got {value!r}")
+        raise ConfigError(f"{path}: {key} must be {wrong}, got {converted!r}")  # a date as written, not date(...)
     return converted
 
 

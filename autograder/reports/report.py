@@ -114,16 +114,17 @@ def write_term_files(out_dir, entries, renamed=(), graded_because=None, policy=N
     for submission_id, _, results in entries:
         state_adjustment(out_dir, submission_id, results, applied.get(submission_id), late.get(submission_id))
     finals = {i: scores_of(r, applied.get(i), [], late.get(i))[1] for i, _, r in entries}
-    described = {i: _changes_described(r, applied.get(i), late.get(i)) for i, _, r in entries}
+    described = {i: _changes_described(r, applied.get(i), late.get(i), extended.get(i)) for i, _, r in entries}
     history.append(out_dir, history.changes(entries, finals, graded_because or {},
                                             {i: d for i, d in described.items() if d}, history.last_totals(out_dir)))
     return messages + unmatched + extension_messages + extension_unmatched
 
 
-def _changes_described(results, applied, late):
-    """"late penalty: -11 points (late by 2 days ...); adjustment: +5 points (...)", or "" when neither."""
+def _changes_described(results, applied, late, extended_to=None):
+    """"extension: due ...; late penalty: -11 points (late by 2 days ...); adjustment: +5 points (...)", or ""."""
     raw = _raw(results)
-    said = [f"late penalty: {late.describe(raw)}"] if late and late.fraction and raw is not None else []
+    said = [f"extension: due {extended_to.strftime('%Y-%m-%d %H:%M %z')}"] if extended_to else []
+    said += [f"late penalty: {late.describe(raw)}"] if late and late.fraction and raw is not None else []
     return "; ".join(said + ([f"adjustment: {applied.describe()}"] if applied else []))
 
 

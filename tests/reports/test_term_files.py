@@ -257,3 +257,11 @@ def test_the_export_flag_alone_marks_the_row_late_without_a_penalty(tmp_path):
     run_late(tmp_path, [flagged])
     row = gradebook(tmp_path)["s0"]
     assert (row["total"], row["late_penalty"]) == ("8", "") and row["late"].startswith("late (the export's flag")
+
+
+def test_history_names_the_extension_that_changed_a_total(tmp_path):
+    entries = [handed_in("2026-10-03 09:00:00 +00:00")]
+    run_late(tmp_path, entries)
+    (tmp_path / "extensions.csv").write_text("student,due,reason\ns0,2026-10-05 23:59 +00:00,illness\n")
+    run_late(tmp_path, entries, because={})
+    assert history_rows(tmp_path)[-1]["reason"] == "extension: due 2026-10-05 23:59 +0000"
