@@ -11,13 +11,16 @@ SUBMISSION  ?= assignment
 JOBS        ?=
 FORCE       ?=
 CONFIG      ?=
+SHOW        ?=
 NBGRADER_COURSE ?= dist/nbgrader-course
 
-.PHONY: help venv grade check check-fast test stubs submit gradescope nbgrader-course bench lock clean
+.PHONY: help venv grade release check check-fast test stubs submit gradescope nbgrader-course bench lock clean
 
 help:
 	@echo "make grade       grade the sample submissions (SUBMISSIONS=PATH OUT=DIR to grade others;"
 	@echo "                 JOBS=N, CONFIG=YAML, FORCE=1 regrades every report instead of resuming)"
+	@echo "make release     write OUT/release/: the feedback students may see, for Canvas and Moodle"
+	@echo "                 (SHOW=after_due_date or after_published releases those tests too)"
 	@echo "make check       run the kit's own tests (all of them: what CI runs)"
 	@echo "make check-fast  the same without the tests marked slow, for the edit-test loop"
 	@echo "make test        run the public tests on assignment/ (SUBMISSION=DIR for another folder)"
@@ -40,6 +43,9 @@ $(STAMP): requirements/kit.lock
 grade: $(STAMP)
 	$(PY) -m autograder grade $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
 		$(if $(CONFIG),--config $(CONFIG)) $(if $(FORCE),--force)
+
+release: $(STAMP)
+	$(PY) -m autograder release $(OUT) $(if $(SHOW),--show $(SHOW))
 
 # -rs: every skipped test is listed with its reason (a missing tool, not root, ...).
 check: $(STAMP)

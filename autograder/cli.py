@@ -1,4 +1,4 @@
-"""Command line: ``python -m autograder grade PATH... --out DIR [--jobs N]``."""
+"""Command line: ``python -m autograder grade PATH... --out DIR [--jobs N]`` and ``python -m autograder release DIR``."""
 import argparse
 import os
 import sys
@@ -30,7 +30,13 @@ def main(argv=None):
                        help="seconds one call of student code may take (default: grading.yaml)")
     grade.add_argument("--config", default=None, metavar="YAML",
                        help="the settings to grade with (default: the kit's grading.yaml)")
+    release = commands.add_parser("release", help="write OUT/release/: the feedback students may see")
+    release.add_argument("out", metavar="OUT", help="the folder make grade wrote (its --out)")
+    release.add_argument("--show", default="visible", choices=("visible", "after_due_date", "after_published"),
+                         help="release the tests of this visibility and the ones before it (default: visible)")
     args = parser.parse_args(argv)
+    if args.command == "release":
+        return release_command(args)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     return grade_command(args)
@@ -64,6 +70,21 @@ def grade_command(args):
             raise
         print(f"error: {err.message()}", file=sys.stderr)
         return SUITE_BROKEN
+
+
+def release_command(args):
+    from autograder.reports.release import reports_in, write_release
+
+    if not os.path.isdir(args.out):
+        print(f"error: {args.out} is not a folder of reports (run make grade OUT={args.out} first)", file=sys.stderr)
+        return USAGE_ERROR
+    reports = reports_in(args.out)
+    if not reports:
+        print(f"error: no graded reports in {args.out} (run make grade OUT={args.out} first)", file=sys.stderr)
+        return USAGE_ERROR
+    for line in write_release(os.path.abspath(args.out), reports, args.show):
+        print(line)
+    return 0
 
 
 def _check_out_dir(out_dir):
@@ -173,5 +194,5 @@ def print_table(outcome, out_dir, level, seconds):
             why = results["extra_data"].get("why_not_graded", status_of(results))
             print(f"not graded: {clean(submission_label(submission_id, submitters))}: {clean(why)}")
     print(f"reports: {out_dir}/<submission>/: results.json, feedback.md, feedback.html, submitted/")
-    print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv")
-    print(f"yours:   {out_dir}/adjustments.csv (read on every run, never rewritten)")
+    print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv, similarity.html")
+    print(f"yours:   {out_dir}/adjustments.csv, extensions.csv (read on every run, never rewritten)")

@@ -1,4 +1,4 @@
-"""The instructor's settings in grading.yaml: visibility, limits and Gradescope options.
+"""The instructor's settings in grading.yaml: visibility, limits, Gradescope options and late work.
 
 Each setting is declared once, below: its place in grading.yaml, its default, what it means and
 which values it takes. ``load_config`` reads the file against these declarations and refuses, in
@@ -7,7 +7,9 @@ the default unnoticed), a value of the wrong type, or one out of range. ``Limits
 sandbox applies to student code, takes its defaults from ``Config``.
 """
 import dataclasses
+import datetime
 import os
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -21,9 +23,23 @@ class ConfigError(ValueError):
     """grading.yaml says something the grader cannot use; the message is one line."""
 
 
-def setting(key, default, help, choices=None, minimum=None):
-    """A ``Config`` field read from grading.yaml's ``key`` ("section.name")."""
-    return field(default=default, metadata={"key": key, "help": help, "choices": choices, "minimum": minimum})
+def setting(key, default, help, choices=None, minimum=None, maximum=None, check=None):
+    """A ``Config`` field read from grading.yaml's ``key`` ("section.name"); ``check``: a further test of the
+    value, returning what is wrong with it or None."""
+    return field(default=default, metadata={"key": key, "help": help, "choices": choices, "minimum": minimum,
+                                            "maximum": maximum, "check": check})
+
+
+def _date_and_time(text):
+    """What is wrong with a due date, or None; empty means no due date (reports.lateness reads it)."""
+    if not text.strip():
+        return None
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d)(:\d\d(\.\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?", text.strip())
+    try:
+        datetime.datetime.strptime(f"{match[1]} {match[2]}", "%Y-%m-%d %H:%M")
+    except (TypeError, ValueError):
+        return "a date and a time, such as 2026-10-01 23:59 or 2026-10-01 23:59 -07:00"
+    return None
 
 
 @dataclass(frozen=True)
@@ -43,6 +59,11 @@ class Config:
         "gradescope.daily_submission_limit", 0, "graded submissions per student per 24 h (0: no limit)", minimum=0)
     stdout_visibility: str = setting("gradescope.stdout_visibility", "hidden",
                                      "when students see the grader's console log", choices=VISIBILITIES)
+    late_due: str = setting("late.due", "", "the due date; empty: no late handling", check=_date_and_time)
+    late_percent_per_day: float = setting("late.percent_per_day", 0.0,
+                                          "percent of the raw total taken per day late", minimum=0, maximum=100)
+    late_cutoff_days: float = setting("late.cutoff_days", 0.0,
+                                      "days after the due date past which the total is 0 (0: no cut-off)", minimum=0)
 
 
 SETTINGS = {f.metadata["key"]: f for f in dataclasses.fields(Config)}
@@ -90,7 +111,7 @@ def load_config(path=None):
 def _flatten(raw, path):
     """{"section.name": value} from grading.yaml's two levels."""
     if type(raw) is not dict:
-        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope), got a {type(raw).__name__}")
+        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope, late), got a {type(raw).__name__}")
     flat = {}
     for section, entries in raw.items():
         if entries is None:
@@ -115,6 +136,11 @@ def _checked(path, key, value, setting_field):
         raise ConfigError(f"{path}: {key} must be one of {', '.join(meta['choices'])}, got {value!r}")
     if meta["minimum"] is not None and converted < meta["minimum"]:
         raise ConfigError(f"{path}: {key} must be at least {meta['minimum']:g} ({meta['help']}), got {value!r}")
+    if meta["maximum"] is not None and converted > meta["maximum"]:
+        raise ConfigError(f"{path}: {key} must be at most {meta['maximum']:g} ({meta['help']}), got {value!r}")
+    wrong = meta["check"] and meta["check"](converted)
+    if wrong:
+        raise ConfigError(f"{path}: {key} must be {wrong}, got {converted!r}")  # a date as written, not date(...)
     return converted
 
 

@@ -24,7 +24,9 @@ import traceback
 
 from autograder.grading import fingerprint, reference_check
 from autograder.containment import isolation
-from autograder.reports import history, report
+from autograder.paths import KIT_ROOT
+from autograder.reports import history, lateness, report, similarity
+from autograder.reports.classbook import submission_label
 from autograder.reports.inert_text import clean
 from autograder.parts import PART_TITLES
 from autograder.grading.runner import HIDDEN_TESTS, Engine, grade_one
@@ -123,9 +125,23 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
     _check_one_maximum(outcome.entries)
     renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
-    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because):
+    policy = lateness.Policy.of(engine.config)
+    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because, policy):
         sys.stderr.write(line + "\n")
+    _write_similarity(out_dir, outcome.entries)
     return outcome
+
+
+def _write_similarity(out_dir, entries):
+    """similarity.html and .csv over the class (never a grade); the stubs students start from are boilerplate."""
+    stubs = []
+    for name in ("attention.py", "mha.py"):
+        with open(os.path.join(KIT_ROOT, "assignment", name), encoding="utf-8") as f:
+            stubs.append(f.read())
+    labels = {i: submission_label(i, submitters) for i, submitters, _ in entries}
+    line = similarity.write(out_dir, entries, stubs, labels)
+    if line:
+        sys.stderr.write(line + "\n")
 
 
 def _check_one_maximum(entries):

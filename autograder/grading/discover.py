@@ -13,6 +13,7 @@ that holds one folder, a folder holding only the export) are looked through.
 Nothing below a PATH is followed if it is a symlink. Standard library (and PyYAML) only.
 """
 import atexit
+import datetime
 import os
 import shutil
 import tempfile
@@ -50,6 +51,8 @@ class Submitter:
     lms: str = ""     # "canvas" or "moodle" when the export named the student (lms.py)
     lms_id: str = ""  # Canvas's user id or Moodle's participant id: what its import matches
     late: bool = False  # the export marked the submission late (Canvas's LATE_)
+    submitted_at: str = ""  # when the export says it was submitted (Gradescope's created_at), as it wrote it
+    lms_file_id: str = ""  # Canvas: one submitted file's attachment id (reports.release names feedback by it)
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ class SubmissionSource:
 
 # Files the grader writes next to the report folders: no submission may take their names.
 CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html", "summary-anonymous.html", "import-canvas.csv",
-               "import-moodle.csv", "adjustments.csv", "history.csv")
+               "import-moodle.csv", "adjustments.csv", "history.csv", "extensions.csv", "release",
+               "similarity.html", "similarity.csv")
 
 
 @contextmanager
@@ -238,12 +242,14 @@ def _flat_members(groups, scratch):
         lms.regroup(members, folder)
         path = _lone_zip(folder) or folder
         late = any(w.late for w, _ in members)
-        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late),)))
+        file_id = next((w.file_id for w, _ in members if w.file_id), "")
+        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late, file_id),)))
     return sources
 
 
-def _lms_submitter(who, late=False):
-    return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late)
+def _lms_submitter(who, late=False, file_id=""):
+    return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late,
+                     lms_file_id=bounded_text(file_id))
 
 
 # --- Gradescope metadata --------------------------------------------------------------------
@@ -307,7 +313,9 @@ def _submitters(entry):
     people = _field(entry, "submitters") or []
     if not isinstance(people, list):
         return ()
-    return tuple(Submitter(*(_text(_field(p, key)) for key in ("name", "email", "sid")))
+    when = _field(entry, "created_at")  # the submission's time (PyYAML reads it as a datetime)
+    when = when.isoformat() if isinstance(when, datetime.datetime) else _text(when)
+    return tuple(Submitter(*(_text(_field(p, key)) for key in ("name", "email", "sid")), submitted_at=when)
                  for p in people if isinstance(p, dict))
 
 

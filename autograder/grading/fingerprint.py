@@ -37,7 +37,9 @@ CHANGED = {
 
 def grader_parts(config, level, tests_dir):
     """{part: digest} for the grader's side of a grade: suite, reference, settings, engine."""
-    settings = {"config": dataclasses.asdict(config), "level": level}
+    # the late policy is applied after grading (reports.lateness): changing it regrades nothing
+    graded_by = {k: v for k, v in dataclasses.asdict(config).items() if not k.startswith("late_")}
+    settings = {"config": graded_by, "level": level}
     runtime = {"python": sys.version, "torch": _version("torch")}
     return {
         "suite": _folder_digest(tests_dir, endings=("",)),

@@ -29,6 +29,7 @@ class Identity:
     name: str     # as the LMS spells it: Canvas's "lastfirst", Moodle's full name
     late: bool = False
     file: str = ""  # the file's own name once the LMS prefix is removed
+    file_id: str = ""  # Canvas: the submitted file's attachment id, which its Re-Upload Submissions matches
 
 
 def moodle_folder(name):
@@ -47,7 +48,7 @@ def flat_file(name):
     match = CANVAS_NAME.match(name)
     if match:
         own = CANVAS_RESUBMITTED.sub(r"\g<stem>\g<ext>", match["file"])
-        return Identity(CANVAS, match["user"], match["name"], bool(match["late"]), own)
+        return Identity(CANVAS, match["user"], match["name"], bool(match["late"]), own, match["sub"])
     return None
 
 

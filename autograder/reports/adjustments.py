@@ -126,8 +126,8 @@ def _number(text, column):
     return value
 
 
-def resolve(adjustments, entries):
-    """({submission id: Applied}, messages): each row matched to the submission it names."""
+def keys_of(entries):
+    """{a name a row may give, casefolded: the submission ids it names}: the folder, a name, email, SID or LMS id."""
     keys = {}
     for submission_id, submitters, _ in entries:
         names = {submission_id}
@@ -135,6 +135,12 @@ def resolve(adjustments, entries):
             names |= {s.name, s.email, s.sid, getattr(s, "lms_id", "")}
         for name in names - {""}:
             keys.setdefault(name.casefold(), set()).add(submission_id)
+    return keys
+
+
+def resolve(adjustments, entries):
+    """({submission id: Applied}, messages): each row matched to the submission it names."""
+    keys = keys_of(entries)
     applied, messages = {}, []
     for row in adjustments:
         found = keys.get(row.who.casefold(), set())

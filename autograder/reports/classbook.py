@@ -6,6 +6,7 @@ import io
 import statistics
 import urllib.parse
 
+from autograder.reports import lateness
 from autograder.reports.inert_text import md_text, spreadsheet_cell
 from autograder.reports.results import GRADED, GRADER_ERROR, NO_FILES, part_scores, parts_in
 
@@ -20,68 +21,80 @@ BOM = "\ufeff"  # so that Excel reads the file as UTF-8 (names such as Zoë Ång
 IMPORT_COLUMN = "LAB-03"  # the assignment column of import-canvas.csv
 
 
-def gradebook_csv(entries, applied=None):
+def gradebook_csv(entries, applied=None, late=None):
     """One row per student (per submission when no names are known), ready for an LMS import.
 
-    ``applied``: {submission id: adjustments.Applied}. ``total`` is the final total (raw plus the
-    adjustment, or its override); a submission that was not graded has empty score cells, never 0."""
+    ``applied``: {submission id: adjustments.Applied}; ``late``: {submission id: lateness.Late}. ``total`` is
+    the final total: raw, less the late penalty, plus the adjustment (or its override); a submission that was
+    not graded has empty score cells, never 0. ``late`` says how late it was (or the export's flag alone)."""
     applied = applied or {}
+    late = lateness.assess_all(lateness.Policy(), entries, {}) if late is None else late  # the export's flag
     parts = parts_in(r for _, _, r in entries)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([*CANVAS_COLUMNS, "total", "raw", "adjustment", *parts, "max", "status", "submission_id",
-                     "email", "late"])
+    writer.writerow([*CANVAS_COLUMNS, "total", "raw", "late_penalty", "adjustment", *parts, "max", "status",
+                     "submission_id", "email", "late"])
     for submission_id, submitters, results in entries:
-        raw, final, adjustment, per_part = scores_of(results, applied.get(submission_id), parts)
+        was_late = late.get(submission_id)
+        raw, final, adjustment, per_part = scores_of(results, applied.get(submission_id), parts, was_late)
+        penalty = _cell(was_late.penalty(float(raw))) if was_late and raw and was_late.fraction else ""
         max_score = f"{results['extra_data']['max_score']:g}"
-        # the export's own flag (Canvas's LATE_): no penalty is applied for it, adjustments.csv is for that
-        late = "late" if any(getattr(w, "late", False) for w in submitters) else ""
         for who in submitters or [None]:
             # ID is Canvas's own user id: known from a Canvas download, never guessed otherwise.
             canvas_id = who.lms_id if who and getattr(who, "lms", "") == "canvas" else ""
             name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
             name, sid, email, shown_id = map(spreadsheet_cell, (name, sid, email, submission_id))
-            writer.writerow([name, canvas_id, sid, email, "", final, raw, adjustment, *per_part, max_score,
-                             status_of(results), shown_id, email, late])
+            writer.writerow([name, canvas_id, sid, email, "", final, raw, penalty, adjustment, *per_part, max_score,
+                             status_of(results), shown_id, email, was_late.text if was_late else ""])
     return BOM + buffer.getvalue()
 
 
-def scores_of(results, applied, parts):
+def scores_of(results, applied, parts, late=None):
     """(raw, final, adjustment, per part) as gradebook cells: empty where the submission has no score."""
     graded = status_of(results) == GRADED
     raw = results["score"] if graded else None
-    final = applied.final(raw) if applied else raw
+    final = final_total(raw, applied, late)
     adjustment = applied.describe() if applied else ""
     scores = part_scores(results)
     per_part = [f"{scores.get(p, (0.0, 0.0))[0]:g}" if graded else "" for p in parts]
     return _cell(raw), _cell(final), adjustment, per_part
 
 
+def final_total(raw, applied=None, late=None):
+    """Raw, less the late penalty, plus the adjustment; an override is the final total whatever came before.
+    None when not graded (and no override gives it one)."""
+    if raw is not None and late is not None:
+        raw = round(raw - late.penalty(raw), 4)
+    if applied is not None:
+        return applied.final(raw)
+    return raw
+
+
 def _cell(number):
     return "" if number is None else f"{number:g}"
 
 
-def canvas_import_csv(entries, applied=None):
+def canvas_import_csv(entries, applied=None, late=None):
     """Canvas's gradebook import for the students a Canvas download named: its five student columns (ID is
     Canvas's user id, which it matches first), then the lab's column. An empty cell leaves a grade as it was."""
-    return _lms_rows(entries, applied, "canvas", [*CANVAS_COLUMNS, IMPORT_COLUMN],
+    return _lms_rows(entries, applied, late, "canvas", [*CANVAS_COLUMNS, IMPORT_COLUMN],
                      lambda who, final, _: [spreadsheet_cell(who.name), who.lms_id, "", "", "", final])
 
 
-def moodle_import_csv(entries, applied=None):
+def moodle_import_csv(entries, applied=None, late=None):
     """Moodle's grading worksheet ("Upload grading worksheet") for the participants a Moodle download
     named: a row is matched by its Identifier, "Participant <id>". Rows with no grade are left out."""
-    return _lms_rows(entries, applied, "moodle", ["Identifier", "Full name", "Grade", "Maximum Grade"],
+    return _lms_rows(entries, applied, late, "moodle", ["Identifier", "Full name", "Grade", "Maximum Grade"],
                      lambda who, final, max_score: [f"Participant {who.lms_id}", spreadsheet_cell(who.name),
                                                     final, max_score], skip_empty=True)
 
 
-def _lms_rows(entries, applied, lms, header, row, skip_empty=False):
+def _lms_rows(entries, applied, late, lms, header, row, skip_empty=False):
     """The import file's text, or None when no submission carries that LMS's identity."""
-    applied = applied or {}
+    applied, late = applied or {}, late or {}
     rows = []
     for submission_id, submitters, results in entries:
-        _, final, _, _ = scores_of(results, applied.get(submission_id), [])
+        _, final, _, _ = scores_of(results, applied.get(submission_id), [], late.get(submission_id))
         for who in submitters:
             if getattr(who, "lms", "") == lms and not (skip_empty and final == ""):
                 rows.append(row(who, final, f"{results['extra_data']['max_score']:g}"))

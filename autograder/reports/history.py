@@ -2,7 +2,7 @@
 
 One row each time a submission is graded (the first time, or again: the suite, the settings, the grader or
 the student's files changed) and each time its final total changes without a regrade (an adjustment
-added, edited or removed): when, which submission, the old and the new total, and why. The old total is
+or a late penalty added, edited or removed): when, which submission, the old and the new total, and why. The old total is
 the last one this file recorded, so a report folder deleted by hand, or an OUT cleaned and graded again,
 still shows where a grade came from. The file is only ever opened for appending.
 """
@@ -32,19 +32,20 @@ def changes(entries, finals, graded_because, adjusted, last):
     """The rows to append: (submission, student, old, new, reason).
 
     ``finals``: {id: final total cell}; ``graded_because``: {id: why it was graded in this run};
-    ``adjusted``: {id: the adjustment's description}; ``last``: ``last_totals``."""
+    ``adjusted``: {id: what the late penalty and adjustment do, "late penalty: ...; adjustment: ..."};
+    ``last``: ``last_totals``."""
     rows = []
     for submission_id, submitters, results in entries:
         new, old = finals[submission_id], last.get(submission_id)
         adjustment = adjusted.get(submission_id)
         if submission_id in graded_because:
-            reason = graded_because[submission_id] + (f"; adjustment: {adjustment}" if adjustment else "")
+            reason = graded_because[submission_id] + (f"; {adjustment}" if adjustment else "")
             status = results["extra_data"].get("status", "graded")
             reason += "" if status == "graded" or new else f" ({status}: no score)"
         elif old is None:
             reason = "first recorded (graded before history.csv existed)"
         elif old != new:
-            reason = f"adjustment: {adjustment}" if adjustment else "adjustment removed"
+            reason = adjustment or "adjustment or late penalty removed"
         else:
             continue
         student = "; ".join(s.name or s.email for s in submitters if s.name or s.email)

@@ -12,8 +12,9 @@ import os
 import tempfile
 import time
 
-from autograder.reports import adjustments, history
-from autograder.reports.classbook import canvas_import_csv, scores_of, gradebook_csv, moodle_import_csv, summary_markdown
+from autograder.reports import adjustments, history, lateness
+from autograder.reports.classbook import (canvas_import_csv, final_total, gradebook_csv, moodle_import_csv, scores_of,
+                                          summary_markdown)
 from autograder.reports.feedback import feedback_markdown
 from autograder.reports.inert_text import md_text
 from autograder.reports.html_pages import feedback_html, summary_anonymous_html, summary_html
@@ -83,12 +84,13 @@ def _snapshot_files(folder):
     return files
 
 
-def write_class_files(out_dir, entries, renamed=(), applied=None):
+def write_class_files(out_dir, entries, renamed=(), applied=None, late=None):
     """Write gradebook.csv, summary.md and summary.html for a batch's (id, submitters, results) entries, and
-    the Canvas and Moodle import files when the download named the students; ``applied``: the adjustments."""
-    write_atomic(os.path.join(out_dir, "gradebook.csv"), gradebook_csv(entries, applied))
-    for name, text in (("import-canvas.csv", canvas_import_csv(entries, applied)),
-                       ("import-moodle.csv", moodle_import_csv(entries, applied))):
+    the Canvas and Moodle import files when the download named the students; ``applied``: the adjustments,
+    ``late``: {id: lateness.Late}."""
+    write_atomic(os.path.join(out_dir, "gradebook.csv"), gradebook_csv(entries, applied, late))
+    for name, text in (("import-canvas.csv", canvas_import_csv(entries, applied, late)),
+                       ("import-moodle.csv", moodle_import_csv(entries, applied, late))):
         if text is not None:
             write_atomic(os.path.join(out_dir, name), text)
     write_atomic(os.path.join(out_dir, "summary.md"), summary_markdown(entries, renamed))
@@ -96,35 +98,58 @@ def write_class_files(out_dir, entries, renamed=(), applied=None):
     write_atomic(os.path.join(out_dir, "summary-anonymous.html"), summary_anonymous_html(entries))
 
 
-def write_term_files(out_dir, entries, renamed=(), graded_because=None):
-    """The class files with the instructor's adjustments applied, each feedback.md saying its adjustment, and
-    history.csv's new rows; ``graded_because``: {id: why it was graded in this run}. Returns the lines to
-    show about adjustments.csv (a row skipped, and why)."""
+def write_term_files(out_dir, entries, renamed=(), graded_because=None, policy=None):
+    """The class files with the late policy (``policy``: lateness.Policy, grading.yaml's) and the instructor's
+    extensions and adjustments applied, each feedback.md saying its penalty and adjustment, and history.csv's
+    new rows; ``graded_because``: {id: why it was graded in this run}. Returns the lines to show about
+    adjustments.csv and extensions.csv (a row skipped, and why)."""
     adjustments.ensure_template(out_dir)
+    lateness.ensure_template(out_dir)
     rows, messages = adjustments.load(out_dir)
     applied, unmatched = adjustments.resolve(rows, entries)
-    write_class_files(out_dir, entries, renamed, applied)
+    extension_rows, extension_messages = lateness.load_extensions(out_dir)
+    extended, extension_unmatched = lateness.resolve_extensions(extension_rows, entries, adjustments.keys_of)
+    late = lateness.assess_all(policy or lateness.Policy(), entries, extended)
+    write_class_files(out_dir, entries, renamed, applied, late)
     for submission_id, _, results in entries:
-        state_adjustment(out_dir, submission_id, results, applied.get(submission_id))
-    finals = {i: scores_of(r, applied.get(i), [])[1] for i, _, r in entries}
-    described = {i: a.describe() for i, a in applied.items()}
-    history.append(out_dir, history.changes(entries, finals, graded_because or {}, described,
-                                            history.last_totals(out_dir)))
-    return messages + unmatched
+        state_adjustment(out_dir, submission_id, results, applied.get(submission_id), late.get(submission_id))
+    finals = {i: scores_of(r, applied.get(i), [], late.get(i))[1] for i, _, r in entries}
+    described = {i: _changes_described(r, applied.get(i), late.get(i), extended.get(i)) for i, _, r in entries}
+    history.append(out_dir, history.changes(entries, finals, graded_because or {},
+                                            {i: d for i, d in described.items() if d}, history.last_totals(out_dir)))
+    return messages + unmatched + extension_messages + extension_unmatched
+
+
+def _changes_described(results, applied, late, extended_to=None):
+    """"extension: due ...; late penalty: -11 points (late by 2 days ...); adjustment: +5 points (...)", or ""."""
+    raw = _raw(results)
+    said = [f"extension: due {extended_to.strftime('%Y-%m-%d %H:%M %z')}"] if extended_to else []
+    said += [f"late penalty: {late.describe(raw)}"] if late and late.fraction and raw is not None else []
+    return "; ".join(said + ([f"adjustment: {applied.describe()}"] if applied else []))
+
+
+def _raw(results):
+    return results["score"] if results["extra_data"].get("status", "graded") == "graded" else None
 
 
 ADJUSTED_START, ADJUSTED_END = "<!-- adjustment -->", "<!-- /adjustment -->"
 
 
-def state_adjustment(out_dir, submission_id, results, applied):
-    """Say the instructor's adjustment under the title of feedback.md and feedback.html (or remove what an
-    earlier run said, once the row is gone); a file is rewritten only when that changes."""
-    sentence = None
+def state_adjustment(out_dir, submission_id, results, applied, late=None):
+    """Say the late penalty and the instructor's adjustment under the title of feedback.md and feedback.html
+    (or remove what an earlier run said, once neither applies); a file is rewritten only when that changes."""
+    said, raw = [], _raw(results)
+    if late is not None:
+        said.append(f"Submitted {late.text}.")
+        if late.fraction and raw is not None:
+            said.append(f"Late penalty: -{late.penalty(raw):g} points.")
     if applied is not None:
-        raw = results["score"] if results["extra_data"].get("status", "graded") == "graded" else None
-        final = applied.final(raw)
-        shown = f"{final:g} / {results['extra_data']['max_score']:g}" if final is not None else "not graded"
-        sentence = f"Adjusted by your instructor: {applied.describe()}. Your total is now {shown}."
+        said.append(f"Adjusted by your instructor: {applied.describe()}.")
+    if applied is not None or (late is not None and late.fraction and raw is not None):
+        final = final_total(raw, applied, late)
+        said.append(f"Your total is now {final:g} / {results['extra_data']['max_score']:g}." if final is not None
+                    else "Your total is now: not graded.")
+    sentence = " ".join(said) or None
     folder = os.path.join(out_dir, submission_id)
     _restate(os.path.join(folder, "feedback.md"), "\n", sentence and f"**{md_text(sentence)}**")
     _restate(os.path.join(folder, "feedback.html"), "</h1>\n", sentence and f"<p><strong>{html.escape(sentence)}</strong></p>")

@@ -35,9 +35,9 @@ submission_231246990:
   :score:
   :history: []
 """
-ADA = (Submitter("Ada Lovelace", "ada@example.edu", "1815"),)
-TURING_HOPPER = (Submitter("Alan Turing", "alan@example.edu", "1912"),
-                 Submitter("Grace Hopper", "grace@example.edu", "1906"))
+ADA = (Submitter("Ada Lovelace", "ada@example.edu", "1815", submitted_at="2025-10-14T22:41:07.334051-07:00"),)
+TURING_HOPPER = (Submitter("Alan Turing", "alan@example.edu", "1912", submitted_at="2025-10-15T09:12:55.001200-07:00"),
+                 Submitter("Grace Hopper", "grace@example.edu", "1906", submitted_at="2025-10-15T09:12:55.001200-07:00"))
 
 
 def write(path, content):
@@ -357,8 +357,13 @@ def test_a_canvas_download_is_one_submission_per_student_with_the_canvas_user_id
     sources = discover([str(canvas_download(tmp_path / "canvas"))])
     assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
     who = {s.id: s.submitters for s in sources}
-    assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815"),)
+    assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815", lms_file_id="9001"),)
     assert who["turingalan_1912"][0].late and not who["lovelaceada_1815"][0].late
+
+
+def test_a_canvas_submitter_keeps_the_attachment_id_its_re_upload_matches_feedback_by():
+    from autograder.grading import lms
+    assert lms.flat_file("turingalan_LATE_1912_9002_mha-1.py").file_id == "9002"
 
 
 def test_each_canvas_student_is_staged_from_their_own_files_under_their_own_names(tmp_path):

@@ -190,3 +190,35 @@ def test_grading_with_a_config_file_uses_its_limits(tmp_path):
 
     report = json.loads((tmp_path / "out" / "reference" / "results.json").read_text())
     assert {t["visibility"] for t in report["tests"]} == {"visible"}, "the hidden tests kept grading.yaml's visibility"
+
+
+# --- late work (issue 33, item 4) ---------------------------------------------------------------------
+
+def test_the_late_policy_is_read_from_its_section(tmp_path):
+    config = load_config(write(tmp_path, "late:\n  due: 2026-10-01 23:59\n  percent_per_day: 10\n  cutoff_days: 3\n"))
+    assert (config.late_due, config.late_percent_per_day, config.late_cutoff_days) == ("2026-10-01 23:59", 10.0, 3.0)
+
+
+def test_a_due_date_yaml_reads_as_a_timestamp_is_kept_with_its_offset(tmp_path):
+    config = load_config(write(tmp_path, "late:\n  due: 2026-10-01 23:59:00 -07:00\n"))
+    from autograder.reports.lateness import Policy
+    assert Policy.of(config).due.isoformat() == "2026-10-01T23:59:00-07:00"
+
+
+@pytest.mark.parametrize("due", ["2026-10-01", "next friday", "2026-10-01 25:99"])
+def test_a_due_date_without_a_time_or_not_a_date_is_refused_in_one_line(tmp_path, due):
+    message = refused(tmp_path, f"late:\n  due: {due}\n")
+    assert "late.due must be a date and a time" in message and "\n" not in message
+
+
+def test_a_percentage_past_100_is_refused(tmp_path):
+    assert "late.percent_per_day must be at most 100" in refused(tmp_path, "late:\n  percent_per_day: 150\n")
+
+
+def test_changing_the_late_policy_regrades_nothing():
+    from autograder.grading import fingerprint
+    from conftest import ROOT as root
+    tests = str(root / "tests_hidden")
+    late = dataclasses.replace(Config(), late_due="2026-10-01 23:59", late_percent_per_day=10)
+    assert fingerprint.grader_parts(late, "uid", tests)["settings"] == \
+        fingerprint.grader_parts(Config(), "uid", tests)["settings"]

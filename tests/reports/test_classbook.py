@@ -259,7 +259,8 @@ def test_the_gradebook_says_which_submissions_the_export_marked_late():
     late = (Submitter("turingalan", "", "", "canvas", "1912", True),)
     made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]), ("turingalan_1912", late, entries(6)[0][2])]
     rows = list(csv.DictReader(io.StringIO(gradebook_csv(made).removeprefix("\ufeff"))))
-    assert [(r["submission_id"], r["late"]) for r in rows] == [("lovelaceada_1815", ""), ("turingalan_1912", "late")]
+    assert [(r["submission_id"], r["late"]) for r in rows] == [
+        ("lovelaceada_1815", ""), ("turingalan_1912", "late (the export's flag; it gives no time, so no penalty)")]
 
 
 # --- summary-anonymous.html: for a lecture ---------------------------------------------------------

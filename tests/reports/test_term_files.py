@@ -161,3 +161,107 @@ def test_every_file_the_kit_writes_in_out_is_readable_by_its_owner_alone(tmp_pat
     for path in tmp_path.rglob("*"):
         mode = stat.S_IMODE(path.stat().st_mode)
         assert not mode & 0o077, f"{path.relative_to(tmp_path)} is {oct(mode)}"
+
+
+# --- late work (issue 33, item 4) ---------------------------------------------------------------------
+
+from autograder.reports import lateness  # noqa: E402
+
+DUE = "2026-10-01 23:59 +00:00"
+TEN_A_DAY = lateness.Policy(lateness.parse_time(DUE), percent_per_day=10)
+
+
+def handed_in(when, submission_id="s0", score=8.0, name="Ada Lovelace"):
+    """A graded entry whose export says it came in at `when` (Gradescope's created_at)."""
+    who = (Submitter(name, f"{submission_id}@example.edu", submission_id, submitted_at=when),)
+    return graded(score, submission_id, who)
+
+
+def run_late(out, entries, policy=TEN_A_DAY, because=None):
+    for submission_id, submitters, _ in entries:
+        if not (out / submission_id).exists():
+            report.write_submission(str(out), submission_id, record(result("masks", 10.0)), submitters)
+    return report.write_term_files(str(out), entries, (), because if because is not None else
+                                   {e[0]: history.FIRST for e in entries}, policy)
+
+
+def test_gradescopes_rails_time_is_read_with_its_offset():
+    when = lateness.parse_time("2025-10-14 22:41:07.334051000 -07:00")
+    assert when.isoformat() == "2025-10-14T22:41:07.334051-07:00"
+
+
+def test_a_part_of_a_day_late_counts_as_a_day_and_the_penalty_is_a_share_of_the_raw_total(tmp_path):
+    run_late(tmp_path, [handed_in("2026-10-03 09:00:00 +00:00")])  # 33 h late: two days
+    row = gradebook(tmp_path)["s0"]
+    assert (row["raw"], row["late_penalty"], row["total"]) == ("8", "1.6", "6.4")
+    assert row["late"].startswith("late by 2 days")
+
+
+def test_a_submission_on_time_has_no_penalty_and_an_empty_late_cell(tmp_path):
+    run_late(tmp_path, [handed_in("2026-10-01 23:58:59 +00:00")])
+    row = gradebook(tmp_path)["s0"]
+    assert (row["late_penalty"], row["total"], row["late"]) == ("", "8", "")
+
+
+def test_past_the_cut_off_a_graded_submission_is_0_but_an_ungraded_one_stays_blank(tmp_path):
+    policy = lateness.Policy(lateness.parse_time(DUE), percent_per_day=10, cutoff_days=2)
+    missing = ("s1", (Submitter("B", "b@x", "b", submitted_at="2026-10-09 10:00:00 +00:00"),),
+               not_graded("s1")[2])
+    run_late(tmp_path, [handed_in("2026-10-09 10:00:00 +00:00"), missing], policy)
+    book = gradebook(tmp_path)
+    assert (book["s0"]["total"], book["s1"]["total"], book["s1"]["late_penalty"]) == ("0", "", "")
+    assert "cut-off" in book["s0"]["late"]
+
+
+def test_an_extension_in_extensions_csv_moves_that_students_due_date(tmp_path):
+    (tmp_path / "extensions.csv").write_text("student,due,reason\ns0@example.edu,2026-10-05 23:59 +00:00,illness\n")
+    run_late(tmp_path, [handed_in("2026-10-03 09:00:00 +00:00"), handed_in("2026-10-03 09:00:00 +00:00", "s1")])
+    book = gradebook(tmp_path)
+    assert (book["s0"]["total"], book["s1"]["total"]) == ("8", "6.4")
+
+
+def test_an_extensions_file_is_created_with_its_header_and_a_bad_row_is_named(tmp_path):
+    run_late(tmp_path, [handed_in("2026-10-01 10:00 +00:00")])
+    assert (tmp_path / "extensions.csv").read_bytes() == b"student,due,reason\r\n"
+    (tmp_path / "extensions.csv").write_text("student,due,reason\ns0,friday,flu\n")
+    messages = run_late(tmp_path, [handed_in("2026-10-01 10:00 +00:00")], because={})
+    assert messages == ["extensions.csv:2: due 'friday' is not a date and time (2026-10-03 23:59): row skipped"]
+
+
+def test_the_penalty_comes_before_the_adjustment_and_an_override_wins(tmp_path):
+    write_adjustments(tmp_path, "student,points,override,reason\ns0,1,,bonus\ns1,,10,accepted late by the dean\n")
+    run_late(tmp_path, [handed_in("2026-10-03 09:00:00 +00:00"), handed_in("2026-10-03 09:00:00 +00:00", "s1")])
+    book = gradebook(tmp_path)
+    assert (book["s0"]["total"], book["s1"]["total"]) == ("7.4", "10")
+
+
+def test_the_student_is_told_the_penalty_in_feedback(tmp_path):
+    run_late(tmp_path, [handed_in("2026-10-03 09:00:00 +00:00")])
+    text = (tmp_path / "s0" / "feedback.md").read_text(encoding="utf-8")
+    assert "Submitted late by 2 days" in text and "Late penalty: -1.6 points." in text
+    assert "Your total is now 6.4 / 10" in text
+    assert "-1.6 points" in (tmp_path / "s0" / "feedback.html").read_text(encoding="utf-8")
+
+
+def test_history_records_the_penalty_as_the_reason_and_a_policy_change_without_regrading(tmp_path):
+    entries = [handed_in("2026-10-03 09:00:00 +00:00")]
+    run_late(tmp_path, entries, lateness.Policy())
+    run_late(tmp_path, entries, TEN_A_DAY, because={})
+    rows = history_rows(tmp_path)
+    assert [(r["old_total"], r["new_total"]) for r in rows] == [("", "8"), ("8", "6.4")]
+    assert rows[1]["reason"].startswith("late penalty: -1.6 points (late by 2 days")
+
+
+def test_the_export_flag_alone_marks_the_row_late_without_a_penalty(tmp_path):
+    flagged = ("s0", (Submitter("turingalan", "", "", "canvas", "1912", True),), graded(8)[2])
+    run_late(tmp_path, [flagged])
+    row = gradebook(tmp_path)["s0"]
+    assert (row["total"], row["late_penalty"]) == ("8", "") and row["late"].startswith("late (the export's flag")
+
+
+def test_history_names_the_extension_that_changed_a_total(tmp_path):
+    entries = [handed_in("2026-10-03 09:00:00 +00:00")]
+    run_late(tmp_path, entries)
+    (tmp_path / "extensions.csv").write_text("student,due,reason\ns0,2026-10-05 23:59 +00:00,illness\n")
+    run_late(tmp_path, entries, because={})
+    assert history_rows(tmp_path)[-1]["reason"] == "extension: due 2026-10-05 23:59 +0000"

@@ -1,0 +1,168 @@
+"""Late work: when a submission came in, against the due date (or the student's extension), and its penalty.
+
+The time is the export's own: Gradescope's submission_metadata.yml gives each submission's ``created_at``.
+Canvas's download carries only its ``LATE_`` flag (no time), Moodle's names carry neither: such a
+submission is marked late (or not) but no penalty is computed for it; adjustments.csv is for that.
+
+grading.yaml's ``late`` section sets the policy (``Policy``): a due date, a percentage of the raw total
+taken per day late (a part of a day counts as a day), and a cut-off in days after which the final total is
+0 (the work was graded, so it is a 0 and not a blank; a submission that could not be graded stays blank).
+``extensions.csv`` in OUT, the instructor's own file like adjustments.csv, gives a student a later due date.
+Standard library only.
+"""
+import csv
+import datetime
+import io
+import math
+import os
+import re
+from dataclasses import dataclass
+
+FILE_NAME = "extensions.csv"
+COLUMNS = ("student", "due", "reason")
+MAX_BYTES = 4 * 2**20
+DAY = datetime.timedelta(days=1)
+
+
+TIME = re.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d(?::?\d\d)?)?$")
+
+
+def parse_time(value):
+    """An aware datetime from grading.yaml, extensions.csv or Gradescope's metadata, or None.
+
+    Accepts a datetime (PyYAML's reading of a timestamp) or text with a date and a time: ISO 8601
+    ("2026-10-01 23:59", "2026-10-01T23:59:00-07:00") or Rails' "2025-10-14 22:41:07.334051000 -07:00".
+    A time without an offset is the machine's local time; a date alone is refused (which minute?)."""
+    if isinstance(value, datetime.datetime):
+        when = value
+    else:
+        match = TIME.match(value.strip()) if isinstance(value, str) else None
+        if not match:
+            return None
+        date, clock, fraction, zone = match.groups()
+        text = f"{date}T{clock}" + (f".{fraction[:6].ljust(6, '0')}" if fraction else "")
+        text += "+00:00" if zone == "Z" else (zone or "")
+        try:
+            when = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    return when if when.tzinfo else when.astimezone()
+
+
+@dataclass(frozen=True)
+class Policy:
+    due: datetime.datetime = None  # None: no late handling
+    percent_per_day: float = 0.0
+    cutoff_days: float = 0.0  # 0: no cut-off
+
+    @classmethod
+    def of(cls, config):
+        """The policy of a Config (grading.yaml's ``late`` section)."""
+        return cls(parse_time(config.late_due), config.late_percent_per_day, config.late_cutoff_days)
+
+
+@dataclass(frozen=True)
+class Late:
+    """How late one submission was, and the share of its raw total that lateness takes."""
+    text: str            # the gradebook's ``late`` cell: "late by 2 days (26 h)", "late (export's flag)"
+    fraction: float = 0.0
+
+    def penalty(self, raw):
+        return round(raw * self.fraction, 4)
+
+    def describe(self, raw):
+        """"-11 points (late by 2 days; 10% a day)" for feedback and history."""
+        return f"-{self.penalty(raw):g} points ({self.text})"
+
+
+def assess(policy, submitted_at, flagged, extended_to=None):
+    """The Late of one submission, or None when it was on time (or nothing says when it came in)."""
+    due = extended_to or policy.due
+    when = parse_time(submitted_at)
+    if due is None or when is None:
+        return Late("late (the export's flag; it gives no time, so no penalty)") if flagged else None
+    if when <= due:
+        return None
+    hours = (when - due) / datetime.timedelta(hours=1)
+    days = math.ceil((when - due) / DAY)
+    text = f"late by {days} day{'s' if days != 1 else ''} ({hours:.1f} h after {_shown(due)})"
+    if policy.cutoff_days and when - due > policy.cutoff_days * DAY:
+        return Late(f"{text}; past the {policy.cutoff_days:g}-day cut-off", 1.0)
+    if policy.percent_per_day:
+        return Late(f"{text}; {policy.percent_per_day:g}% a day", min(1.0, days * policy.percent_per_day / 100))
+    return Late(text)
+
+
+def _shown(due):
+    return due.strftime("%Y-%m-%d %H:%M %z")
+
+
+def assess_all(policy, entries, extensions):
+    """{submission id: Late} of a batch's entries; ``extensions``: {submission id: its later due date}."""
+    found = {}
+    for submission_id, submitters, _ in entries:
+        submitted_at = next((s.submitted_at for s in submitters if getattr(s, "submitted_at", "")), "")
+        flagged = any(getattr(s, "late", False) for s in submitters)
+        late = assess(policy, submitted_at, flagged, extensions.get(submission_id))
+        if late is not None:
+            found[submission_id] = late
+    return found
+
+
+# --- extensions.csv -----------------------------------------------------------------------------------
+
+def ensure_template(out_dir):
+    """Create extensions.csv with its header alone if it does not exist; never touch one that does."""
+    try:
+        fd = os.open(os.path.join(out_dir, FILE_NAME), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerow(COLUMNS)
+
+
+def load_extensions(out_dir):
+    """([(line, who, due datetime, reason)], one message per row skipped) of OUT's extensions.csv."""
+    path = os.path.join(out_dir, FILE_NAME)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        return [], []
+    except OSError as err:
+        return [], [f"{path}: cannot be read ({err.strerror}): no extension applied"]
+    try:
+        rows = list(csv.reader(io.StringIO(raw[:MAX_BYTES].decode("utf-8-sig"))))
+    except (UnicodeDecodeError, csv.Error):
+        return [], [f"{path}: not UTF-8 CSV (save it as CSV UTF-8): no extension applied"]
+    if not rows or [c.strip().lower() for c in rows[0][:len(COLUMNS)]] != list(COLUMNS):
+        return [], [f"{path}: line 1 must be the header {','.join(COLUMNS)}: no extension applied"]
+    found, messages = [], []
+    for number, row in enumerate(rows[1:], start=2):
+        cells = [c.strip() for c in row] + ["", "", ""]
+        if not any(cells):
+            continue
+        due = parse_time(cells[1])
+        if not cells[0] or due is None:
+            why = "no student or submission named" if not cells[0] else \
+                  f"due {cells[1]!r} is not a date and time (2026-10-03 23:59)"
+            messages.append(f"{FILE_NAME}:{number}: {why}: row skipped")
+            continue
+        found.append((number, cells[0], due, cells[2]))
+    return found, messages
+
+
+def resolve_extensions(rows, entries, keys_of):
+    """({submission id: due}, messages): each row matched as adjustments.csv's are (``keys_of``: that matcher);
+    the latest due date wins when several rows name one submission."""
+    keys = keys_of(entries)
+    due, messages = {}, []
+    for number, who, when, _ in rows:
+        found = keys.get(who.casefold(), set())
+        if len(found) != 1:
+            what = "names no submission of this run" if not found else "names several submissions"
+            messages.append(f"{FILE_NAME}:{number}: {who!r} {what}: row skipped")
+            continue
+        (submission_id,) = found
+        due[submission_id] = max(when, due.get(submission_id, when))
+    return due, messages

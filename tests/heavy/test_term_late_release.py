@@ -1,0 +1,79 @@
+"""Late work, release and similarity on a real-shaped Gradescope export, graded by the kit's own command:
+the export's created_at reaches the gradebook's penalty, release/ holds no hidden test's output, and
+similarity pairs the two copies of one solution (issue 33, items 4, 7 and 8)."""
+import csv
+import io
+import shutil
+
+import pytest
+
+from conftest import ROOT, run_grader
+
+pytestmark = pytest.mark.slow  # one grading of three samples
+
+METADATA = """\
+submission_1:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1815'
+    :email: ada@example.edu
+  :created_at: 2026-10-01 21:14:03.120377000 -07:00
+submission_2:
+  :submitters:
+  - :name: Alan Turing
+    :sid: '1912'
+    :email: alan@example.edu
+  :created_at: 2026-10-03 09:40:12.334051000 -07:00
+submission_3:
+  :submitters:
+  - :name: Grace Hopper
+    :sid: '1906'
+    :email: grace@example.edu
+  :created_at: 2026-10-02 08:05:55.001200000 -07:00
+"""
+LATE = "late:\n  due: 2026-10-01 23:59 -07:00\n  percent_per_day: 10\n"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("late")
+    export = root / "export"
+    for n, sample in enumerate(("reference", "mask_bug", "reference"), start=1):
+        shutil.copytree(ROOT / "examples" / "submissions" / sample, export / f"submission_{n}")
+    (export / "submission_metadata.yml").write_text(METADATA)
+    config = root / "grading.yaml"
+    config.write_text((ROOT / "grading.yaml").read_text().split("\nlate:")[0] + "\n" + LATE)
+    run = run_grader("grade", export, "--out", root / "out", "--config", config, "--jobs", "1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return root / "out"
+
+
+def book(out):
+    return {r["submission_id"]: r for r in csv.DictReader(io.StringIO(
+        (out / "gradebook.csv").read_text(encoding="utf-8-sig")))}
+
+
+def test_the_exports_time_sets_each_penalty(graded):
+    rows = book(graded)
+    assert (rows["1"]["late_penalty"], rows["1"]["total"]) == ("", "110")
+    assert (rows["2"]["raw"], rows["2"]["late_penalty"], rows["2"]["total"]) == ("72", "14.4", "57.6")
+    assert (rows["3"]["late_penalty"], rows["3"]["total"]) == ("11", "99")
+
+
+def test_release_holds_no_hidden_tests_output_until_published(graded):
+    hidden = next(t for t in __import__("json").loads((graded / "2" / "results.json").read_text())["tests"]
+                  if t["visibility"] != "visible" and t["status"] == "failed")
+    run = run_grader("release", graded)
+    assert run.returncode == 0, run.stderr
+    released = (graded / "release" / "2" / "feedback.md").read_text(encoding="utf-8")
+    assert hidden["name"] not in released and "57.6" not in released
+    run_grader("release", graded, "--show", "after_published")
+    released = (graded / "release" / "2" / "feedback.md").read_text(encoding="utf-8")
+    assert hidden["name"] in released and "**Your total: 57.6 / 100.**" in released
+
+
+def test_similarity_pairs_the_two_copies_and_leaves_the_grades_alone(graded):
+    rows = list(csv.DictReader(io.StringIO((graded / "similarity.csv").read_text(encoding="utf-8"))))
+    top = rows[0]
+    assert (top["submission_a"], top["submission_b"], top["share_of_a"], top["listed"]) == ("1", "3", "1.00", "yes")
+    assert book(graded)["3"]["raw"] == "110"

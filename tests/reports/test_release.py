@@ -1,0 +1,108 @@
+"""OUT/release/ (issue 33, item 7): each student's feedback as the visibility settings allow, in the forms
+Canvas's and Moodle's bulk feedback uploads take, and nothing of another student."""
+import subprocess
+import sys
+import zipfile
+
+from autograder.grading.discover import Submitter
+from autograder.reports import history, release, report
+from autograder.reports.results import results_json
+from conftest import ROOT
+from test_results import record, result
+
+ADA = (Submitter("Ada Lovelace", "ada@example.edu", "1815", "moodle", "482913"),)
+ALAN = (Submitter("turingalan", "", "", "canvas", "1912", lms_file_id="9002"),)
+HIDDEN_OUTPUT = "expected tensor([0.3141, 0.5926]) for the secret case"
+
+
+def graded(submitters, passed_hidden=False):
+    return record(result("masks", 3.0, message="public fine"),
+                  result("heads", 4.0, passed=passed_hidden, visibility="after_due_date", message=HIDDEN_OUTPUT))
+
+
+def term(out, graded_ones):
+    """Reports and class files as make grade leaves them: [(id, submitters, record)]."""
+    entries = []
+    for submission_id, submitters, made in graded_ones:
+        entries.append((submission_id, submitters, report.write_submission(str(out), submission_id, made, submitters)))
+    report.write_term_files(str(out), entries, (), {e[0]: history.FIRST for e in entries})
+    return entries
+
+
+def released(out, show="visible"):
+    return release.write_release(str(out), release.reports_in(str(out)), show)
+
+
+def test_before_release_a_hidden_test_leaves_no_name_output_or_total(tmp_path):
+    term(tmp_path, [("ada", ADA, graded(ADA))])
+    released(tmp_path)
+    for page in ("feedback.md", "feedback.html"):
+        text = (tmp_path / "release" / "ada" / page).read_text(encoding="utf-8")
+        assert "a heads test" not in text and "0.3141" not in text and "secret" not in text
+        assert "3 / 7" not in text and "not released yet" in text
+
+
+def test_the_instructors_own_feedback_does_show_the_hidden_test(tmp_path):
+    term(tmp_path, [("ada", ADA, graded(ADA))])
+    assert "0.3141" in (tmp_path / "ada" / "feedback.md").read_text(encoding="utf-8")
+
+
+def test_once_published_every_test_and_the_final_total_with_its_adjustment_are_shown(tmp_path):
+    (tmp_path / "adjustments.csv").write_text("student,points,override,reason\nada,1,,regrade request\n")
+    term(tmp_path, [("ada", ADA, graded(ADA))])
+    released(tmp_path, "after_published")
+    text = (tmp_path / "release" / "ada" / "feedback.md").read_text(encoding="utf-8")
+    assert "0.3141" in text and "**Tests: 3 / 7.**" in text
+    assert "Adjusted by your instructor:" in text and "regrade request" in text
+    assert "**Your total: 4 / 7.**" in text
+
+
+def test_a_narrower_release_removes_what_a_wider_one_showed(tmp_path):
+    term(tmp_path, [("ada", ADA, graded(ADA))])
+    released(tmp_path, "after_published")
+    released(tmp_path, "visible")
+    assert "0.3141" not in (tmp_path / "release" / "ada" / "feedback.md").read_text(encoding="utf-8")
+
+
+def test_no_students_release_holds_another_students_name_or_results(tmp_path):
+    term(tmp_path, [("ada", ADA, graded(ADA)), ("alan", ALAN, graded(ALAN, passed_hidden=True))])
+    released(tmp_path, "after_published")
+    ada = (tmp_path / "release" / "ada" / "feedback.html").read_text(encoding="utf-8")
+    alan = (tmp_path / "release" / "alan" / "feedback.html").read_text(encoding="utf-8")
+    assert "turingalan" not in ada and "Ada Lovelace" not in alan
+    assert "3 / 7" in ada and "7 / 7" in alan
+
+
+def test_moodles_zip_has_a_folder_per_participant_named_as_its_feedback_import_reads(tmp_path):
+    term(tmp_path, [("ada", ADA, graded(ADA)), ("alan", ALAN, graded(ALAN))])
+    released(tmp_path)
+    with zipfile.ZipFile(tmp_path / "release" / "moodle-feedback.zip") as archive:
+        assert archive.namelist() == ["Ada Lovelace_482913_assignfeedback_file/feedback.html"]
+        assert "Ada Lovelace" in archive.read(archive.namelist()[0]).decode()
+
+
+def test_canvas_zip_names_each_file_by_user_and_submitted_attachment_as_re_upload_reads(tmp_path):
+    term(tmp_path, [("ada", ADA, graded(ADA)), ("alan", ALAN, graded(ALAN))])
+    released(tmp_path)
+    with zipfile.ZipFile(tmp_path / "release" / "canvas-feedback.zip") as archive:
+        assert archive.namelist() == ["turingalan_1912_9002_feedback.html"]
+
+
+def test_a_submission_that_was_not_graded_is_told_so_never_0(tmp_path):
+    term(tmp_path, [("empty", (), record(result("masks", 3.0, passed=False), found={}))])
+    released(tmp_path, "after_published")
+    text = (tmp_path / "release" / "empty" / "feedback.md").read_text(encoding="utf-8")
+    assert "Not graded" in text and "0 / " not in text
+
+
+def test_release_files_are_the_owners_alone(tmp_path):
+    term(tmp_path, [("ada", ADA, graded(ADA))])
+    released(tmp_path)
+    assert (tmp_path / "release" / "ada" / "feedback.md").stat().st_mode & 0o077 == 0
+    assert (tmp_path / "release" / "moodle-feedback.zip").stat().st_mode & 0o077 == 0
+
+
+def test_release_of_a_folder_without_reports_is_one_line(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "autograder", "release", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "no graded reports" in run.stderr
