@@ -22,9 +22,10 @@ import socket
 import sys
 import time
 
+from autograder.bounds import CHILD_OUTPUT
 from autograder.containment import cgroups, isolation, replies, wire
 
-OUTPUT_CAP = 64 * 1024
+OUTPUT_CAP = CHILD_OUTPUT
 
 
 class ChildDied(Exception):
@@ -305,7 +306,7 @@ class Child:
             self.dead = "answered an earlier request a second time (its code wrote to the grader's pipe)"
             raise OutOfTurn(self.dead)
         if seq != self.seq or type(seq) is not int:
-            raise replies.BadReply(f"numbered {str(seq)[:20]} where {self.seq} was asked")
+            raise replies.BadReply(f"not numbered {self.seq}, the request it answers")  # the child's number is not repeated
         return replies.check(message)
 
     def _check_silent(self):

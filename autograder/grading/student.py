@@ -29,6 +29,7 @@ import time
 import torch
 
 from autograder import rules
+from autograder.bounds import SUBMISSION_OUTPUT
 from autograder.config import GRADER_MARGIN_MB
 from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
 from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
@@ -357,11 +358,13 @@ class Student:
         return f"{what} did not finish within {self.limits.call_seconds:g} s"
 
     def _retire(self, child):
+        """Close ``child`` and keep what it printed, up to ``bounds.SUBMISSION_OUTPUT`` for all children together."""
         child.close()
         text = child.output_text()
-        if text:
-            self.output.append(text)
-        self.output_dropped += child.output_dropped
+        room = max(SUBMISSION_OUTPUT - sum(len(kept) for kept in self.output), 0)
+        if text[:room]:
+            self.output.append(text[:room])
+        self.output_dropped += child.output_dropped + len(text[room:].encode("utf-8", "replace"))
 
 
 class MemoryMeter:
