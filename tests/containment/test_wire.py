@@ -313,6 +313,13 @@ def test_a_reply_numbered_for_another_request_kills_the_child(fake, seq):
     assert fake.killed(), "the child that sent it still runs"
 
 
+def test_a_reply_with_a_field_of_the_childs_choosing_is_named_in_the_graders_words(fake):
+    fake.answer(dict(good_reply(seq=1, result=1), **{URL: 1}))
+    with pytest.raises(ChildDied) as died:
+        fake.child.call({"import": "attention"})
+    assert died.value.reason == "sent a malformed reply (the reply has a field the schema does not know)"
+
+
 def test_a_misnumbered_reply_is_named_without_repeating_the_childs_number(fake):
     fake.answer(good_reply(seq=URL, result=1))
     with pytest.raises(ChildDied) as died:
