@@ -73,10 +73,20 @@ def test_bias_can_be_turned_off(student):
              f"{sorted(layers)}", "pass bias=bias to every nn.Linear")
 
 
+def _require_valid_size_builds(student):
+    """A test that a size is refused is worth points only when a valid size is not: a constructor that
+    always raises would pass it otherwise."""
+    outcome = student.try_call(MHA, init={"args": [16, 4]}, mode="oracle")
+    if hasattr(outcome, "raised"):
+        fail("MultiHeadAttention(16, 4)", f"a valid size is refused too: {outcome.message.splitlines()[0]}",
+             "raise only for sizes that are wrong; a constructor that always raises refuses nothing in particular")
+
+
 @pytest.mark.points(3)
 @pytest.mark.public
 def test_indivisible_sizes_raise_dimension_mismatch(student):
     """Construction: MultiHeadAttention(16, 5) raises DimensionMismatchError naming 16 and 5"""
+    _require_valid_size_builds(student)
     outcome = student.try_call(MHA, init={"args": [16, 5]}, mode="oracle")
     if not hasattr(outcome, "raised"):
         fail("MultiHeadAttention(16, 5)", "no exception was raised", "check d_model % n_heads != 0 in __init__")
@@ -92,6 +102,7 @@ def test_indivisible_sizes_raise_dimension_mismatch(student):
 @pytest.mark.points(1)
 def test_non_positive_sizes_raise_value_error(student):
     """Construction: non-positive sizes raise ValueError"""
+    _require_valid_size_builds(student)
     for args in ((0, 4), (16, 0), (-8, 2)):
         outcome = student.try_call(MHA, init={"args": list(args)}, mode="oracle")
         if not hasattr(outcome, "raised") or not outcome.raised("ValueError"):

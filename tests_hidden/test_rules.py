@@ -2,6 +2,7 @@
 import os
 
 import pytest
+import torch
 
 from autograder.grading.compare import fail
 from autograder.rules import forbidden_calls
@@ -10,15 +11,28 @@ from cases import AttentionCase, MHACase
 pytestmark = pytest.mark.part("rules")
 
 
-def _require_written(student, name, target, *args, **request):
-    """The rule's points are for code the grader can check: untouched stubs trivially follow it, and a file
-    that does not import cannot be checked. A crash while the code runs is no violation (the caller goes on)."""
+def _require_written(student, name, target, *args, shape, **request):
+    """The rule's points are for code the grader can check it on: untouched stubs trivially follow the rule,
+    and so does a stub that raises any other exception, and a file that does not import cannot be checked.
+    So the call must return an output of the contract's ``shape`` (alone or first of a pair); its values are
+    other tests' business. A call that used or hid a forbidden op comes back for the caller to judge."""
     outcome = student.try_call(target, *args, **request)
+    if getattr(outcome, "rule", False):
+        return outcome
     if hasattr(outcome, "raised") and outcome.raised("NotImplementedError"):
         fail(name, f"not written yet: {outcome.message.splitlines()[0]}", "the rule's points are for the code you write")
     if hasattr(outcome, "raised") and "importing" in outcome.message:
         fail(name, f"cannot be checked, the file does not import: {outcome.message.splitlines()[0]}",
              "the rule's points are for code the grader can import; fix that error first")
+    function = target.split(".", 1)[1]
+    if hasattr(outcome, "raised"):
+        fail(name, f"cannot be checked, {function} gave no output on a valid call: {outcome.message.splitlines()[0]}",
+             "the rule's points are for code that does the job; make the call return its output first")
+    output = outcome.result[0] if isinstance(outcome.result, (tuple, list)) and outcome.result else outcome.result
+    if not isinstance(output, torch.Tensor) or tuple(output.shape) != tuple(shape):
+        got = f"shape {tuple(output.shape)}" if isinstance(output, torch.Tensor) else "no tensor"
+        fail(name, f"cannot be checked, {function} returned {got} where the output has shape {tuple(shape)}",
+             "the rule's points are for code that does the job; make the call return its output first")
     return outcome
 
 
@@ -45,7 +59,8 @@ def _check_source(staged, name):
 def test_attention_py_is_written_from_scratch(student, staged):
     """Rules: attention.py does not use torch's built-in attention"""
     q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, seed=62).inputs()
-    _require_written(student, "attention.py", "attention.scaled_dot_product_attention", q, k, v, mask)
+    _require_written(student, "attention.py", "attention.scaled_dot_product_attention", q, k, v, mask,
+                     shape=(*q.shape[:-1], v.shape[-1]))
     _check_source(staged, "attention.py")
 
 
@@ -55,7 +70,7 @@ def test_mha_py_is_written_from_scratch(student, staged):
     """Rules: mha.py does not use torch's built-in attention or nn.MultiheadAttention"""
     query, key, value, mask = MHACase(seed=63).inputs()
     _require_written(student, "mha.py", "mha.MultiHeadAttention", query, key, value, mask, init={"args": [16, 4]},
-                     mode="oracle")
+                     mode="oracle", shape=query.shape)
     _check_source(staged, "mha.py")
 
 
@@ -68,11 +83,11 @@ def test_no_builtin_attention_at_run_time(student, reference):
     _, state = case.state(reference[1])
     query, key, value, mha_mask = case.inputs()
     used = set()
-    # A call that raises still reports what it called before raising: only that evidence fails the rule,
-    # never the crash itself (the parts that crashed lose their own points).
+    # What a call used fails the rule; a call that gives no output leaves nothing written to check it on.
     for target, args, request in (
-            ("attention.scaled_dot_product_attention", (q, k, v, mask), {}),
-            ("mha.MultiHeadAttention", (query, key, value, mha_mask), {"init": {"args": [16, 4]}, "state": state})):
+            ("attention.scaled_dot_product_attention", (q, k, v, mask), {"shape": (*q.shape[:-1], v.shape[-1])}),
+            ("mha.MultiHeadAttention", (query, key, value, mha_mask),
+             {"init": {"args": [16, 4]}, "state": state, "shape": query.shape})):
         outcome = _require_written(student, target.split(".")[0] + ".py", target, *args, **request)
         if getattr(outcome, "rule", False) and not outcome.forbidden:  # code that hides what it calls
             fail(f"running {target.split('.', 1)[1]}", outcome.message.splitlines()[0],
