@@ -96,6 +96,7 @@ def grade_one(engine, source_path, slot=0):
             "output": "\n".join(student.output),
             "output_dropped": student.output_dropped,  # the grader's count, apart from the student's text
             "events": student.events,
+            "wall_timeouts": student.wall_timeouts,  # the grader's count: calls the wall clock stopped, not their CPU time
             "isolation": engine.level,
             "containment": engine.layers + (["cgroup-memory", "cgroup-pids"] if student.cgroup else [])
                            + ([student.memory_note] if student.memory_note else []),
