@@ -266,10 +266,12 @@ class Child:
         self._check_silent()
         limit = self.limits.call_seconds if timeout is None else timeout
         cpu_limit = limit if cpu_left is None else max(min(limit, cpu_left), 0.0)
-        ends = time.monotonic() + limit * WALL_BACKSTOP
+        cpu_start = self.cpu_seconds()
+        # Where the kernel gives no CPU figure, the wall clock is all there is: the limit itself.
+        wall_limit = limit * WALL_BACKSTOP if cpu_start is not None else cpu_limit
+        ends = time.monotonic() + wall_limit
         if deadline is not None and deadline < ends:
             ends = deadline
-        cpu_start = self.cpu_seconds()
         self.cpu_used = 0.0
         self.seq += 1
         unsent = memoryview(wire.encode(dict(request, seq=self.seq)))
@@ -289,9 +291,9 @@ class Child:
                     raise ChildDied(self.dead, timed_out=True)
                 if time.monotonic() > ends:
                     self.kill()
-                    self.dead = (f"gave no answer within the wall-clock backstop ({limit * WALL_BACKSTOP:g} s), "
+                    self.dead = (f"gave no answer within the wall-clock backstop ({wall_limit:g} s), "
                                  f"having used {self.cpu_used:.1f} s of CPU time")
-                    raise ChildDied(self.dead, timed_out=True, wall=True)
+                    raise ChildDied(self.dead, timed_out=True, wall=cpu_start is not None)
                 self._pump([self.response_r, self.output_r, self.status_r],
                            min(ends, time.monotonic() + CPU_POLL_SECONDS), self.reader,
                            write=self.request_w if unsent else None)

@@ -350,7 +350,8 @@ class Student:
         func = target.split(".", 1)[1]
         if died.timed_out:
             self._count_timeout(died)
-            self.timed_out[target] = f"timed out (limit {self.limits.call_seconds:g} s of CPU time)"
+            self.timed_out[target] = ("gave no answer" if died.wall
+                                      else f"timed out (limit {self.limits.call_seconds:g} s of CPU time)")
             reason = self._timeout_reason(func, died.wall) + ("" if died.wall else " (an infinite loop?)")
         elif died.reason.startswith("grader error"):
             raise RuntimeError(died.reason)  # not the student's fault: the test becomes a grader error
@@ -364,8 +365,7 @@ class Student:
 
     def _count_timeout(self, died):
         self.timeouts += 1
-        if died.wall or (time.monotonic() >= self.deadline and self.cpu_spent < self.limits.submission_seconds):
-            self.wall_timeouts += 1
+        self.wall_timeouts += died.wall
 
     def _timeout_reason(self, what, wall=False):
         """Why a call timed out: its own CPU limit, the wall-clock backstop (it waited rather than computed),
