@@ -1,21 +1,27 @@
 """Part 7: the from-scratch rule (no built-in attention), read from the source and watched at run time."""
+import ast
 import os
 
 import pytest
 import torch
 
 from autograder.grading.compare import fail
-from autograder.rules import forbidden_calls
+from autograder.rules import forbidden_calls, read_source
 from cases import AttentionCase, MHACase
 
 pytestmark = pytest.mark.part("rules")
+SDPA_RUNS = ("scaled_dot_product_attention",)  # what each rule call runs of its own file
+MHA_RUNS = ("MultiHeadAttention.__init__", "MultiHeadAttention.forward", "MultiHeadAttention.split_heads",
+            "MultiHeadAttention.merge_heads")
 
 
-def _require_written(student, name, target, *args, shape, **request):
+def _require_written(student, staged, name, target, *args, runs, **request):
     """The rule's points are for code the grader can check it on: untouched stubs trivially follow the rule,
-    and so does a stub that raises any other exception, and a file that does not import cannot be checked.
-    So the call must return an output of the contract's ``shape`` (alone or first of a pair); its values are
-    other tests' business. A call that used or hid a forbidden op comes back for the caller to judge."""
+    and so does a stub that raises another exception, and a file that does not import cannot be checked.
+    So the call must give a tensor (alone or first of a pair), or, where it fails, none of the functions it
+    ``runs`` ("f" or "Class.method" of the file ``name``) may raise whatever it is given: a written function
+    that crashes keeps the rule's points (its own tests charge the crash). A call that used or hid a forbidden
+    op comes back for the caller to judge."""
     outcome = student.try_call(target, *args, **request)
     if getattr(outcome, "rule", False):
         return outcome
@@ -24,16 +30,34 @@ def _require_written(student, name, target, *args, shape, **request):
     if hasattr(outcome, "raised") and "importing" in outcome.message:
         fail(name, f"cannot be checked, the file does not import: {outcome.message.splitlines()[0]}",
              "the rule's points are for code the grader can import; fix that error first")
-    function = target.split(".", 1)[1]
     if hasattr(outcome, "raised"):
-        fail(name, f"cannot be checked, {function} gave no output on a valid call: {outcome.message.splitlines()[0]}",
-             "the rule's points are for code that does the job; make the call return its output first")
-    output = outcome.result[0] if isinstance(outcome.result, (tuple, list)) and outcome.result else outcome.result
-    if not isinstance(output, torch.Tensor) or tuple(output.shape) != tuple(shape):
-        got = f"shape {tuple(output.shape)}" if isinstance(output, torch.Tensor) else "no tensor"
-        fail(name, f"cannot be checked, {function} returned {got} where the output has shape {tuple(shape)}",
-             "the rule's points are for code that does the job; make the call return its output first")
+        stub = _always_raises(os.path.join(staged.dir, name), runs)
+        if stub:
+            fail(name, f"not written yet: {stub} raises whatever it is given (a raise at the top of its body)",
+                 "the rule's points are for the code you write")
+    elif not isinstance(outcome.result[0] if isinstance(outcome.result, (tuple, list)) and outcome.result
+                        else outcome.result, torch.Tensor):
+        fail(name, f"not written yet: {target.split('.', 1)[1]} returned no tensor",
+             "the rule's points are for the code you write")
     return outcome
+
+
+def _always_raises(path, names):
+    """The first of ``names`` whose body, in the file at ``path`` (read here, never run), raises at its top
+    level, so on every call that reaches it; None if none does."""
+    try:
+        tree = ast.parse(read_source(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found = {}  # the last definition of a name wins, as when the file runs
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            found.update({f"{node.name}.{item.name}": item for item in node.body
+                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    return next((name for name in names if name in found and any(isinstance(statement, ast.Raise)
+                                                                  for statement in found[name].body)), None)
 
 
 def _check_source(staged, name):
@@ -59,8 +83,8 @@ def _check_source(staged, name):
 def test_attention_py_is_written_from_scratch(student, staged):
     """Rules: attention.py does not use torch's built-in attention"""
     q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, seed=62).inputs()
-    _require_written(student, "attention.py", "attention.scaled_dot_product_attention", q, k, v, mask,
-                     shape=(*q.shape[:-1], v.shape[-1]))
+    _require_written(student, staged, "attention.py", "attention.scaled_dot_product_attention", q, k, v, mask,
+                     runs=SDPA_RUNS)
     _check_source(staged, "attention.py")
 
 
@@ -69,26 +93,27 @@ def test_attention_py_is_written_from_scratch(student, staged):
 def test_mha_py_is_written_from_scratch(student, staged):
     """Rules: mha.py does not use torch's built-in attention or nn.MultiheadAttention"""
     query, key, value, mask = MHACase(seed=63).inputs()
-    _require_written(student, "mha.py", "mha.MultiHeadAttention", query, key, value, mask, init={"args": [16, 4]},
-                     mode="oracle", shape=query.shape)
+    _require_written(student, staged, "mha.py", "mha.MultiHeadAttention", query, key, value, mask,
+                     init={"args": [16, 4]}, mode="oracle", runs=MHA_RUNS)
     _check_source(staged, "mha.py")
 
 
 @pytest.mark.points(1)
 @pytest.mark.public
-def test_no_builtin_attention_at_run_time(student, reference):
+def test_no_builtin_attention_at_run_time(student, staged, reference):
     """Rules: no built-in attention is called while your code runs"""
     q, k, v, mask = AttentionCase((2,), 4, 4, 8, 8, mask="causal", seed=60).inputs()
     case = MHACase(seed=61)
     _, state = case.state(reference[1])
     query, key, value, mha_mask = case.inputs()
     used = set()
-    # What a call used fails the rule; a call that gives no output leaves nothing written to check it on.
+    # A call that raises still reports what it called before raising: only that evidence fails the rule,
+    # never the crash of written code (the parts that crashed lose their own points).
     for target, args, request in (
-            ("attention.scaled_dot_product_attention", (q, k, v, mask), {"shape": (*q.shape[:-1], v.shape[-1])}),
+            ("attention.scaled_dot_product_attention", (q, k, v, mask), {"runs": SDPA_RUNS}),
             ("mha.MultiHeadAttention", (query, key, value, mha_mask),
-             {"init": {"args": [16, 4]}, "state": state, "shape": query.shape})):
-        outcome = _require_written(student, target.split(".")[0] + ".py", target, *args, **request)
+             {"init": {"args": [16, 4]}, "state": state, "runs": MHA_RUNS})):
+        outcome = _require_written(student, staged, target.split(".")[0] + ".py", target, *args, **request)
         if getattr(outcome, "rule", False) and not outcome.forbidden:  # code that hides what it calls
             fail(f"running {target.split('.', 1)[1]}", outcome.message.splitlines()[0],
                  "the lab asks you to build attention yourself, in code the grader can read")
