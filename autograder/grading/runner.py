@@ -97,6 +97,7 @@ def grade_one(engine, source_path, slot=0):
             "output_dropped": student.output_dropped,  # the grader's count, apart from the student's text
             "events": student.events,
             "wall_timeouts": student.wall_timeouts,  # the grader's count: calls the wall clock stopped, not their CPU time
+            "cpu_seconds": round(student.cpu_spent, 3),  # the CPU time of the submission's calls, as the grader measured it
             "isolation": engine.level,
             "containment": engine.layers + (["cgroup-memory", "cgroup-pids"] if student.cgroup else [])
                            + ([student.memory_note] if student.memory_note else []),
