@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from autograder.grading.compare import fail
+from autograder.grading.student import StudentError
 
 pytestmark = pytest.mark.part("mha_init")
 
@@ -76,10 +77,12 @@ def test_bias_can_be_turned_off(student):
 def _require_valid_size_builds(student):
     """A test that a size is refused is worth points only when a valid size is not: a constructor that
     always raises would pass it otherwise."""
-    outcome = student.try_call(MHA, init={"args": [16, 4]}, mode="oracle")
-    if hasattr(outcome, "raised"):
-        fail("MultiHeadAttention(16, 4)", f"a valid size is refused too: {outcome.message.splitlines()[0]}",
-             "raise only for sizes that are wrong; a constructor that always raises refuses nothing in particular")
+    try:
+        student.call(MHA, init={"args": [16, 4]}, mode="oracle")  # its message explains a valid size refused
+    except StudentError as refused:
+        raise StudentError(f"{refused}\nA valid size is refused too, so refusing this one earns nothing: raise only "
+                           "for sizes that are wrong (a constructor that always raises refuses nothing in particular)"
+                           ) from None
 
 
 @pytest.mark.points(3)
