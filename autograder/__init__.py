@@ -4,6 +4,7 @@ Four groups, each a package that says what it may import (tests/kit/test_import_
 ``containment`` (the sandbox and its channel), ``grading`` (a submission to a record of every test),
 ``reports`` (what a grade looks like) and ``platforms`` (Gradescope, nbgrader, generated files).
 Here at the top: the entry (``cli``, ``__main__``) and the facts every group shares, which import
-nothing from the groups: ``config`` (grading.yaml), ``paths``, ``parts`` (the lab's parts) and
-``rules`` (what a submission may import and name).
+nothing from the groups: ``config`` (grading.yaml), ``paths``, ``parts`` (the lab's parts),
+``rules`` (what a submission may import and name) and ``bounds`` (how much of a child's text the
+grader keeps).
 """

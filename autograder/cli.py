@@ -27,7 +27,7 @@ def main(argv=None):
                        help="regrade every submission, even one whose report was graded from the same files by the "
                             "same grader (otherwise such a report is reused, and every other one is regraded)")
     grade.add_argument("--call-timeout", type=float, default=None,
-                       help="seconds one call of student code may take (default: grading.yaml)")
+                       help="seconds of CPU time one call of student code may take (default: grading.yaml)")
     grade.add_argument("--config", default=None, metavar="YAML",
                        help="the settings to grade with (default: the kit's grading.yaml)")
     release = commands.add_parser("release", help="write OUT/release/: the feedback students may see")

@@ -50,10 +50,10 @@ class Config:
     hidden_visibility: str = setting(
         "visibility.hidden", "after_due_date",
         "when Gradescope shows students the other tests (whole tests; the total waits for them)", choices=VISIBILITIES)
-    call_seconds: float = setting("limits.call_seconds", 10.0, "seconds one call of student code may take",
+    call_seconds: float = setting("limits.call_seconds", 10.0, "seconds of CPU time one call of student code may take",
                                   minimum=0.1)
     submission_seconds: float = setting("limits.submission_seconds", 120.0,
-                                        "seconds all calls of one submission may take together", minimum=1)
+                                        "seconds of CPU time all calls of one submission may take together", minimum=1)
     memory_mb: int = setting("limits.memory_mb", 512, "MiB of memory a submission's processes may use", minimum=64)
     daily_submission_limit: int = setting(
         "gradescope.daily_submission_limit", 0, "graded submissions per student per 24 h (0: no limit)", minimum=0)
@@ -71,6 +71,9 @@ SETTINGS = {f.metadata["key"]: f for f in dataclasses.fields(Config)}
 
 # Inside a memory-limited container (Gradescope's) the grader keeps this much beside a child for itself.
 GRADER_MARGIN_MB = 128
+# The time limits count the child's CPU time; one that sleeps or blocks is stopped by a wall clock this
+# many times the limit (a call's, and the submission's), which a call slowed by a loaded machine stays under.
+WALL_BACKSTOP = 5
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from autograder.grading.compare import fail
+from autograder.grading.student import StudentError
 
 pytestmark = pytest.mark.part("mha_init")
 
@@ -76,10 +77,22 @@ def test_bias_can_be_turned_off(student):
              f"{sorted(layers)}", "pass bias=bias to every nn.Linear")
 
 
+def _require_valid_size_builds(student):
+    """A test that a size is refused is worth points only when a valid size is not: a constructor that
+    always raises would pass it otherwise."""
+    try:
+        student.call(MHA, init={"args": [16, 4]}, mode="oracle")  # its message explains a valid size refused
+    except StudentError as refused:
+        raise StudentError(f"{refused}\nA valid size is refused too, so refusing this one earns nothing: raise only "
+                           "for sizes that are wrong (a constructor that always raises refuses nothing in particular)"
+                           ) from None
+
+
 @pytest.mark.points(3)
 @pytest.mark.public
 def test_indivisible_sizes_raise_dimension_mismatch(student):
     """Construction: MultiHeadAttention(16, 5) raises DimensionMismatchError naming 16 and 5"""
+    _require_valid_size_builds(student)
     outcome = student.try_call(MHA, init={"args": [16, 5]}, mode="oracle")
     if not hasattr(outcome, "raised"):
         fail("MultiHeadAttention(16, 5)", "no exception was raised", "check d_model % n_heads != 0 in __init__")
@@ -98,6 +111,7 @@ def test_indivisible_sizes_raise_dimension_mismatch(student):
 @pytest.mark.points(1)
 def test_non_positive_sizes_raise_value_error(student):
     """Construction: non-positive sizes raise ValueError"""
+    _require_valid_size_builds(student)
     for args in ((0, 4), (16, 0), (-8, 2)):
         outcome = student.try_call(MHA, init={"args": list(args)}, mode="oracle")
         if not hasattr(outcome, "raised") or not outcome.raised("ValueError"):

@@ -6,6 +6,6 @@ and seccomp, ``cgroups`` bounds a submission's memory and processes. ``probes`` 
 (it runs student code), ``protocol`` and ``wire`` are the typed requests and the byte format,
 ``replies`` the reply schema, ``frozen`` keeps torch's import out of the garbage collector's way.
 
-May import: the shared facts at the top (``paths``, ``rules``) and itself; never grading, reports
-or platforms.
+May import: the shared facts at the top (``paths``, ``rules``, ``bounds``, ``config``) and itself; never
+grading, reports or platforms.
 """

@@ -85,6 +85,19 @@ class SubmissionCgroup:
         except (OSError, ValueError):
             return None
 
+    def cpu_seconds(self):
+        """CPU time every process of the submission has used so far (cgroup v2's cpu.stat, present whether
+        or not the cpu controller is enabled), or None where it cannot be read (v1)."""
+        if self.version == 1:
+            return None
+        try:
+            for line in (self.folders["memory"] / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
     def _close_peak(self):
         if getattr(self, "_peak_fd", None) is not None:
             os.close(self._peak_fd)

@@ -24,11 +24,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+from autograder.bounds import CHILD_NAME, CHILD_TEXT
+
 STUDENT_MODULES = ("attention", "mha")
 
 # The tags of a result that is not a tensor, a number, a string or None (see ``tag``).
 SEQUENCE, TENSOR_OF, OBJECT = "__sequence__", "__tensor_of__", "__object__"
-MAX_TEXT = 2000           # characters of any string the child sends back
+MAX_TEXT = CHILD_TEXT     # the child's own cut of a string it sends back (a courtesy: the parent cuts again)
 MAX_TAGGED_ITEMS = 16     # items of a returned sequence that are sent back
 MAX_TAGGED_DEPTH = 4      # nested sequences below that become an OBJECT tag
 MAX_WARM_SHAPES = 4       # tensor arguments a warm-up copies the shapes of
@@ -269,7 +271,7 @@ def tag(value, depth=0):
         return value[:MAX_TEXT]
     if type(value) is float:
         return value if math.isfinite(value) else repr(value)
-    return {OBJECT: type(value).__name__[:80]}
+    return {OBJECT: type(value).__name__[:CHILD_NAME]}
 
 
 def untag(value):

@@ -24,6 +24,7 @@ str, ``{"__sequence__": "tuple" | "list", "items": [plain]}``, ``{"__tensor_of__
 """
 import torch
 
+from autograder.bounds import CHILD_NAME, CHILD_TEXT, cut
 from autograder.containment.protocol import OBJECT, SEQUENCE, TENSOR_OF
 
 MAX_INT = 1 << 62      # ints beyond this would overflow float arithmetic in the tests
@@ -32,16 +33,38 @@ MAX_PLAIN_DEPTH = 8    # nested sequences in a result (protocol.tag stops at 5)
 
 
 class BadReply(ValueError):
-    """A reply that is not what ``probes.serve`` sends."""
+    """A reply that is not what ``probes.serve`` sends. Its message is the grader's words alone: it names
+    where the fault is by the schema's own field names, never by a name or value the child chose."""
 
 
 def check(message):
-    """Return ``message`` if it is a well-formed reply, else raise ``BadReply`` naming the first fault."""
+    """``message`` with every string cut to the parent's bounds (``bounded``) if it is a well-formed reply,
+    else raise ``BadReply`` naming the first fault."""
     fields(message, "the reply", required={"seq": _int, "ok": _bool, "forbidden": _strings},
            optional={"value": _value, "error": _error, "record": _optional(_str)})
     if message["ok"] != ("value" in message) or ("value" in message) == ("error" in message):
         raise BadReply("the reply must hold either ok and a value, or an error")
-    return message
+    return bounded(message)
+
+
+# Fields whose strings are names (an exception type, a function, a file, a type's name): cut shorter.
+NAME_FIELDS = {"type", "mro", "function", "file", OBJECT, TENSOR_OF}
+
+
+def bounded(value, limit=CHILD_TEXT):
+    """A checked reply with every string cut in the parent (``autograder.bounds``), whatever the child's
+    own cut did: a text to ``CHILD_TEXT``, a name and every key to ``CHILD_NAME``. Tensors stay."""
+    if type(value) is str:
+        return cut(value, limit)
+    if type(value) is list:
+        items = [bounded(item, limit) for item in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    if type(value) is dict:
+        items = {cut(key, CHILD_NAME): bounded(item, CHILD_NAME if key in NAME_FIELDS else CHILD_TEXT)
+                 for key, item in value.items()}
+        same = list(items) == list(value) and all(items[k] is value[k] for k in value)
+        return value if same else items  # an honest reply comes back as it is, not copied
+    return value
 
 
 # --- the pieces --------------------------------------------------------------------------------
@@ -52,9 +75,8 @@ def fields(value, where, required=None, optional=None):
     required, optional = required or {}, optional or {}
     if type(value) is not dict:
         raise BadReply(f"{where} is a {type(value).__name__}, not an object")
-    unknown = sorted(set(value) - set(required) - set(optional))
-    if unknown:
-        raise BadReply(f"{where} has an unknown field {unknown[0][:40]!r}")
+    if set(value) - set(required) - set(optional):  # named by the child: not repeated in the grader's words
+        raise BadReply(f"{where} has a field the schema does not know")
     missing = sorted(set(required) - set(value))
     if missing:
         raise BadReply(f"{where} lacks the field {missing[0]!r}")
@@ -107,8 +129,8 @@ def _dict_of(checker):
     def check_dict(value, where):
         if type(value) is not dict or len(value) > MAX_ITEMS:
             _fail(where, "an object")
-        for name, item in value.items():
-            checker(item, f"{where}[{name[:40]!r}]")
+        for i, item in enumerate(value.values()):  # the keys are the child's: entries are named by position
+            checker(item, f"{where}'s entry {i + 1}")
     return check_dict
 
 

@@ -22,17 +22,21 @@ import socket
 import sys
 import time
 
+from autograder.bounds import CHILD_OUTPUT
+from autograder.config import WALL_BACKSTOP
 from autograder.containment import cgroups, isolation, replies, wire
 
-OUTPUT_CAP = 64 * 1024
+OUTPUT_CAP = CHILD_OUTPUT
+CPU_POLL_SECONDS = 0.05  # how often a waiting parent reads the child's CPU time
 
 
 class ChildDied(Exception):
-    """The child exited, crashed, hung past its time limit, or broke the protocol."""
+    """The child exited, crashed, hung past its time limit, or broke the protocol. ``wall``: it timed out
+    on the wall-clock backstop, not on its CPU time (it slept or blocked, or the machine was too slow)."""
 
-    def __init__(self, reason, timed_out=False):
+    def __init__(self, reason, timed_out=False, wall=False):
         super().__init__(reason)
-        self.reason, self.timed_out = reason, timed_out
+        self.reason, self.timed_out, self.wall = reason, timed_out, wall
 
 
 class OutOfTurn(ChildDied):
@@ -243,12 +247,16 @@ class Child:
             if time.monotonic() > deadline:
                 raise ChildDied("the sandbox did not start")
 
-    def call(self, request, timeout=None, deadline=None):
+    def call(self, request, timeout=None, deadline=None, cpu_left=None):
         """Send one probe request and return the child's decoded reply, checked by ``replies.check``.
 
-        The call's time limit (``timeout``, else ``limits.call_seconds``; never past ``deadline``, the
-        submission's) counts from before the request is written: the request pipe is non-blocking, and a
-        child that does not read it times out like one that does not answer.
+        The call's limit is the child's own CPU time (``timeout``, else ``limits.call_seconds``; at most
+        ``cpu_left``, what is left of the submission's), read by the parent from the kernel (``cpu_seconds``),
+        never from the child: a loaded machine slows a call down without costing it anything. A child that
+        sleeps or blocks uses no CPU, so a wall-clock backstop ``WALL_BACKSTOP`` times the limit (never past
+        ``deadline``, the submission's) ends it; ``ChildDied.wall`` says which limit it was. Both count from
+        before the request is written: the request pipe is non-blocking, and a child that does not read it
+        times out like one that does not answer. ``cpu_used`` is then what the call took.
         A reply that is too large, malformed, or numbered for another request is the student's
         failure: the child is killed and ``ChildDied`` says why. ``OutOfTurn`` means the child
         misbehaved after its previous reply; the caller may retry this request on a fresh child.
@@ -256,10 +264,15 @@ class Child:
         if self.dead:
             raise ChildDied(self.dead)
         self._check_silent()
-        timeout = self.limits.call_seconds if timeout is None else timeout
-        ends = time.monotonic() + timeout
+        limit = self.limits.call_seconds if timeout is None else timeout
+        cpu_limit = limit if cpu_left is None else max(min(limit, cpu_left), 0.0)
+        cpu_start = self.cpu_seconds()
+        # Where the kernel gives no CPU figure, the wall clock is all there is: the limit itself.
+        wall_limit = limit * WALL_BACKSTOP if cpu_start is not None else cpu_limit
+        ends = time.monotonic() + wall_limit
         if deadline is not None and deadline < ends:
-            ends, timeout = deadline, max(deadline - time.monotonic(), 0.0)
+            ends = deadline
+        self.cpu_used = 0.0
         self.seq += 1
         unsent = memoryview(wire.encode(dict(request, seq=self.seq)))
         while True:
@@ -267,20 +280,44 @@ class Child:
                 if unsent:
                     unsent = unsent[self._write_some(unsent):]
                 message = self.reader.message()
+                self._count_cpu(cpu_start)
                 if message is not None:
                     return self._accept(message)
                 if self.dead:
                     raise ChildDied(self.dead)
+                if self.cpu_used > cpu_limit:
+                    self.kill()
+                    self.dead = f"used more than {cpu_limit:g} s of CPU time"
+                    raise ChildDied(self.dead, timed_out=True)
                 if time.monotonic() > ends:
                     self.kill()
-                    self.dead = f"timed out after {timeout:g} s"
-                    raise ChildDied(self.dead, timed_out=True)
-                self._pump([self.response_r, self.output_r, self.status_r], ends, self.reader,
+                    self.dead = (f"gave no answer within the wall-clock backstop ({wall_limit:g} s), "
+                                 f"having used {self.cpu_used:.1f} s of CPU time")
+                    raise ChildDied(self.dead, timed_out=True, wall=cpu_start is not None)
+                self._pump([self.response_r, self.output_r, self.status_r],
+                           min(ends, time.monotonic() + CPU_POLL_SECONDS), self.reader,
                            write=self.request_w if unsent else None)
             except (wire.WireError, replies.BadReply) as err:
                 self.kill()
                 self.dead = f"sent a malformed reply ({err})"
                 raise ChildDied(self.dead) from None
+
+    cpu_clock = None  # a callable giving the CPU time of every process of the child's (its cgroup's), or None
+    cpu_used = 0.0
+
+    def cpu_seconds(self):
+        """The CPU time the child has used so far, as the kernel counts it: its cgroup's (``cpu_clock``: every
+        process it started too) where there is one, else its own process's (/proc/<pid>/stat), or None."""
+        if self.cpu_clock is not None:
+            used = self.cpu_clock()
+            if used is not None:
+                return used
+        return process_cpu_seconds(self.pid)
+
+    def _count_cpu(self, start):
+        now = self.cpu_seconds()
+        if start is not None and now is not None:
+            self.cpu_used = max(now - start, self.cpu_used)
 
     def _write_some(self, data):
         """Write what the request pipe takes now; 0 if it is full. A pipe the child closed means it is gone
@@ -305,7 +342,7 @@ class Child:
             self.dead = "answered an earlier request a second time (its code wrote to the grader's pipe)"
             raise OutOfTurn(self.dead)
         if seq != self.seq or type(seq) is not int:
-            raise replies.BadReply(f"numbered {str(seq)[:20]} where {self.seq} was asked")
+            raise replies.BadReply(f"not numbered {self.seq}, the request it answers")  # the child's number is not repeated
         return replies.check(message)
 
     def _check_silent(self):
@@ -405,6 +442,21 @@ class Child:
         """What the child printed and the grader kept (the first ``OUTPUT_CAP`` bytes): the student's text
         only. How much more there was is the grader's count, ``output_dropped``, never part of the text."""
         return self.output.decode("utf-8", "replace")
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid):
+    """User and system CPU time of process ``pid`` (all its threads), from /proc/<pid>/stat; None if unreadable."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()  # the name, in parentheses, may hold spaces
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime and stime, fields 14 and 15
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def describe_status(status):

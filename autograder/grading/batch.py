@@ -28,6 +28,7 @@ from autograder.paths import KIT_ROOT
 from autograder.reports import history, lateness, report, similarity
 from autograder.reports.classbook import submission_label
 from autograder.reports.inert_text import clean
+from autograder.config import WALL_BACKSTOP
 from autograder.parts import PART_TITLES
 from autograder.grading.runner import HIDDEN_TESTS, Engine, grade_one
 from autograder.containment.zygote import Zygote
@@ -176,7 +177,9 @@ def grade_forked(engine, source_path, slot=0):
 
 
 def _grader_seconds(engine):
-    return engine.limits.submission_seconds + SUPERVISOR_MARGIN
+    """Wall-clock seconds a per-submission grader may take: the submission's wall-clock backstop (its budget
+    counts CPU time, so a loaded machine may stretch it up to ``WALL_BACKSTOP`` times), plus a margin."""
+    return engine.limits.submission_seconds * WALL_BACKSTOP + SUPERVISOR_MARGIN
 
 
 def _stop(pid):
@@ -207,7 +210,7 @@ def _timed_out_record(engine):
 
     seconds = _grader_seconds(engine)
     reason = (f"timed out: grading this submission took longer than {seconds:g} s, so it was stopped "
-              f"(its code kept the grader waiting past the submission's {engine.limits.submission_seconds:g} s limit)")
+              f"(its code kept the grader waiting past the submission's limit)")
     tests = [{"name": f"{PART_TITLES.get(part, part)}: not graded (timed out)", "part": part, "points": points,
               "passed": False, "message": reason, "visibility": "visible", "nodeid": f"{part} (timed out)"}
              for part, points in part_points(engine.tests_dir).items()]

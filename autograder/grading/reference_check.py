@@ -5,8 +5,10 @@ gradescope`` or ``make nbgrader-course`` ship a suite, the reference solution is
 engine, in the same sandbox. Every test must pass: a test that fails or errors on the reference
 (a typo in a test, a wrong expected value, a module of the suite that does not load) would charge
 every student for the grader's mistake, so the run stops and names the file, the line and what
-failed. A passing verdict is kept under the grader's fingerprint (``fingerprint.grader_key``), so
-the check costs one grading per change of the suite, the reference, the settings or the kit.
+failed. When some of the reference's calls were stopped by the wall-clock backstop rather than by
+their CPU time, the line says instead that the machine was too slow: the suite is not to blame. A
+passing verdict is kept under the grader's fingerprint (``fingerprint.grader_key``), so the check
+costs one grading per change of the suite, the reference, the settings or the kit.
 """
 import json
 import os
@@ -15,15 +17,23 @@ from autograder.grading.fingerprint import grader_key
 
 
 class SuiteBroken(Exception):
-    """The reference does not get full marks on the suite; ``lines`` say where and why, one per failure."""
+    """The reference does not get full marks on the suite; ``lines`` say where and why, one per failure.
+    ``too_slow``: some of the reference's calls were stopped by the wall-clock backstop before their CPU
+    limit, so the machine was too slow (loaded), which says nothing of the suite."""
 
-    def __init__(self, lines):
+    def __init__(self, lines, too_slow=False):
         super().__init__("; ".join(lines))
-        self.lines = lines
+        self.lines, self.too_slow = lines, too_slow
 
     def message(self, outcome="nothing was graded"):
-        return ("the hidden suite fails on the reference solution, so it would charge students for the "
-                f"grader's mistake; {outcome}:\n" + "\n".join(f"  {line}" for line in self.lines))
+        if self.too_slow:
+            head = ("the reference solution was too slow on this machine: its calls ran out of wall-clock time "
+                    "before their CPU time (a loaded machine, not a broken suite); "
+                    f"{outcome}. Run again when the machine is less busy")
+        else:
+            head = ("the hidden suite fails on the reference solution, so it would charge students for the "
+                    f"grader's mistake; {outcome}")
+        return f"{head}:\n" + "\n".join(f"  {line}" for line in self.lines)
 
 
 def verify(parts, grade_reference):
@@ -37,7 +47,7 @@ def verify(parts, grade_reference):
     record = grade_reference()
     failures = failures_of(record)
     if failures:
-        raise SuiteBroken(failures)
+        raise SuiteBroken(failures, too_slow=bool(record.get("wall_timeouts")))
     verdict = {"key": key, "tests": len(record["tests"]),
                "points": sum(t["points"] for t in record["tests"])}
     _store(key, verdict)

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 
+from autograder.bounds import bound_record
 from autograder.containment import isolation, sandbox
 from autograder.config import Limits
 from autograder.paths import KIT_ROOT
@@ -93,18 +94,20 @@ def grade_one(engine, source_path, slot=0, keep=None):
             raise SuiteError(f"the hidden suite does not load: {'; '.join(context.load_errors)}")
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not context.results:
             raise SuiteError(f"the hidden suite in {engine.tests_dir} did not run (pytest exit code {int(code)})")
-        return {
+        return bound_record({  # the child's texts, bounded before any report is written
             "tests": context.results,
             "problems": staged.problems,
             "found": staged.found,
             "output": "\n".join(student.output),
             "output_dropped": student.output_dropped,  # the grader's count, apart from the student's text
             "events": student.events,
+            "wall_timeouts": student.wall_timeouts,  # the grader's count: calls the wall clock stopped, not their CPU time
+            "cpu_seconds": round(student.cpu_spent, 3),  # the CPU time of the submission's calls, as the grader measured it
             "isolation": engine.level,
             "containment": engine.layers + (["cgroup-memory", "cgroup-pids"] if student.cgroup else [])
                            + ([student.memory_note] if student.memory_note else []),
             "execution_time": round(time.monotonic() - started, 3),
-        }
+        })
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

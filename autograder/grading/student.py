@@ -29,7 +29,8 @@ import time
 import torch
 
 from autograder import rules
-from autograder.config import GRADER_MARGIN_MB
+from autograder.bounds import SUBMISSION_OUTPUT
+from autograder.config import GRADER_MARGIN_MB, WALL_BACKSTOP
 from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
 from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
                                  untag)
@@ -94,12 +95,15 @@ class Reply:
 class Student:
     def __init__(self, zygote, staged, limits, slot=0):
         self.zygote, self.staged, self.limits, self.slot = zygote, staged, limits, slot
-        self.deadline = time.monotonic() + limits.submission_seconds
+        # The budget is CPU time (``cpu_spent``, measured by the parent per call); the wall clock only backs it up.
+        self.deadline = time.monotonic() + limits.submission_seconds * WALL_BACKSTOP
+        self.cpu_spent = 0.0
         self.children = {}
         self.scratch_count = 0
         self.timed_out = {}  # target -> reason
         self.import_failures = {}  # (mode, module) -> message
         self.timeouts = 0
+        self.wall_timeouts = 0  # calls stopped by the wall clock before their CPU time ran out (a slow machine, or sleep)
         self.output = []  # what each child printed (the student's text only)
         self.output_dropped = 0  # bytes printed past each child's cap: the grader's count, kept apart from the text
         self.events = []  # crashes and timeouts, for the report
@@ -188,7 +192,11 @@ class Student:
         sent with the request and name only watched built-ins. Ops recorded while the modules were
         imported count in every call of that child."""
         nonce = secrets.token_hex(8)
-        body = child.call(request_body(request, record=nonce), deadline=self.deadline)  # checked by replies
+        try:
+            body = child.call(request_body(request, record=nonce), deadline=self.deadline,
+                              cpu_left=self.limits.submission_seconds - self.cpu_spent)  # checked by replies
+        finally:
+            self.cpu_spent += getattr(child, "cpu_used", 0.0)
         answer = Answer.from_body(body)
         claimed = set(answer.forbidden)
         forbidden = claimed & KNOWN_FORBIDDEN
@@ -243,10 +251,10 @@ class Student:
         except OutOfTurn:
             raise
         except ChildDied as died:
-            reason = (self._timeout_reason(f"importing {module}.py") if died.timed_out
+            reason = (self._timeout_reason(f"importing {module}.py", died.wall) if died.timed_out
                       else f"the submission's process {died.reason} while importing {module}.py")
             if died.timed_out:
-                self.timeouts += 1
+                self._count_timeout(died)
             self.events.append(reason)
             self.import_failures[(mode, module)] = reason
             self._retire(child)
@@ -267,9 +275,12 @@ class Student:
             return self.import_failures[(mode, module)]
         if target in self.timed_out:
             return f"not run: {target.split('.', 1)[1]} {self.timed_out[target]} earlier, so it is not called again"
-        if self.timeouts >= MAX_TIMEOUTS or time.monotonic() > self.deadline:
+        if self.timeouts >= MAX_TIMEOUTS or self._budget_spent():
             return "not run: the submission used up its time budget (its code hung or was too slow in earlier tests)"
         return None
+
+    def _budget_spent(self):
+        return self.cpu_spent >= self.limits.submission_seconds or time.monotonic() >= self.deadline
 
     def _child(self, mode):
         entry = self.children.get(mode)
@@ -282,6 +293,8 @@ class Student:
             scratch = self._fresh_scratch(uid, leave_out=refused)
             cgroup = self._submission_cgroup()
             child = self.zygote.spawn(scratch, mode, self.limits, uid, cgroup.procs if cgroup else (), refused=refused)
+            if cgroup is not None:  # its CPU time counts every process of the submission's, a forked helper too
+                child.cpu_clock = cgroup.cpu_seconds
             entry = self.children[mode] = {"child": child, "imported": set()}
         return entry["child"]
 
@@ -357,9 +370,10 @@ class Student:
         entry = self.children.get(mode)
         func = target.split(".", 1)[1]
         if died.timed_out:
-            self.timeouts += 1
-            self.timed_out[target] = f"timed out (limit {self.limits.call_seconds:g} s)"
-            reason = self._timeout_reason(func) + " (an infinite loop?)"
+            self._count_timeout(died)
+            self.timed_out[target] = ("gave no answer" if died.wall
+                                      else f"timed out (limit {self.limits.call_seconds:g} s of CPU time)")
+            reason = self._timeout_reason(func, died.wall) + ("" if died.wall else " (an infinite loop?)")
         elif died.reason.startswith("grader error"):
             raise RuntimeError(died.reason)  # not the student's fault: the test becomes a grader error
         else:
@@ -370,19 +384,29 @@ class Student:
             del self.children[mode]
         return reason
 
-    def _timeout_reason(self, what):
-        """Why a call timed out: its own limit, or the submission's time budget, which ended it sooner."""
-        if time.monotonic() >= self.deadline:
+    def _count_timeout(self, died):
+        self.timeouts += 1
+        self.wall_timeouts += died.wall
+
+    def _timeout_reason(self, what, wall=False):
+        """Why a call timed out: its own CPU limit, the wall-clock backstop (it waited rather than computed),
+        or the submission's time budget, which ended it sooner."""
+        if self._budget_spent():
             return (f"{what} was stopped: the submission used up its time budget "
-                    f"({self.limits.submission_seconds:g} s for all calls)")
-        return f"{what} did not finish within {self.limits.call_seconds:g} s"
+                    f"({self.limits.submission_seconds:g} s of CPU time for all calls)")
+        if wall:
+            return (f"{what} gave no answer within {self.limits.call_seconds * WALL_BACKSTOP:g} s of wall-clock time "
+                    f"while using less than its {self.limits.call_seconds:g} s of CPU time (it sleeps or waits?)")
+        return f"{what} did not finish within {self.limits.call_seconds:g} s of CPU time"
 
     def _retire(self, child):
+        """Close ``child`` and keep what it printed, up to ``bounds.SUBMISSION_OUTPUT`` for all children together."""
         child.close()
         text = child.output_text()
-        if text:
-            self.output.append(text)
-        self.output_dropped += child.output_dropped
+        room = max(SUBMISSION_OUTPUT - sum(len(kept) for kept in self.output), 0)
+        if text[:room]:
+            self.output.append(text[:room])
+        self.output_dropped += child.output_dropped + len(text[room:].encode("utf-8", "replace"))
 
 
 class MemoryMeter:

@@ -60,6 +60,7 @@ def results_json(record, submitters=(), student_view=False):
                if status(record, grader_errors) != GRADED else {}),
             "submitters": [_submitter(s) for s in submitters],
             **({"fingerprint": record["fingerprint"]} if record.get("fingerprint") else {}),
+            **({"cpu_seconds": record["cpu_seconds"]} if "cpu_seconds" in record else {}),  # what the time limits count
             **({"regraded": record["regraded"]} if record.get("regraded") else {}),
         },
     }

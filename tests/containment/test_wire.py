@@ -18,8 +18,9 @@ import time
 import pytest
 import torch
 
+from autograder import bounds
 from autograder.containment import replies, wire
-from autograder.config import Limits
+from autograder.config import WALL_BACKSTOP, Limits
 from autograder.containment.sandbox import Child, ChildDied, OutOfTurn
 from autograder.containment.zygote import Zygote
 
@@ -130,6 +131,13 @@ def test_bad_tensor_tags_are_refused(ref, sizes, says):
         read_one(frame(header, b"\0" * sum(sizes)))
 
 
+def test_an_unknown_dtype_is_refused_without_repeating_its_name():
+    header = {"body": good_reply(result=tensor_ref(dtype="https://evil.example")), "sizes": [8]}
+    with pytest.raises(wire.WireError) as refused:
+        read_one(frame(header, b"\0" * 8))
+    assert "evil" not in str(refused.value)
+
+
 def test_one_buffer_cannot_back_many_tensors():
     """Otherwise 1,000 references to one 1 MiB buffer would cost the grader 1 GiB."""
     header = {"body": good_reply(result=[tensor_ref()] * 1000), "sizes": [8]}
@@ -146,7 +154,7 @@ ERROR = {"type": "ValueError", "mro": ["ValueError"], "message": "m", "phase": "
     ([1, 2], "is a list, not an object"),
     ("ok", "is a str, not an object"),
     ({"ok": True, "value": {}, "forbidden": []}, "lacks the field 'seq'"),
-    (dict(good_reply(), extra=1), "unknown field 'extra'"),
+    (dict(good_reply(), extra=1), "has a field the schema does not know"),
     (dict(good_reply(), ok=1), "ok is not a bool"),
     (dict(good_reply(), seq=1.0), "seq is not an int"),
     (dict(good_reply(), forbidden="none"), "forbidden is not a list"),
@@ -161,7 +169,7 @@ ERROR = {"type": "ValueError", "mro": ["ValueError"], "message": "m", "phase": "
     (good_reply(result={"anything": 1}), "not a tensor, a number"),
     (good_reply(result=[1, 2]), "not a tensor, a number"),
     (good_reply(result=10 ** 30), "result is not an int"),
-    (good_reply(peak_bytes=123), "unknown field"),
+    (good_reply(peak_bytes=123), "a field the schema does not know"),
     (good_reply(inputs_after=[1]), r"inputs_after\[0\] is not a tensor"),
     (good_reply(grads={"inputs": [], "params": {}}), "lacks the field 'connected'"),
     (good_reply(grads={"inputs": [], "params": [], "connected": True}), "params is not an object"),
@@ -198,6 +206,39 @@ def test_every_reply_the_probe_loop_sends_passes_the_schema():
     ]
     for reply in honest:
         assert replies.check(reply) is reply
+
+
+URL = "https://evil.example/claim-your-points"
+
+
+@pytest.mark.parametrize("reply", [
+    dict(good_reply(), **{URL: 1}),
+    good_reply(attrs={"type_mro": [], "d_model": 1, "n_heads": 1, "d_k": 1, "parameters": {URL: "not a tensor"}}),
+    good_reply(grads={"inputs": [], "params": {URL: 1}, "connected": True}),
+])
+def test_the_reply_checker_names_a_fault_in_its_own_words_never_by_the_childs_names(reply):
+    with pytest.raises(replies.BadReply) as refused:
+        replies.check(reply)
+    assert "evil" not in str(refused.value) and "http" not in str(refused.value)
+
+
+def test_every_string_of_a_reply_is_cut_in_the_parent_whatever_the_child_cut():
+    long = "x" * 240_000
+    checked = replies.check({"seq": 1, "ok": False, "forbidden": [], "error": {
+        "type": long, "mro": [long], "message": long, "phase": long,
+        "where": {"file": long, "line": 1, "function": long, "code": long}}})
+    error = checked["error"]
+    assert len(error["message"]) == len(error["phase"]) == len(error["where"]["code"]) == bounds.CHILD_TEXT
+    assert len(error["type"]) == len(error["mro"][0]) == len(error["where"]["function"]) == bounds.CHILD_NAME
+    assert error["message"].endswith(bounds.CUT_MARK)
+
+
+def test_the_names_in_a_result_and_its_keys_are_cut_in_the_parent():
+    long = "n" * 10_000
+    checked = replies.check(good_reply(result={"__object__": long}, grads={"inputs": [], "params": {long: None},
+                                                                           "connected": True}))
+    assert len(checked["value"]["result"]["__object__"]) == bounds.CHILD_NAME
+    assert [len(name) for name in checked["value"]["grads"]["params"]] == [bounds.CHILD_NAME]
 
 
 # --- the grader's handle: Child.call on a child that writes what it likes ------------------------
@@ -270,6 +311,27 @@ def test_a_reply_numbered_for_another_request_kills_the_child(fake, seq):
         fake.child.call({"import": "attention"})
     assert not isinstance(died.value, OutOfTurn) and not died.value.reason.startswith("grader error")
     assert fake.killed(), "the child that sent it still runs"
+
+
+def test_a_reply_with_a_field_of_the_childs_choosing_is_named_in_the_graders_words(fake):
+    fake.answer(dict(good_reply(seq=1, result=1), **{URL: 1}))
+    with pytest.raises(ChildDied) as died:
+        fake.child.call({"import": "attention"})
+    assert died.value.reason == "sent a malformed reply (the reply has a field the schema does not know)"
+
+
+def test_a_misnumbered_reply_is_named_without_repeating_the_childs_number(fake):
+    fake.answer(good_reply(seq=URL, result=1))
+    with pytest.raises(ChildDied) as died:
+        fake.child.call({"import": "attention"})
+    assert "numbered" in died.value.reason and "evil" not in died.value.reason
+
+
+@pytest.mark.parametrize("header", [b'{"body": {"' + URL.encode() + b'": 1', b"\xff" + URL.encode()])
+def test_a_malformed_header_is_named_without_quoting_it(header):
+    with pytest.raises(wire.WireError) as refused:
+        wire.parse_header(header)
+    assert "evil" not in str(refused.value)
 
 
 def test_a_second_reply_to_an_earlier_request_is_out_of_turn(fake):
@@ -349,13 +411,13 @@ def test_a_setup_error_on_the_status_pipe_is_the_graders(fake):
 
 def test_a_request_the_child_does_not_read_times_out_within_the_call_limit(fake):
     """The request pipe shrunk to 4 KiB and never read: writing a large request must not block the grader;
-    the call's limit counts from before the write."""
+    the call's limits (its CPU time and the wall-clock backstop) count from before the write."""
     fcntl.fcntl(fake.request_r, 1031, 4096)  # F_SETPIPE_SZ, as a child can do to its own pipe
     fake.child.limits = Limits(call_seconds=0.5)
     started = time.monotonic()
     with pytest.raises(ChildDied) as died:
         fake.child.call({"import": "attention", "pad": "x" * (1 << 20)})
-    assert died.value.timed_out and time.monotonic() - started < 3, time.monotonic() - started
+    assert died.value.timed_out and time.monotonic() - started < 0.5 * WALL_BACKSTOP + 2, time.monotonic() - started
     assert fake.killed()
 
 

@@ -84,6 +84,22 @@ def test_a_file_that_does_not_import_loses_its_rule_points_as_not_checkable_not_
                         and "uses a built-in" not in t["output"] for t in lost), failing({"tests": lost})
 
 
+@pytest.mark.slow  # grades one more submission
+def test_stubs_that_raise_another_exception_score_zero(open_tmp):
+    """One sed over the stubs (NotImplementedError -> ValueError) writes nothing: the rule's points need
+    an output of the right shape, and a test that a size is refused needs a valid size to be accepted."""
+    submission = open_tmp / "value_error_stubs"
+    submission.mkdir()
+    for name in ("attention.py", "mha.py"):
+        stub = (SAMPLES / "stubs" / name).read_text()
+        assert "raise NotImplementedError" in stub
+        (submission / name).write_text(stub.replace("NotImplementedError", "ValueError"))
+    run = run_grader("grade", submission, "--out", open_tmp / "out")
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = results(open_tmp / "out", "value_error_stubs")
+    assert report["score"] == 0, failing({"tests": [t for t in report["tests"] if t["status"] == "passed"]})
+
+
 def test_feedback_names_what_to_fix(graded):
     feedback = (graded[0] / "mask_bug" / "feedback.md").read_text()
     assert "## What to fix" in feedback and "hint:" in feedback
@@ -113,7 +129,8 @@ def test_grading_again_with_one_job_gives_identical_reports(graded, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     for folder in sorted(p for p in out.iterdir() if p.is_dir()):
         first, second = results(out, folder.name), results(again, folder.name)
-        first.pop("execution_time"), second.pop("execution_time")
+        for report in (first, second):  # the time measurements aside: wall-clock and CPU seconds
+            report.pop("execution_time"), report["extra_data"].pop("cpu_seconds")
         assert first == second, f"{folder.name}: reports differ between runs"
 
 

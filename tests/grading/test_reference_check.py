@@ -87,3 +87,18 @@ def test_a_forged_cache_entry_for_another_key_is_not_taken(tmp_path):
          f"{reference_check.grader_key(PARTS)}.json").read_text())
     with pytest.raises(SuiteBroken):
         verify(dict(PARTS, suite="changed"), lambda: {"tests": [result("a", passed=False)]})
+
+
+def test_a_reference_stopped_by_the_wall_clock_is_reported_as_too_slow_not_as_failing():
+    record = {"tests": [result("Tiled", passed=False, message="tiled_attention gave no answer within 50 s of "
+                                                               "wall-clock time")], "wall_timeouts": 1}
+    with pytest.raises(SuiteBroken) as raised:
+        verify(PARTS, lambda: record)
+    first_line = raised.value.message().splitlines()[0]
+    assert first_line.startswith("the reference solution was too slow on this machine") and "fails" not in first_line
+
+
+def test_a_reference_that_fails_within_its_cpu_limits_is_reported_as_failing():
+    with pytest.raises(SuiteBroken) as raised:
+        verify(PARTS, lambda: {"tests": [result("a", passed=False, message="wrong")], "wall_timeouts": 0})
+    assert raised.value.message().startswith("the hidden suite fails on the reference solution")

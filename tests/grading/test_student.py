@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from autograder.containment import replies
-from autograder.config import Limits
+from autograder.config import WALL_BACKSTOP, Limits
 from autograder.containment.protocol import OBJECT, SEQUENCE, ErrorInfo, NotATensor, Where
 from autograder.containment.sandbox import ChildDied, OutOfTurn
 from autograder.grading.student import (MAX_TIMEOUTS, RECORD_MISSING, Failure, Reply, RuleViolation, Student, StudentError,
@@ -172,7 +172,7 @@ class StandInChild:
         self.script, self.imports, self.dead = script, imports, None
         self.requests, self.closed = [], False
 
-    def call(self, request, deadline=None):
+    def call(self, request, deadline=None, cpu_left=None):
         self.requests.append(request)
         if "warm_up" in request:  # the kit's own ops: answered like an import
             reply = {"ok": True, "value": {}}
@@ -185,6 +185,7 @@ class StandInChild:
         self.closed = True
 
     output_dropped = 0
+    cpu_used = 0.0  # the CPU time of its last call, as sandbox.Child measures it
 
     def output_text(self):
         return f"printed by child {id(self)}"
@@ -272,7 +273,7 @@ def test_a_call_that_times_out_is_reported_and_its_child_retired(tmp_path):
     with pytest.raises(StudentError) as failed:
         student.call("attention.causal_mask", 4)
     limit = f"{student.limits.call_seconds:g}"
-    assert str(failed.value) == f"causal_mask did not finish within {limit} s (an infinite loop?)"
+    assert str(failed.value) == f"causal_mask did not finish within {limit} s of CPU time (an infinite loop?)"
     assert student.events == [str(failed.value)] and student.timeouts == 1
     assert student.spawned[0].closed and student.output == [student.spawned[0].output_text()]
 
@@ -296,6 +297,37 @@ def test_after_max_timeouts_the_time_budget_is_spent_for_every_call(tmp_path):
     assert blocked.error is None and not blocked.rule
 
 
+def test_a_call_stopped_by_the_wall_clock_is_reported_as_waiting_not_as_a_loop(tmp_path):
+    def script(request):
+        raise ChildDied("gave no answer", timed_out=True, wall=True)
+
+    student = handle(tmp_path, script=script)
+    message = student.try_call("attention.causal_mask", 4).message
+    backstop = f"{student.limits.call_seconds * WALL_BACKSTOP:g}"
+    assert message.startswith(f"causal_mask gave no answer within {backstop} s of wall-clock time") and "loop" not in message
+    assert student.timeouts == 1 and student.wall_timeouts == 1
+
+
+def test_a_call_stopped_at_its_cpu_limit_is_not_counted_as_a_slow_machine(tmp_path):
+    student = handle(tmp_path, script=times_out("attention.causal_mask"))
+    student.try_call("attention.causal_mask", 4)
+    assert student.timeouts == 1 and student.wall_timeouts == 0
+
+
+def test_the_submissions_budget_is_the_cpu_time_its_calls_used(tmp_path):
+    student = handle(tmp_path)
+    student.call("attention.causal_mask", 4)
+    assert student.cpu_spent == 0.0
+    student.spawned[0].cpu_used = student.limits.submission_seconds  # what the parent measured for the next call
+    student.call("attention.padding_mask", 4)
+    assert student.try_call("attention.causal_mask", 5).message.startswith("not run: the submission used up")
+
+
+def test_the_submissions_wall_clock_is_only_a_backstop_several_times_its_budget(tmp_path):
+    student = handle(tmp_path)
+    assert student.deadline - time.monotonic() > student.limits.submission_seconds * (WALL_BACKSTOP - 1)
+
+
 def test_past_the_submissions_deadline_every_call_is_not_run(tmp_path):
     student = handle(tmp_path)
     student.deadline = time.monotonic() - 1
@@ -308,7 +340,7 @@ def test_an_import_that_times_out_counts_as_a_timeout_and_blocks_the_module(tmp_
         raise ChildDied("timed out", timed_out=True)
 
     student = handle(tmp_path, imports=imports)
-    expected = f"importing attention.py did not finish within {student.limits.call_seconds:g} s"
+    expected = f"importing attention.py did not finish within {student.limits.call_seconds:g} s of CPU time"
     assert student.try_call("attention.causal_mask", 4).message == expected
     assert student.timeouts == 1 and student.events == [expected]
     assert student.try_call("attention.padding_mask", 4).message == expected and len(student.spawned) == 1

@@ -14,7 +14,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "autograder"
 GROUPS = ("containment", "grading", "reports", "platforms")
 ENTRY = {"cli", "__main__"}
-FACTS = {"__init__", "config", "paths", "parts", "rules"}
+FACTS = {"__init__", "bounds", "config", "paths", "parts", "rules"}
 MAY_IMPORT = {  # layer -> the layers its modules may import
     "facts": {"facts"},
     "containment": {"facts", "containment"},

@@ -246,3 +246,8 @@ def test_a_submission_with_no_files_says_so_once_at_the_top():
                                  problems=["you uploaded playground.ipynb; upload attention.py and mha.py"]))["output"]
     assert output.startswith("**Not graded: the submission has neither attention.py nor mha.py.**"), "no score, not 0"
     assert output.count("upload attention.py and mha.py") == 1 and "tests passed" not in output
+
+
+def test_the_cpu_time_the_limits_count_is_in_extra_data_when_measured():
+    assert results_json(record(result(), cpu_seconds=3.5))["extra_data"]["cpu_seconds"] == 3.5
+    assert "cpu_seconds" not in results_json(record(result()))["extra_data"]
