@@ -28,7 +28,7 @@ def honest_record():
     return record(*(result(part, points) for part, points in part_points(HIDDEN_TESTS).items()))
 
 
-def fake_grade_one(engine, source_path, slot=0):
+def fake_grade_one(engine, source_path, slot=0, **options):
     """Stands in for runner.grade_one in the forked grader: folders named for a way to hang do so."""
     name = os.path.basename(source_path)
     if name == "sleeps":

@@ -350,9 +350,14 @@ inherited = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)  # as whoever sta
 zygote.preload()
 forked = zygote.Zygote("rlimits", preloaded=True)
 seen, since = None, time.monotonic()
+def listing_of(pid):
+    try:  # a descriptor may close between the listing and its readlink: look again
+        return {n: os.readlink(f"/proc/{pid}/fd/{n}") for n in os.listdir(f"/proc/{pid}/fd")}
+    except FileNotFoundError:
+        return None
 while time.monotonic() - since < 0.5 and time.monotonic() < since + 30:  # until its descriptors settle
-    listing = {n: os.readlink(f"/proc/{forked.pid}/fd/{n}") for n in os.listdir(f"/proc/{forked.pid}/fd")}
-    if listing != seen:
+    listing = listing_of(forked.pid)
+    if listing is not None and listing != seen:
         seen, since = listing, time.monotonic()
     time.sleep(0.05)
 forked.stop()
