@@ -118,11 +118,11 @@ def test_runtime_requirements_pin_every_package(autograder_zip):
     assert "torch==2.13.0" in lines, "the lock pins torch exactly (setup.sh's CPU build satisfies it)"
 
 
-def test_runtime_lock_is_in_sync_with_kit_lock_and_the_installed_packages():
+def test_runtime_lock_is_in_sync_with_grade_lock_and_the_installed_packages():
     from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
 
     assert Path(RUNTIME_LOCK).read_text() == runtime_lock_text(), (
-        "requirements/gradescope.lock drifted from kit.lock or from what torch, numpy, pytest and PyYAML "
+        "requirements/gradescope.lock drifted from grade.lock or from what torch, numpy, pytest and PyYAML "
         "require: run `.venv/bin/python -m autograder.platforms.gradescope lock` (make lock does it too)")
 
 
