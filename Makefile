@@ -41,7 +41,7 @@ help:
 # pins those). An index that does not answer costs seconds (--timeout 10 --retries 0), not minutes, and
 # the lock's plain pin follows: a local wheel or a pip cache may hold the CPU build; if not, it says so.
 cpu_torch = if [ "$$(uname -sm)" = "Linux x86_64" ]; then \
-	  $(1) install --quiet --disable-pip-version-check --no-compile --no-deps --timeout 10 --retries 0 \
+	  $(1) install --quiet --disable-pip-version-check --no-deps --timeout 10 --retries 0 \
 	    --index-url $(TORCH_INDEX) "$(2)" || \
 	  echo "note: PyTorch's CPU index ($(TORCH_INDEX)) did not answer; torch comes from the package index" \
 	       "(on Linux x86_64 that is its CUDA build, several GB)"; fi
@@ -52,7 +52,7 @@ venv: $(GRADE_STAMP) $(TOOLS_STAMP)
 $(GRADE_STAMP): $(GRADE_LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(call cpu_torch,$(PY) -m pip,$(shell grep '^torch==' $(GRADE_LOCK)))
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r $(GRADE_LOCK)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r $(GRADE_LOCK)
 	@rm -f $(VENV)/.grade-* $(VENV)/.installed-*
 	@touch $@
 
