@@ -22,9 +22,9 @@ import sys
 import time
 import traceback
 
-from autograder.grading import fingerprint, reference_check
+from autograder.grading import fingerprint, reference_check, resume
 from autograder.containment import isolation
-from autograder.reports import history, report
+from autograder.reports import report
 from autograder.reports.inert_text import clean
 from autograder.parts import PART_TITLES
 from autograder.grading.runner import HIDDEN_TESTS, Engine, grade_one
@@ -37,14 +37,6 @@ SUPERVISOR_MARGIN = 60.0
 STOP_GRACE = 5.0  # seconds a grader gets after SIGTERM to kill its children and remove its files
 
 
-class BatchOutcome:
-    def __init__(self):
-        self.graded, self.skipped, self.grader_errors = [], [], []
-        self.regraded = {}  # reason -> ids of finished reports that were stale, in order
-        self.entries = []  # (id, submitters, results) for every submission of the run
-        self.graded_because = {}  # id -> why it was graded in this run (history.csv's reason)
-
-
 def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     """Grade ``sources`` into ``out_dir``; returns a ``BatchOutcome``.
 
@@ -55,24 +47,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     """
     parts = fingerprint.grader_parts(engine.config, engine.level, engine.tests_dir)
     reference_check.verify(parts, lambda: grade_forked(engine, fingerprint.REFERENCE_DIR))
-    outcome = BatchOutcome()
-    finished = {}
-    todo = []  # (source, fingerprint, why it is regraded or None)
-    for source in sources:
-        done = report.load_results(out_dir, source.id)
-        current = fingerprint.of_submission(parts, source.path)
-        reason = fingerprint.stale_because(done, current)
-        if done is not None and force:
-            reason = "regrading was asked for (--force)"
-        if reason is None:
-            finished[source.id] = done
-            outcome.skipped.append(source.id)
-            continue
-        regraded = reason if done is not None else None
-        if regraded:
-            outcome.regraded.setdefault(regraded, []).append(source.id)
-        outcome.graded_because[source.id] = regraded or history.FIRST
-        todo.append((source, current, regraded))
+    outcome, finished, todo = resume.plan(parts, sources, out_dir, force)
     if progress:
         progress.start(len(todo), len(outcome.skipped), outcome.regraded)
     running = {}  # read fd -> (pid, source, slot, chunks, stamp, deadline)
@@ -120,21 +95,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
             outcome.graded.append(source.id)
             if progress:
                 progress.advance(source.id, finished[source.id])
-    outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
-    _check_one_maximum(outcome.entries)
-    renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
-    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because):
-        sys.stderr.write(line + "\n")
-    return outcome
-
-
-def _check_one_maximum(entries):
-    """Every graded row of a class file is out of the same maximum: the same suite graded them all."""
-    maxima = {results["extra_data"]["max_score"] for _, _, results in entries
-              if not results["extra_data"]["grader_error"]}
-    if len(maxima) > 1:
-        raise RuntimeError(f"reports out of different maxima ({', '.join(f'{m:g}' for m in sorted(maxima))}) "
-                           "would share one gradebook; nothing was written")
+    return resume.finish(outcome, sources, finished, out_dir)
 
 
 def grade_forked(engine, source_path, slot=0):
@@ -309,8 +270,7 @@ class Progress:
     def start(self, total, skipped, regraded=None):
         self.total = total
         if skipped:
-            self.stream.write(f"resuming: {skipped} submissions already graded from the same files by the same "
-                             f"grader, {total} to go\n")
+            self.stream.write(resume.resuming(skipped, total) + "\n")
         for reason, ids in (regraded or {}).items():
             names = ", ".join(clean(i) for i in ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
             self.stream.write(f"regrading {len(ids)}: {reason} ({names})\n")
