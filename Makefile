@@ -37,11 +37,20 @@ help:
 	@echo "make clean       remove what the kit can rebuild (caches, dist/autograder.zip); never reports,"
 	@echo "                 an nbgrader course or a submission.zip: delete those yourself"
 
+# --no-compile, then WARM_UP: bytecode only for what grading imports (the grader, the zygote's preload,
+# the pictures), written once here, since the zygote (python -B) and a PYTHONDONTWRITEBYTECODE shell never
+# write it; compiling all of torch, sympy and matplotlib would add about 190 MB to the venv.
+export WARM_UP := import pytest, numpy, einops, jaxtyping, yaml, rich.console, rich.table, rich.progress; \
+	import autograder.cli, autograder.grading.batch, autograder.grading.runner, autograder.grading.by_hand; \
+	import autograder.platforms.gradescope, autograder.platforms.gradescope_zip; \
+	from autograder.containment import zygote; zygote.preload(); \
+	from autograder.reports import pictures; pictures.preload()
+
 # $(call cpu_torch,PIP,PIN): on Linux x86_64, install torch's CPU build first (no dependencies: the lock
 # pins those). An index that does not answer costs seconds (--timeout 10 --retries 0), not minutes, and
 # the lock's plain pin follows: a local wheel or a pip cache may hold the CPU build; if not, it says so.
 cpu_torch = if [ "$$(uname -sm)" = "Linux x86_64" ]; then \
-	  $(1) install --quiet --disable-pip-version-check --no-deps --timeout 10 --retries 0 \
+	  $(1) install --quiet --disable-pip-version-check --no-compile --no-deps --timeout 10 --retries 0 \
 	    --index-url $(TORCH_INDEX) "$(2)" || \
 	  echo "note: PyTorch's CPU index ($(TORCH_INDEX)) did not answer; torch comes from the package index" \
 	       "(on Linux x86_64 that is its CUDA build, several GB)"; fi
@@ -52,7 +61,8 @@ venv: $(GRADE_STAMP) $(TOOLS_STAMP)
 $(GRADE_STAMP): $(GRADE_LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(call cpu_torch,$(PY) -m pip,$(shell grep '^torch==' $(GRADE_LOCK)))
-	$(PY) -m pip install --quiet --disable-pip-version-check -r $(GRADE_LOCK)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r $(GRADE_LOCK)
+	@env -u PYTHONDONTWRITEBYTECODE $(PY) -c "$$WARM_UP"
 	@rm -f $(VENV)/.grade-* $(VENV)/.installed-*
 	@touch $@
 
