@@ -40,7 +40,9 @@ help:
 # --no-compile, then WARM_UP: bytecode only for what grading imports (the grader, the zygote's preload,
 # the pictures), written once here, since the zygote (python -B) and a PYTHONDONTWRITEBYTECODE shell never
 # write it; compiling all of torch, sympy and matplotlib would add about 190 MB to the venv.
-export WARM_UP := import pytest, numpy, einops, jaxtyping, yaml, rich.console, rich.table, rich.progress; \
+export WARM_UP := import importlib, pytest, numpy, einops, jaxtyping, yaml, rich.console, rich.table, rich.progress; \
+	import rich._emoji_codes, _pytest.config; [importlib.import_module(f'_pytest.{name}') for name in \
+	  _pytest.config.default_plugins]; \
 	import autograder.cli, autograder.grading.batch, autograder.grading.runner, autograder.grading.by_hand; \
 	import autograder.platforms.gradescope, autograder.platforms.gradescope_zip; \
 	from autograder.containment import zygote; zygote.preload(); \

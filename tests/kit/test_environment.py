@@ -21,7 +21,7 @@ TOOLS_ONLY = ("nbgrader", "otter-grader", "jupyterlab", "notebook", "jupyter-ser
 CPU_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
 # A stand-in for the venv's python: it logs each call and, for the CPU index, exits with $CPU_INDEX_EXIT.
 FAKE_PYTHON = """#!/bin/sh
-echo "$*" >> "$(dirname "$0")/../calls.log"
+echo "${PYTHONDONTWRITEBYTECODE:+no-bytecode }$*" >> "$(dirname "$0")/../calls.log"
 case "$*" in *download.pytorch.org*) exit "${CPU_INDEX_EXIT:-0}";; esac
 exit 0
 """
@@ -97,7 +97,7 @@ def fake_venv(kit):
 def first_day(kit, cpu_index_exit):
     shutil.rmtree(kit / ".venv", ignore_errors=True)
     log = fake_venv(kit)
-    env = dict(os.environ, CPU_INDEX_EXIT=str(cpu_index_exit))
+    env = dict(os.environ, CPU_INDEX_EXIT=str(cpu_index_exit), PYTHONDONTWRITEBYTECODE="1")
     run = subprocess.run(["make", "grade"], cwd=kit, capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stderr
     return run, log.read_text().splitlines()
@@ -119,3 +119,14 @@ def test_an_unreachable_cpu_index_falls_back_to_the_lock_and_says_so(fresh_kit):
     assert "-r requirements/grade.lock" in calls[1], calls
     assert "did not answer" in run.stdout and "CUDA" in run.stdout, run.stdout
 
+
+
+def test_bytecode_is_written_for_what_grading_imports_even_where_the_shell_forbids_it(fresh_kit):
+    """The venv holds no bytecode of what grading never imports (its size), but all of what it does: the
+    zygote runs `python -B` and never writes any, so a module without it is compiled on every run."""
+    _, calls = first_day(fresh_kit, cpu_index_exit=0)
+    installs = [call for call in calls if " pip install" in call]
+    assert installs and all("--no-compile" in call for call in installs), installs
+    warm_up = next(call for call in calls if "zygote.preload()" in call)
+    assert not warm_up.startswith("no-bytecode"), "the warm-up ran with PYTHONDONTWRITEBYTECODE set"
+    assert calls.index(warm_up) > calls.index(installs[-1]) and "pictures.preload()" in warm_up
