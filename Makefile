@@ -21,13 +21,15 @@ FORCE       ?=
 CONFIG      ?=
 NBGRADER_COURSE ?= dist/nbgrader-course
 
-.PHONY: help venv grade check check-fast test stubs submit gradescope nbgrader-course bench lock clean
+.PHONY: help venv grade check check-fast validate test stubs submit gradescope nbgrader-course bench lock clean
 
 help:
 	@echo "make grade       grade the sample submissions (SUBMISSIONS=PATH OUT=DIR to grade others;"
 	@echo "                 JOBS=N, CONFIG=YAML, FORCE=1 regrades every report instead of resuming)"
 	@echo "make check       run the kit's own tests (all of them: what CI runs)"
 	@echo "make check-fast  the same without the tests marked slow, for the edit-test loop"
+	@echo "make validate    the check after a change to the lab: reference full marks, stubs 0, points and"
+	@echo "                 parts, generated files in sync (one line per problem)"
 	@echo "make test        run the public tests on assignment/ (SUBMISSION=DIR for another folder)"
 	@echo "make stubs       regenerate the student stubs, playground.ipynb and otter checks (nbgrader)"
 	@echo "make submit      build submission.zip from assignment/ (SUBMISSION=DIR for another folder)"
@@ -86,6 +88,9 @@ check: $(TOOLS_STAMP)
 # the clean container, the bench); `make check` stays the complete suite.
 check-fast: $(TOOLS_STAMP)
 	$(PY) -m pytest tests -rs -m "not slow" --strict-markers
+
+validate: $(TOOLS_STAMP)
+	$(PY) -m autograder.platforms.validate
 
 test: $(GRADE_STAMP)
 	$(PY) -m pytest -p no:cacheprovider -c assignment/tests/pytest.ini assignment/tests --submission=$(SUBMISSION)

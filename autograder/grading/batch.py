@@ -165,15 +165,16 @@ def verify_suite(config):
     grade (``make gradescope``, ``make nbgrader-course``): graded in a sandbox of its own when not cached."""
     level = isolation.choose_level()
     parts = fingerprint.grader_parts(config, level, HIDDEN_TESTS)
-    return reference_check.verify(parts, lambda: _grade_reference_alone(config, level))
+    return reference_check.verify(parts, lambda: grade_alone(config, level, fingerprint.REFERENCE_DIR))
 
 
-def _grade_reference_alone(config, level):
+def grade_alone(config, level, source_path):
+    """One submission's record, graded in a sandbox of its own (the reference, or ``make validate``'s stubs)."""
     layers = isolation.detect_layers(level)
     zygote = Zygote(level, layers=layers)
     try:
         engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=1)
-        return grade_forked(engine, fingerprint.REFERENCE_DIR)
+        return grade_forked(engine, source_path)
     finally:
         zygote.stop()
         zygote.kill_sandbox_users()

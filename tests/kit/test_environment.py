@@ -56,7 +56,7 @@ def test_the_grading_targets_install_only_the_grade_lock(fresh_kit, target):
     assert not any("tools" in line for line in lines), f"make {target} installs the instructor's tools: {lines}"
 
 
-@pytest.mark.parametrize("target", ["check", "check-fast", "stubs", "nbgrader-course", "venv"])
+@pytest.mark.parametrize("target", ["check", "check-fast", "validate", "stubs", "nbgrader-course", "venv"])
 def test_the_tool_targets_install_the_tools_on_top_of_the_grade_lock(fresh_kit, target):
     lines = install_lines(target, fresh_kit)
     grade = next(i for i, line in enumerate(lines) if "-r requirements/grade.lock" in line)

@@ -103,7 +103,7 @@ def test_clean_removes_an_empty_dist_folder(tmp_path):
 
 def test_help_lists_every_target():
     text = make("help").stdout
-    targets = ["grade", "check", "check-fast", "test", "stubs", "submit", "gradescope", "nbgrader-course",
+    targets = ["grade", "check", "check-fast", "validate", "test", "stubs", "submit", "gradescope", "nbgrader-course",
                "bench", "clean"]
     assert not [target for target in targets if f"make {target} " not in text], text
 
