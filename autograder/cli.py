@@ -112,6 +112,14 @@ def _grade(sources, out_dir, args, started):
     if level != "namespaces":  # a private root shows the child none of them
         isolation.refuse_exposed(level, layers, [KIT_ROOT, *map(os.path.abspath, args.paths), out_dir])
 
+    outcome = _only_reused(sources, out_dir, args, level)
+    if outcome is not None:  # nothing to grade: no torch, no sandbox
+        from autograder.grading.resume import resuming
+
+        print(resuming(len(outcome.skipped), 0), file=sys.stderr)
+        print_table(outcome, out_dir, level, time.monotonic() - started)
+        return 0
+
     from autograder.containment.frozen import uncollected
     from autograder.containment.zygote import Zygote
 
@@ -144,6 +152,24 @@ def _grade(sources, out_dir, args, started):
         print(f"error: the grader failed on {failed}; re-run to retry", file=sys.stderr)
         return 1
     return 0
+
+
+def _only_reused(sources, out_dir, args, level):
+    """The outcome of a re-run in which every report is reused (see ``resume``), or None."""
+    import dataclasses
+
+    from autograder.config import ConfigError, load_config
+    from autograder.grading.discover import UsageError
+    from autograder.grading.resume import nothing_to_grade
+    from autograder.grading.suite_points import HIDDEN_TESTS
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:  # before any submission is graded: one line, nothing lost
+        raise UsageError(str(err)) from None
+    if args.call_timeout:
+        config = dataclasses.replace(config, call_seconds=args.call_timeout)
+    return nothing_to_grade(config, level, HIDDEN_TESTS, sources, out_dir, force=args.force)
 
 
 def shown(submission_id):

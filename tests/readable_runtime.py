@@ -4,7 +4,7 @@ The uid level runs student code as an unprivileged uid, which must be able to re
 runtime (``isolation.uid_level_problem``). Where the kit's own interpreter lives in a private
 home (pyenv under /root, as on the kit's CI machines), the tests build a venv from the system's
 Python in a world-readable cache instead, with the packages the grader needs pinned as in
-kit.lock. It is built once per lock (about a minute) and reused.
+grade.lock. It is built once per lock (about a minute) and reused.
 """
 import hashlib
 import os
@@ -26,7 +26,7 @@ def readable_python():
         return None, "the uid level needs root"
     if not os.access(SYSTEM_PYTHON, os.X_OK):
         return None, f"no {SYSTEM_PYTHON} to build a world-readable venv from (Debian: python3.11-venv)"
-    locks = [ROOT / "requirements" / "gradescope.lock", ROOT / "requirements" / "kit.lock"]
+    locks = [ROOT / "requirements" / "gradescope.lock", ROOT / "requirements" / "grade.lock"]
     key = hashlib.sha256(b"".join(p.read_bytes() for p in locks)).hexdigest()[:12]
     venv = CACHE / f"uid-venv-{key}"
     if not (venv / ".complete").exists():

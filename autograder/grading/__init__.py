@@ -5,7 +5,8 @@
 tests' handle on the sandboxed child; ``compare`` and ``catalogue`` judge and name its answers,
 ``error_hints`` explains torch errors, ``seeded`` makes the inputs. ``measure`` (for the bench and
 the Gradescope tests) takes a command's time and memory as Gradescope would see them.
-``fingerprint`` and ``reference_check`` decide what can be reused, ``suite_points`` reads the
+``fingerprint`` and ``reference_check`` decide what can be reused (``resume`` plans a run with them, and ends
+one that grades nothing without torch), ``suite_points`` reads the
 totals from the suite, ``by_hand`` runs the suite under plain pytest.
 
 May import: the shared facts at the top, containment and reports; never platforms.

@@ -22,11 +22,9 @@ import sys
 import time
 import traceback
 
-from autograder.grading import fingerprint, reference_check
+from autograder.grading import fingerprint, reference_check, resume
 from autograder.containment import isolation
-from autograder.paths import KIT_ROOT
-from autograder.reports import history, lateness, report, similarity
-from autograder.reports.classbook import submission_label
+from autograder.reports import report
 from autograder.reports.inert_text import clean
 from autograder.config import WALL_BACKSTOP
 from autograder.parts import PART_TITLES
@@ -40,14 +38,6 @@ SUPERVISOR_MARGIN = 60.0
 STOP_GRACE = 5.0  # seconds a grader gets after SIGTERM to kill its children and remove its files
 
 
-class BatchOutcome:
-    def __init__(self):
-        self.graded, self.skipped, self.grader_errors = [], [], []
-        self.regraded = {}  # reason -> ids of finished reports that were stale, in order
-        self.entries = []  # (id, submitters, results) for every submission of the run
-        self.graded_because = {}  # id -> why it was graded in this run (history.csv's reason)
-
-
 def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     """Grade ``sources`` into ``out_dir``; returns a ``BatchOutcome``.
 
@@ -58,24 +48,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
     """
     parts = fingerprint.grader_parts(engine.config, engine.level, engine.tests_dir)
     reference_check.verify(parts, lambda: grade_forked(engine, fingerprint.REFERENCE_DIR))
-    outcome = BatchOutcome()
-    finished = {}
-    todo = []  # (source, fingerprint, why it is regraded or None)
-    for source in sources:
-        done = report.load_results(out_dir, source.id)
-        current = fingerprint.of_submission(parts, source.path)
-        reason = fingerprint.stale_because(done, current)
-        if done is not None and force:
-            reason = "regrading was asked for (--force)"
-        if reason is None:
-            finished[source.id] = done
-            outcome.skipped.append(source.id)
-            continue
-        regraded = reason if done is not None else None
-        if regraded:
-            outcome.regraded.setdefault(regraded, []).append(source.id)
-        outcome.graded_because[source.id] = regraded or history.FIRST
-        todo.append((source, current, regraded))
+    outcome, finished, todo = resume.plan(parts, sources, out_dir, force)
     if progress:
         progress.start(len(todo), len(outcome.skipped), outcome.regraded)
     running = {}  # read fd -> (pid, source, slot, chunks, stamp, deadline)
@@ -123,35 +96,7 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
             outcome.graded.append(source.id)
             if progress:
                 progress.advance(source.id, finished[source.id])
-    outcome.entries = [(s.id, s.submitters, finished[s.id]) for s in sources]
-    _check_one_maximum(outcome.entries)
-    renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
-    policy = lateness.Policy.of(engine.config)
-    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because, policy):
-        sys.stderr.write(line + "\n")
-    _write_similarity(out_dir, outcome.entries)
-    return outcome
-
-
-def _write_similarity(out_dir, entries):
-    """similarity.html and .csv over the class (never a grade); the stubs students start from are boilerplate."""
-    stubs = []
-    for name in ("attention.py", "mha.py"):
-        with open(os.path.join(KIT_ROOT, "assignment", name), encoding="utf-8") as f:
-            stubs.append(f.read())
-    labels = {i: submission_label(i, submitters) for i, submitters, _ in entries}
-    line = similarity.write(out_dir, entries, stubs, labels)
-    if line:
-        sys.stderr.write(line + "\n")
-
-
-def _check_one_maximum(entries):
-    """Every graded row of a class file is out of the same maximum: the same suite graded them all."""
-    maxima = {results["extra_data"]["max_score"] for _, _, results in entries
-              if not results["extra_data"]["grader_error"]}
-    if len(maxima) > 1:
-        raise RuntimeError(f"reports out of different maxima ({', '.join(f'{m:g}' for m in sorted(maxima))}) "
-                           "would share one gradebook; nothing was written")
+    return resume.finish(outcome, sources, finished, out_dir, engine.config)
 
 
 def grade_forked(engine, source_path, slot=0):
@@ -223,15 +168,16 @@ def verify_suite(config):
     grade (``make gradescope``, ``make nbgrader-course``): graded in a sandbox of its own when not cached."""
     level = isolation.choose_level()
     parts = fingerprint.grader_parts(config, level, HIDDEN_TESTS)
-    return reference_check.verify(parts, lambda: _grade_reference_alone(config, level))
+    return reference_check.verify(parts, lambda: grade_alone(config, level, fingerprint.REFERENCE_DIR))
 
 
-def _grade_reference_alone(config, level):
+def grade_alone(config, level, source_path):
+    """One submission's record, graded in a sandbox of its own (the reference, or ``make validate``'s stubs)."""
     layers = isolation.detect_layers(level)
     zygote = Zygote(level, layers=layers)
     try:
         engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=1)
-        return grade_forked(engine, fingerprint.REFERENCE_DIR)
+        return grade_forked(engine, source_path)
     finally:
         zygote.stop()
         zygote.kill_sandbox_users()
@@ -328,8 +274,7 @@ class Progress:
     def start(self, total, skipped, regraded=None):
         self.total = total
         if skipped:
-            self.stream.write(f"resuming: {skipped} submissions already graded from the same files by the same "
-                             f"grader, {total} to go\n")
+            self.stream.write(resume.resuming(skipped, total) + "\n")
         for reason, ids in (regraded or {}).items():
             names = ", ".join(clean(i) for i in ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
             self.stream.write(f"regrading {len(ids)}: {reason} ({names})\n")

@@ -20,7 +20,7 @@ REFERENCE_DIR = os.path.join(KIT_ROOT, "solution")
 REFERENCE_FILES = ("attention.py", "mha.py")
 # The kit's code that runs while grading, as (folder, file endings); the lock pins what it imports.
 ENGINE_SOURCES = (("autograder", (".py",)), (os.path.join("autograder", "platforms", "gradescope_files"), ("",)))
-ENGINE_FILES = (os.path.join("assignment", "submit.py"), os.path.join("requirements", "kit.lock"))
+ENGINE_FILES = (os.path.join("assignment", "submit.py"), os.path.join("requirements", "grade.lock"))
 # A submission larger than this is graded every time rather than read whole to fingerprint it.
 MAX_SUBMISSION_BYTES = 512 << 20
 MAX_SUBMISSION_FILES = 10_000

@@ -54,6 +54,11 @@ def verify(parts, grade_reference):
     return verdict
 
 
+def known(parts):
+    """Whether the reference's passing verdict for the grader ``parts`` is cached (no grading needed)."""
+    return _load(grader_key(parts)) is not None
+
+
 def failures_of(record):
     """One line per way the reference's graded ``record`` falls short of full marks (none: it passes)."""
     if record.get("grader_error"):

@@ -2,6 +2,12 @@
 
     python -m autograder.platforms.generate           # rewrite the targets that are out of sync
     python -m autograder.platforms.generate --check   # only list them; exit 1 if any
+    python -m autograder.platforms.generate --force   # overwrite hand edits too
+
+A generated file is never edited by hand: its source is. MANIFEST keeps the SHA-256 of what each
+target last received from generation; a target that is out of sync and whose bytes match neither
+that nor the new rendering was edited by hand, and is left alone (with a line naming its source)
+unless ``--force`` is given. The same holds for a stray check: only one the kit wrote is deleted.
 
 Every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region of a source becomes
 ``raise NotImplementedError`` at the region's indentation; everything else (docstrings,
@@ -25,6 +31,7 @@ import argparse
 import collections
 import difflib
 import functools
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -80,6 +87,9 @@ RULES_BEGIN = ("<!-- BEGIN the rule's tables: generated from submit.py (ALLOWED,
 RULES_END = "<!-- END the rule's tables -->"
 
 CODE_STUB = "raise NotImplementedError"
+
+# "<sha256>  <target>" per line (sha256sum's format): what each whole generated file last received.
+MANIFEST = "generated.sha256"
 
 
 def clear_solutions_preprocessor():
@@ -334,29 +344,85 @@ def stray_checks() -> list:
     return sorted(p for p in folder.glob("*") if p.is_file() and p not in expected) if folder.is_dir() else []
 
 
-def generate(check: bool = False) -> list:
+class HandEdited(Exception):
+    """Generated files that were edited by hand: ``edits`` is [(target, its source)]."""
+
+    def __init__(self, edits):
+        super().__init__(", ".join(str(target) for target, _ in edits))
+        self.edits = edits
+
+
+def _digest(data) -> str:
+    return hashlib.sha256(data if isinstance(data, bytes) else data.encode("utf-8")).hexdigest()
+
+
+def read_manifest() -> dict:
+    """{target: sha256} of what generation last wrote; empty when there is no manifest yet."""
+    path = ROOT / MANIFEST
+    if not path.exists():
+        return {}
+    return {name: digest for digest, _, name in
+            (line.partition("  ") for line in path.read_text(encoding="utf-8").splitlines()) if name}
+
+
+def _write_manifest(manifest: dict) -> None:
+    lines = "".join(f"{digest}  {name}\n" for name, digest in sorted(manifest.items()))
+    (ROOT / MANIFEST).write_text(lines, encoding="utf-8", newline="\n")
+
+
+def _edited_by_hand(path: Path, manifest: dict) -> bool:
+    """An existing target whose bytes are not what generation last wrote there. A region target is the
+    instructor's file around generated regions (its regions carry "do not edit"): not checked whole."""
+    return path.exists() and manifest.get(path.relative_to(ROOT).as_posix()) != _digest(path.read_bytes())
+
+
+def _whole(source: str) -> bool:
+    return source not in REGIONS and source != RULES_SOURCE
+
+
+def generate(check: bool = False, force: bool = False) -> list:
     """Bring every target in sync with its source; return the targets that were out of sync.
 
     Stray files in CHECKS count as out of sync and are deleted. With check=True nothing is written.
+    A whole generated file that was edited by hand raises ``HandEdited`` before anything is written,
+    unless ``force``.
     """
-    drifted = []
+    recorded = read_manifest()
+    manifest, planned, edits = dict(recorded), [], []
     for source, target in all_pairs():
-        expected = render(source, target)
-        path = ROOT / target
+        expected, path = render(source, target), ROOT / target
+        if _whole(source):
+            manifest[target] = _digest(expected)
         if _holds(path, expected):
             continue
-        drifted.append(path)
-        if not check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(expected, bytes):
-                path.write_bytes(expected)
-            else:
-                path.write_text(expected, encoding="utf-8", newline="\n")
+        planned.append((path, expected))
+        if _whole(source) and _edited_by_hand(path, recorded):
+            edits.append((target, source))
     for path in stray_checks():
-        drifted.append(path)
-        if not check:
-            path.unlink()
-    return drifted
+        planned.append((path, None))
+        if _edited_by_hand(path, recorded):
+            edits.append((path.relative_to(ROOT).as_posix(), CASES))
+        manifest.pop(path.relative_to(ROOT).as_posix(), None)
+    if check:
+        return [path for path, _ in planned]
+    if edits and not force:
+        raise HandEdited(edits)
+    for path, expected in planned:
+        _write(path, expected)
+    if manifest != recorded:
+        _write_manifest(manifest)
+    return [path for path, _ in planned]
+
+
+def _write(path: Path, expected) -> None:
+    if expected is None:
+        path.unlink()
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(expected, bytes):
+        path.write_bytes(expected)
+    else:
+        path.write_text(expected, encoding="utf-8", newline="\n")
 
 
 def diff(source: str, target: str) -> str:
@@ -373,9 +439,17 @@ def diff(source: str, target: str) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.platforms.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only list out-of-sync targets; exit 1 if any")
+    parser.add_argument("--force", action="store_true", help="overwrite generated files edited by hand")
     args = parser.parse_args(argv)
 
-    drifted = generate(check=args.check)
+    try:
+        drifted = generate(check=args.check, force=args.force)
+    except HandEdited as err:
+        for target, source in err.edits:
+            print(f"refused: {target} was edited by hand; it is generated from {source}: make the change there "
+                  "and run `make stubs` again", file=sys.stderr)
+        print("nothing was written; `make stubs FORCE=1` overwrites the hand edits", file=sys.stderr)
+        return 1
     for path in drifted:
         rel = path.relative_to(ROOT)
         print(f"out of sync: {rel}" if args.check else f"{'wrote' if path.exists() else 'removed'} {rel}")

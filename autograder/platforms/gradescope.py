@@ -250,7 +250,7 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     build_cmd = commands.add_parser("build", help="write dist/autograder.zip")
     build_cmd.add_argument("--out", default=os.path.join(KIT_ROOT, "dist", "autograder.zip"))
-    commands.add_parser("lock", help="rewrite requirements/gradescope.lock from kit.lock (make lock)")
+    commands.add_parser("lock", help="rewrite requirements/gradescope.lock from grade.lock (make lock)")
     run_cmd = commands.add_parser("run", help="grade inside Gradescope (called by run_autograder)")
     run_cmd.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     run_cmd.add_argument("--isolation-settings", type=json.loads, help=argparse.SUPPRESS)  # set by the restart
@@ -258,7 +258,7 @@ def main(argv=None):
     if args.command == "build":
         from autograder.grading.batch import verify_suite
         from autograder.config import ConfigError, load_config
-        from autograder.platforms.gradescope_zip import build
+        from autograder.platforms.gradescope_zip import build, upload_notes
         from autograder.grading.reference_check import SuiteBroken
 
         try:  # a grading.yaml the grader refuses would fail every student's submission on Gradescope
@@ -272,8 +272,8 @@ def main(argv=None):
             print(f"error: {err.message('nothing was built')}", file=sys.stderr)
             return 3
         size = build(args.out)
-        print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder, "
-              "Ubuntu 22.04 base image (see docs/platforms.md)")
+        print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder (see docs/platforms.md)")
+        print("\n".join(upload_notes(config)))
         return 0
     if args.command == "lock":
         from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text

@@ -41,6 +41,33 @@ def memory_warning(config, container_mb=GRADESCOPE_MEMORY_MB):
             "(make bench's memory row), or lower memory_mb")
 
 
+# Gradescope's default autograder timeout (its autograder settings page; at most 40 minutes there).
+GRADESCOPE_TIMEOUT_MINUTES = 10
+
+
+def upload_notes(config, tests_dir=None):
+    """What to enter and check on Gradescope for this lab, as lines: the total read from the hidden suite's
+    points (never a figure written down, which a points change would make stale) and the settings."""
+    import math
+
+    from autograder.grading.batch import SUPERVISOR_MARGIN
+    from autograder.grading.suite_points import HIDDEN_TESTS, core_max, extra_max
+
+    tests_dir = tests_dir or HIDDEN_TESTS
+    core, extra = core_max(tests_dir), extra_max(tests_dir)
+    minutes = math.ceil((config.submission_seconds + SUPERVISOR_MARGIN) / 60) + 1  # + the grader's start
+    above = f"; extra credit ({extra:g} points) is scored above it" if extra else ""
+    return [
+        f"total to enter on Gradescope: {core:g} points (the hidden suite's core points{above})",
+        "settings to check under Autograder Settings:",
+        "  base image: Ubuntu 22.04",
+        f"  memory: at least {config.memory_mb + GRADER_MARGIN_MB} MiB (limits.memory_mb + the grader's "
+        f"{GRADER_MARGIN_MB} MiB; the default is {GRADESCOPE_MEMORY_MB} MiB)",
+        f"  timeout: at least {minutes} minutes (limits.submission_seconds + {SUPERVISOR_MARGIN:g} s; "
+        f"the default is {GRADESCOPE_TIMEOUT_MINUTES})",
+    ]
+
+
 def build(out_path):
     """Write the autograder zip; returns its size in bytes. Says in one line (stderr) when grading.yaml's
     memory does not fit Gradescope's default container."""
@@ -90,20 +117,20 @@ def _add(archive, path, name, executable=False):
 
 def runtime_lock_text():
     """requirements/gradescope.lock as ``make lock`` writes it: every package the grader needs at run time
-    (``RUNTIME_ROOTS`` and, recursively, what they require on this platform), pinned as in kit.lock."""
-    pins = _kit_pins()
+    (``RUNTIME_ROOTS`` and, recursively, what they require on this platform), pinned as in grade.lock."""
+    pins = _grade_pins()
     names = sorted(_runtime_closure(RUNTIME_ROOTS), key=str.lower)
     missing = [n for n in names if _canonical(n) not in pins]
     if missing:
-        raise SystemExit(f"requirements/kit.lock has no pin for {', '.join(missing)}")
-    header = ("# The Gradescope image's runtime packages, pinned as in kit.lock; 'make lock' rewrites this file.\n"
+        raise SystemExit(f"requirements/grade.lock has no pin for {', '.join(missing)}")
+    header = ("# The Gradescope image's runtime packages, pinned as in grade.lock; 'make lock' rewrites this file.\n"
               "# setup.sh installs torch from PyTorch's CPU index first; its 2.13.0+cpu satisfies the torch pin.\n")
     return header + "".join(pins[_canonical(n)] + "\n" for n in names)
 
 
-def _kit_pins():
+def _grade_pins():
     pins = {}
-    with open(os.path.join(KIT_ROOT, "requirements", "kit.lock")) as f:
+    with open(os.path.join(KIT_ROOT, "requirements", "grade.lock")) as f:
         for line in f:
             name, sep, version = line.strip().partition("==")
             if sep and not name.startswith("#"):

@@ -10,8 +10,10 @@ from conftest import ROOT
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 # What the kit's commands rebuild: `make clean` removes each of them.
-REBUILDABLE = [".pytest_cache/v/cache/lastfailed", "dist/autograder.zip", "submission.zip",
-               "assignment/submission.zip", "autograder/__pycache__/batch.cpython-311.pyc"]
+REBUILDABLE = [".pytest_cache/v/cache/lastfailed", "dist/autograder.zip", "autograder/__pycache__/batch.cpython-311.pyc"]
+# What `make clean` cannot tell from a student's work: the zip `make submit` writes is also the name a
+# student's download has when an instructor saves it in the kit to grade it.
+NOT_PROVABLY_THE_KITS = ["submission.zip", "assignment/submission.zip"]
 
 
 def make(*args, cwd=ROOT):
@@ -79,6 +81,19 @@ def test_clean_keeps_every_course_and_report_byte_for_byte(tmp_path, variables):
     assert not [name for name in REBUILDABLE if (kit / name).exists()], "make clean left what the kit rebuilds"
 
 
+def test_clean_keeps_a_submission_zip_and_names_it(tmp_path):
+    kit = kit_copy(tmp_path)
+    student = b"PK\x05\x06" + bytes(18)  # a student's zip, saved in the kit folder to grade it
+    write_all(kit, {name: student for name in NOT_PROVABLY_THE_KITS})
+
+    run = make("clean", cwd=kit)
+
+    assert run.returncode == 0, run.stderr
+    for name in NOT_PROVABLY_THE_KITS:
+        assert (kit / name).read_bytes() == student, f"make clean deleted {name}"
+        assert f"kept {name}" in run.stdout, f"make clean should say it kept {name}"
+
+
 def test_clean_removes_an_empty_dist_folder(tmp_path):
     kit = kit_copy(tmp_path)
     write_all(kit, {"dist/autograder.zip": b"zip"})
@@ -88,7 +103,7 @@ def test_clean_removes_an_empty_dist_folder(tmp_path):
 
 def test_help_lists_every_target():
     text = make("help").stdout
-    targets = ["grade", "check", "check-fast", "test", "stubs", "submit", "gradescope", "nbgrader-course",
+    targets = ["grade", "check", "check-fast", "validate", "test", "stubs", "submit", "gradescope", "nbgrader-course",
                "bench", "clean"]
     assert not [target for target in targets if f"make {target} " not in text], text
 

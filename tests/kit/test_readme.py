@@ -90,7 +90,6 @@ TOTALS_STATED = [
     (INSTRUCTOR, r"What is graded \((?P<core>\d+) points, plus (?P<extra>\d+) extra credit\)"),
     (INSTRUCTOR, r"a full core scores (?P<core>\d+) / (?P<core_2>\d+), with extra up to (?P<full>\d+)\)"),
     (INSTRUCTOR, r"the \d+ correct ones score (?P<core>\d+) / (?P<core_2>\d+)"),
-    ("docs/platforms.md", r"enter the core maximum, the sum of the hidden suite.s points outside extra credit \((?P<core>\d+) as shipped"),
     ("docs/contributing.md", r"the graded suite \(pytest\), (?P<core>\d+) points in (?P<parts>\d+) parts \+ (?P<extra>\d+) extra"),
     ("assignment/README.md", r"up to \*\*(?P<extra>\d+) points above the (?P<core>\d+)\*\*"),
     ("assignment/README.md", r"public tests: \d+/(?P<public>\d+) points"),

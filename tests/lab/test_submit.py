@@ -428,13 +428,13 @@ def test_a_refusal_names_the_construct_and_what_to_write_instead():
 
 
 def test_every_allowed_module_is_installed_where_grading_runs():
-    """What the rule allows is installed: the kit's lock (and so the Gradescope image's, taken from it)
+    """What the rule allows is installed: the grade lock (and so the Gradescope image's, taken from it)
     names the package of every module the rule lets a file import."""
-    lock = (ROOT / "requirements" / "kit.lock").read_text().lower()
+    lock = (ROOT / "requirements" / "grade.lock").read_text().lower()
     packages = {module.split(".")[0] for module in [*submit.MODULES, *submit.ANNOTATION_ONLY]}
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     missing = [p for p in sorted(packages - stdlib) if f"\n{p}==" not in "\n" + lock]
-    assert not missing, f"allowed by the rule but not in requirements/kit.lock: {missing}"
+    assert not missing, f"allowed by the rule but not in requirements/grade.lock: {missing}"
 
 
 @pytest.mark.parametrize("case", FLAGGED)

@@ -8,6 +8,7 @@ the length floor skips short idioms that the lab text or public tests may state 
 region still has a line long enough to be checked, so the rule cannot go blind.
 """
 import ast
+import hashlib
 import json
 import shutil
 import subprocess
@@ -193,15 +194,77 @@ def test_checks_folder_holds_only_generated_checks():
     assert not stray, f"no part of {generate.CASES} generates {stray}: run `make stubs` to remove them"
 
 
-def test_generation_removes_the_check_of_a_removed_part(tmp_path, monkeypatch):
+@pytest.fixture
+def lab_copy(tmp_path, monkeypatch):
+    """solution/, assignment/ and the manifest in a fresh folder, which generation then works on."""
     for folder in ("solution", "assignment"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    stray = tmp_path / generate.CHECKS / "part9_gone.py"
-    stray.write_text("OK_FORMAT = False\nname = 'part9_gone'\n")
+    shutil.copy(ROOT / generate.MANIFEST, tmp_path / generate.MANIFEST)
     monkeypatch.setattr(generate, "ROOT", tmp_path)
+    return tmp_path
+
+
+def test_generation_removes_the_check_of_a_removed_part(lab_copy):
+    stray = lab_copy / generate.CHECKS / "part9_gone.py"
+    stray.write_text("OK_FORMAT = False\nname = 'part9_gone'\n")
+    with open(lab_copy / generate.MANIFEST, "a") as f:  # a check the kit generated, for a part since removed
+        f.write(f"{hashlib.sha256(stray.read_bytes()).hexdigest()}  {generate.CHECKS}/part9_gone.py\n")
     assert generate.generate(check=True) == [stray], "--check should report exactly the stray check"
     assert stray.exists(), "--check must not delete anything"
     assert generate.generate() == [stray] and not stray.exists(), "generation should delete the stray check"
+    assert f"{generate.CHECKS}/part9_gone.py" not in generate.read_manifest()
+
+
+def test_a_file_in_the_checks_folder_that_the_kit_never_wrote_is_kept(lab_copy):
+    mine = lab_copy / generate.CHECKS / "my_own_check.py"
+    mine.write_text("OK_FORMAT = False\nname = 'mine'\n")
+    with pytest.raises(generate.HandEdited):
+        generate.generate()
+    assert mine.exists()
+
+
+def test_a_hand_edited_stub_is_refused_and_its_source_named(lab_copy):
+    stub = lab_copy / "assignment" / "attention.py"
+    stub.write_text(stub.read_text() + "# an edit made in the stub\n")
+    edited = stub.read_text()
+    (lab_copy / "solution" / "mha.py").write_text((lab_copy / "solution" / "mha.py").read_text() + "\n# changed\n")
+    with pytest.raises(generate.HandEdited) as refused:
+        generate.generate()
+    assert refused.value.edits == [("assignment/attention.py", "solution/attention.py")]
+    assert stub.read_text() == edited, "the hand edit was overwritten"
+    assert not (lab_copy / "assignment" / "mha.py").read_text().endswith("# changed\n"), "nothing is written"
+
+
+def test_make_stubs_says_which_source_to_edit(lab_copy, capsys):
+    stub = lab_copy / "assignment" / "attention.py"
+    stub.write_text(stub.read_text() + "# an edit made in the stub\n")
+    assert generate.main([]) == 1
+    err = capsys.readouterr().err
+    assert "assignment/attention.py was edited by hand" in err and "solution/attention.py" in err, err
+
+
+def test_force_overwrites_a_hand_edit(lab_copy):
+    stub = lab_copy / "assignment" / "attention.py"
+    stub.write_text(stub.read_text() + "# an edit made in the stub\n")
+    assert generate.generate(force=True) == [stub]
+    assert generate.generate(check=True) == [] and "an edit made" not in stub.read_text()
+
+
+def test_a_changed_source_regenerates_its_stub_and_the_manifest(lab_copy):
+    source = lab_copy / "solution" / "attention.py"
+    source.write_text(source.read_text() + "\n# a note for next term\n")
+    stub = lab_copy / "assignment" / "attention.py"
+    assert generate.generate() == [stub] and stub.read_text().endswith("# a note for next term\n")
+    assert generate.read_manifest()["assignment/attention.py"] == hashlib.sha256(stub.read_bytes()).hexdigest()
+
+
+def test_the_manifest_records_every_committed_generated_file():
+    """Without this, the first `make stubs` after a change to a source would take the committed stub
+    for a hand edit."""
+    recorded = generate.read_manifest()
+    whole = [target for source, target in generate.all_pairs() if generate._whole(source)]
+    stale = [t for t in whole if recorded.get(t) != hashlib.sha256((ROOT / t).read_bytes()).hexdigest()]
+    assert not stale, f"{generate.MANIFEST} does not record {stale}: run `make stubs`"
 
 
 def test_student_notebook_has_no_outputs():

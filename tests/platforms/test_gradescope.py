@@ -118,11 +118,39 @@ def test_runtime_requirements_pin_every_package(autograder_zip):
     assert "torch==2.13.0" in lines, "the lock pins torch exactly (setup.sh's CPU build satisfies it)"
 
 
-def test_runtime_lock_is_in_sync_with_kit_lock_and_the_installed_packages():
+def test_the_build_prints_the_total_to_enter_and_the_settings_to_check(tmp_path, capsys):
+    from autograder.platforms import gradescope
+
+    assert gradescope.main(["build", "--out", str(tmp_path / "autograder.zip")]) == 0
+    out = capsys.readouterr().out
+    assert f"total to enter on Gradescope: {core_max():g} points" in out, out
+    assert "Ubuntu 22.04" in out and "memory: at least" in out and "timeout: at least" in out, out
+
+
+def test_the_total_to_enter_follows_the_suites_points(tmp_path):
+    """A 5-point test added to the hidden suite raises the total the build prints by 5."""
+    from autograder.config import load_config
+    from autograder.platforms.gradescope_zip import upload_notes
+
+    suite = shutil.copytree(ROOT / "tests_hidden", tmp_path / "tests_hidden")
+    with open(suite / "test_masks.py", "a") as f:
+        f.write("\n\n@pytest.mark.points(5)\ndef test_added_by_the_instructor():\n    pass\n")
+    assert upload_notes(load_config(), str(suite))[0].startswith(
+        f"total to enter on Gradescope: {core_max() + 5:g} points")
+
+
+def test_the_settings_follow_grading_yaml():
+    from autograder.platforms.gradescope_zip import upload_notes
+
+    notes = "\n".join(upload_notes(Config(memory_mb=1000, submission_seconds=600)))
+    assert f"memory: at least {1000 + GRADER_MARGIN_MB} MiB" in notes and "timeout: at least 12 minutes" in notes
+
+
+def test_runtime_lock_is_in_sync_with_grade_lock_and_the_installed_packages():
     from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
 
     assert Path(RUNTIME_LOCK).read_text() == runtime_lock_text(), (
-        "requirements/gradescope.lock drifted from kit.lock or from what torch, numpy, pytest and PyYAML "
+        "requirements/gradescope.lock drifted from grade.lock or from what torch, numpy, pytest and PyYAML "
         "require: run `.venv/bin/python -m autograder.platforms.gradescope lock` (make lock does it too)")
 
 

@@ -22,7 +22,7 @@ import pytest
 from autograder.platforms import nbgrader_course
 from autograder.grading.suite_points import core_max, full_marks
 
-pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/kit.lock has it)")
+pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/tools.lock has it; make check installs it)")
 
 pytestmark = pytest.mark.slow  # builds an nbgrader course and autogrades students with nbgrader (`make check-fast` skips it)
 

@@ -16,7 +16,7 @@ import pytest
 
 from autograder.platforms import generate
 
-pytest.importorskip("otter", reason="otter-grader is not installed (requirements/kit.lock has it)")
+pytest.importorskip("otter", reason="otter-grader is not installed (requirements/tools.lock has it; make check installs it)")
 
 pytestmark = pytest.mark.slow  # runs otter-grader's checks (`make check-fast` skips it)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (requirements/kit.lock has it)")
-nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (requirements/kit.lock has it)")
+nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (requirements/tools.lock has it; make check installs it)")
+nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (requirements/tools.lock has it; make check installs it)")
 pytest.importorskip("ipykernel", reason="ipykernel is not installed: no kernel to run the notebook")
 
 pytestmark = pytest.mark.slow  # executes the playground notebook (`make check-fast` skips it)
@@ -329,7 +329,7 @@ def test_colab_cell_installs_only_otter_grader():
     colab = [cell for cell in code_cells(nb) if "google.colab" in cell.source]
     assert len(colab) == 1, "there should be one Colab set-up cell"
     installs = re.findall(r'"install", "--quiet", ([^)\]]*)', colab[0].source)
-    pin = re.search(r"^otter-grader==\S+", (ROOT / "requirements" / "kit.in").read_text(), re.M)[0]  # what the kit tests
+    pin = re.search(r"^otter-grader==\S+", (ROOT / "requirements" / "tools.in").read_text(), re.M)[0]  # what the kit tests
     assert installs == [f'"{pin}"'], f"the Colab cell installs {installs}; Colab has torch and matplotlib, and needs {pin}"
 
 

@@ -1,0 +1,57 @@
+"""`make validate`: one line per problem with the lab, and none on the kit as shipped."""
+import shutil
+
+import pytest
+
+from autograder.platforms import generate, validate
+from conftest import ROOT
+
+
+@pytest.fixture
+def suite(tmp_path):
+    return shutil.copytree(ROOT / "tests_hidden", tmp_path / "tests_hidden",
+                           ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def test_the_shipped_suite_has_no_part_problem():
+    assert validate.part_problems() == []
+
+
+def test_a_part_the_kit_does_not_know_is_named(suite):
+    text = (suite / "test_masks.py").read_text()
+    (suite / "test_masks.py").write_text(text.replace('pytest.mark.part("masks")', 'pytest.mark.part("maskz")'))
+    problems = validate.part_problems(str(suite))
+    assert any("'maskz' is not in autograder/parts.py" in line for line in problems), problems
+    assert any("'masks' has no tests" in line for line in problems), problems
+
+
+def test_a_suite_that_does_not_load_is_one_line(suite):
+    (suite / "test_masks.py").write_text("this is not python\n")
+    (problem,) = validate.part_problems(str(suite))
+    assert "could not collect the hidden suite" in problem
+
+
+def test_a_test_the_stubs_pass_is_named():
+    record = {"tests": [{"name": "1.1 causal mask", "passed": True, "points": 3},
+                        {"name": "1.2 padding mask", "passed": False, "points": 2},
+                        {"name": "a note", "passed": True, "points": 0}]}
+    assert validate.stub_problems(record) == ["assignment/ (the stubs): 1.1 causal mask passes on the stubs (3 points)"]
+
+
+def test_stubs_the_grader_fails_on_are_named():
+    (line,) = validate.stub_problems({"grader_error": "SyntaxError in attention.py", "tests": []})
+    assert "the grader failed on them: SyntaxError in attention.py" in line
+
+
+def test_a_stale_generated_file_is_named(tmp_path, monkeypatch):
+    for folder in ("solution", "assignment"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    source = tmp_path / "solution" / "mha.py"
+    source.write_text(source.read_text() + "\n# changed\n")
+    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    assert validate.generated_problems() == ["assignment/mha.py: out of sync with its source: run `make stubs`"]
+
+
+@pytest.mark.slow  # grades the stubs (and the reference, unless its verdict is cached)
+def test_the_kit_as_shipped_validates(capsys):
+    assert validate.main([]) == 0, capsys.readouterr().out
