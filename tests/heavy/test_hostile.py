@@ -465,9 +465,11 @@ def test_a_hanging_submission_costs_a_few_call_limits_not_one_per_test(run, case
 def test_monkeypatching_torch_comparisons_does_not_raise_the_score(run):
     patched, control = run.results("monkeypatch"), run.results("monkeypatch_control")
     assert control["score"] < FULL_MARKS, "the control (wrong answers, no patching) should lose points"
+    # The patch itself is refused by the from-scratch rule (assigning to torch's names), so the patched file
+    # may lose more: what must never happen is a test the patch turns from failed to passed.
     flipped = [(p["name"], c["status"], p["status"]) for p, c in zip(patched["tests"], control["tests"])
-               if p["status"] != c["status"]]
-    assert not flipped and patched["score"] == control["score"], (
+               if p["status"] == "passed" and c["status"] != "passed"]
+    assert not flipped and patched["score"] <= control["score"], (
         f"patching torch.allclose/equal/isclose/testing.assert_close/Tensor.__eq__ changed the score from "
         f"{control['score']} to {patched['score']}; tests (without patch -> with patch): {flipped}. "
         "Whatever the sandboxed process works out about the student's code can be faked by it; "

@@ -56,7 +56,7 @@ def book(out):
 def test_the_exports_time_sets_each_penalty(graded):
     rows = book(graded)
     assert (rows["1"]["late_penalty"], rows["1"]["total"]) == ("", "110")
-    assert (rows["2"]["raw"], rows["2"]["late_penalty"], rows["2"]["total"]) == ("72", "14.4", "57.6")
+    assert (rows["2"]["raw"], rows["2"]["late_penalty"], rows["2"]["total"]) == ("80", "16", "64")
     assert (rows["3"]["late_penalty"], rows["3"]["total"]) == ("11", "99")
 
 
@@ -66,10 +66,10 @@ def test_release_holds_no_hidden_tests_output_until_published(graded):
     run = run_grader("release", graded)
     assert run.returncode == 0, run.stderr
     released = (graded / "release" / "2" / "feedback.md").read_text(encoding="utf-8")
-    assert hidden["name"] not in released and "57.6" not in released
+    assert hidden["name"] not in released and "64 / 100" not in released
     run_grader("release", graded, "--show", "after_published")
     released = (graded / "release" / "2" / "feedback.md").read_text(encoding="utf-8")
-    assert hidden["name"] in released and "**Your total: 57.6 / 100.**" in released
+    assert hidden["name"] in released and "**Your total: 64 / 100.**" in released
 
 
 def test_similarity_pairs_the_two_copies_and_leaves_the_grades_alone(graded):
