@@ -8,12 +8,13 @@
   ``Participant <participantid>``.
 
 A flat download is regrouped here into one folder per student (files copied, each read with a
-bound, never a symlink), so that staging reads it as any other upload. Standard library only.
+bound by staging's own reader, never a symlink), so that staging reads it as any other upload.
 """
 import os
 import re
-import stat
 from dataclasses import dataclass
+
+from autograder.grading import stage
 
 CANVAS, MOODLE = "canvas", "moodle"
 CANVAS_NAME = re.compile(r"^(?P<name>[^_]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
@@ -73,19 +74,8 @@ def regroup(members, dest):
         own = os.path.basename(who.file.replace("\\", "/")) or "file"
         if own.startswith("."):
             continue
-        data = _read_bounded(path)
+        data = stage.read_regular(path, COPY_MAX_BYTES)
         target = os.path.join(dest, own)
         if data is not None and not os.path.exists(target):  # two files of one name: the first is kept
             with open(target, "xb") as f:
                 f.write(data)
-
-
-def _read_bounded(path):
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None
-        return f.read(COPY_MAX_BYTES)

@@ -134,8 +134,8 @@ def choose(candidates, root):
             continue
         pick = next((c for c in copies if c.folder == pair), copies[0])
         chosen[name] = pick
-        different = [c for c in copies if c is pick or _read_capped(os.path.join(root, c.path)) !=
-                     _read_capped(os.path.join(root, pick.path))]
+        different = [c for c in copies if c is pick or read_regular(os.path.join(root, c.path)) !=
+                     read_regular(os.path.join(root, pick.path))]
         if len(different) > 1:
             why = "from the folder holding both files" if pick.folder == pair else "the shallowest"
             problems.append(f"found {len(different)} different copies of {name} "
@@ -214,8 +214,9 @@ def _open_source(source, scratch, problems, listed):
     return scratch
 
 
-def _read_capped(path):
-    """The bytes of the regular file at `path`, at most one past MAX_FILE_BYTES; None if it is not one."""
+def read_regular(path, limit=MAX_FILE_BYTES + 1):
+    """The bytes of the regular file at `path`, at most `limit` of them; None if it is not one (a symlink,
+    a fifo, a device or a folder is never opened for reading)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -223,12 +224,12 @@ def _read_capped(path):
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return None
-        return f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file claims to be
+        return f.read(limit)  # never more, whatever the file claims to be
 
 
 def _copy(src, dst, shown, problems):
     """Copy one file byte for byte, or explain in `problems` why not."""
-    data = _read_capped(src)
+    data = read_regular(src)
     if data is None:
         problems.append(f"{shown} could not be read as a regular file (is it a symlink?): ignored")
         return False

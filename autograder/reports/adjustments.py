@@ -138,18 +138,27 @@ def keys_of(entries):
     return keys
 
 
+def match(keys, file_name, line, who):
+    """(the one submission id WHO names, None), or (None, why the row at LINE of FILE_NAME is skipped);
+    ``keys``: ``keys_of``'s answer. adjustments.csv and extensions.csv match their rows with it."""
+    found = keys.get(who.casefold(), set())
+    if len(found) == 1:
+        return next(iter(found)), None
+    why = "names no submission of this run" if not found else \
+          f"names {len(found)} submissions ({', '.join(sorted(found))}): use the submission's folder name"
+    return None, f"{file_name}:{line}: {who!r} {why}: row skipped"
+
+
 def resolve(adjustments, entries):
     """({submission id: Applied}, messages): each row matched to the submission it names."""
     keys = keys_of(entries)
     applied, messages = {}, []
     for row in adjustments:
-        found = keys.get(row.who.casefold(), set())
-        if len(found) != 1:
-            why = "names no submission of this run" if not found else \
-                  f"names {len(found)} submissions ({', '.join(sorted(found))}): use the submission's folder name"
-            messages.append(f"{FILE_NAME}:{row.line}: {row.who!r} {why}: row skipped")
+        submission_id, skipped = match(keys, FILE_NAME, row.line, row.who)
+        if skipped:
+            messages.append(skipped)
             continue
-        one = applied.setdefault(found.pop(), Applied())
+        one = applied.setdefault(submission_id, Applied())
         one.points += row.points
         if row.override is not None:
             one.override = row.override  # the last override of a submission wins

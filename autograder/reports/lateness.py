@@ -18,6 +18,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from autograder.reports import adjustments
+
 FILE_NAME = "extensions.csv"
 COLUMNS = ("student", "due", "reason")
 MAX_BYTES = 4 * 2**20
@@ -152,17 +154,15 @@ def load_extensions(out_dir):
     return found, messages
 
 
-def resolve_extensions(rows, entries, keys_of):
-    """({submission id: due}, messages): each row matched as adjustments.csv's are (``keys_of``: that matcher);
+def resolve_extensions(rows, entries):
+    """({submission id: due}, messages): each row matched as adjustments.csv's are (``adjustments.match``);
     the latest due date wins when several rows name one submission."""
-    keys = keys_of(entries)
+    keys = adjustments.keys_of(entries)
     due, messages = {}, []
     for number, who, when, _ in rows:
-        found = keys.get(who.casefold(), set())
-        if len(found) != 1:
-            what = "names no submission of this run" if not found else "names several submissions"
-            messages.append(f"{FILE_NAME}:{number}: {who!r} {what}: row skipped")
+        submission_id, skipped = adjustments.match(keys, FILE_NAME, number, who)
+        if skipped:
+            messages.append(skipped)
             continue
-        (submission_id,) = found
         due[submission_id] = max(when, due.get(submission_id, when))
     return due, messages

@@ -108,7 +108,7 @@ def write_term_files(out_dir, entries, renamed=(), graded_because=None, policy=N
     rows, messages = adjustments.load(out_dir)
     applied, unmatched = adjustments.resolve(rows, entries)
     extension_rows, extension_messages = lateness.load_extensions(out_dir)
-    extended, extension_unmatched = lateness.resolve_extensions(extension_rows, entries, adjustments.keys_of)
+    extended, extension_unmatched = lateness.resolve_extensions(extension_rows, entries)
     late = lateness.assess_all(policy or lateness.Policy(), entries, extended)
     write_class_files(out_dir, entries, renamed, applied, late)
     for submission_id, _, results in entries:

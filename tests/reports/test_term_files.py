@@ -228,6 +228,14 @@ def test_an_extensions_file_is_created_with_its_header_and_a_bad_row_is_named(tm
     assert messages == ["extensions.csv:2: due 'friday' is not a date and time (2026-10-03 23:59): row skipped"]
 
 
+def test_an_extension_naming_two_submissions_names_them_as_an_adjustment_row_would(tmp_path):
+    (tmp_path / "extensions.csv").write_text("student,due,reason\nAda Lovelace,2026-10-05 23:59 +00:00,flu\n")
+    messages = run_late(tmp_path, [handed_in("2026-10-03 09:00 +00:00"), handed_in("2026-10-03 09:00 +00:00", "s1")])
+    assert messages == ["extensions.csv:2: 'Ada Lovelace' names 2 submissions (s0, s1): "
+                        "use the submission's folder name: row skipped"]
+    assert gradebook(tmp_path)["s0"]["total"] == "6.4"
+
+
 def test_the_penalty_comes_before_the_adjustment_and_an_override_wins(tmp_path):
     write_adjustments(tmp_path, "student,points,override,reason\ns0,1,,bonus\ns1,,10,accepted late by the dean\n")
     run_late(tmp_path, [handed_in("2026-10-03 09:00:00 +00:00"), handed_in("2026-10-03 09:00:00 +00:00", "s1")])
