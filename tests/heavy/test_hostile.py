@@ -490,9 +490,10 @@ def test_no_payload_leaves_a_file_outside_its_sandbox(run):
 
 
 def creates_nothing(run, case):
-    """Under Landlock without namespaces a child may create no file, in its own folder neither (the disk bound)."""
+    """Without namespaces, under Landlock or the seccomp filter, a child may create no file, in its own folder
+    neither (the disk bound)."""
     extra = run.results(case)["extra_data"]
-    return extra["isolation"] != "namespaces" and "landlock-fs" in extra["containment"]
+    return extra["isolation"] != "namespaces" and bool({"landlock-fs", "seccomp"} & set(extra["containment"]))
 
 
 def test_writes_outside_the_scratch_folder_do_not_land(run):
@@ -655,13 +656,14 @@ def test_memory_held_at_once_counts_only_overlapping_survivors():
 
 
 def test_a_submission_cannot_fill_the_disk(run):
-    """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. Under Landlock (the uid
-    level) it may create no file: it writes only the files it was given, 16 MiB each (docs/security.md)."""
+    """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. Under Landlock or the seccomp
+    filter (the uid and rlimits levels) it may create no file: it writes only the files it was given, 16 MiB
+    each (docs/security.md)."""
     match = re.search(r"^DISK wrote=(\d+) error=(.*)$", run.printed("disk_fill"), re.MULTILINE)
     assert match, f"the disk payload did not report:\n{run.printed('disk_fill')[:500]}"
     extra = run.results("disk_fill")["extra_data"]
-    if extra["isolation"] != "namespaces" and "landlock-fs" not in extra["containment"]:
-        pytest.skip(f"{extra['isolation']} level without Landlock: no total disk bound")
+    if extra["isolation"] != "namespaces" and not creates_nothing(run, "disk_fill"):
+        pytest.skip(f"{extra['isolation']} level without Landlock or seccomp: no total disk bound")
     assert int(match.group(1)) <= 64 and match.group(2) != "None", (
         f"the submission wrote {match.group(1)} MiB ({match.group(2)}): its folder is not a small tmpfs")
 
