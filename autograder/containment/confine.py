@@ -70,8 +70,8 @@ def apply(layers, readable, writable):
     """Confine this process (and everything it starts) to ``layers``; irreversible.
 
     ``readable``: folders and files it may read and execute; ``writable``: folders whose files it may
-    also change or remove, where it may create nothing (Landlock; the seccomp filter refuses O_TMPFILE,
-    an unnamed file Landlock does not see): the disk it can fill is the files it was given.
+    also change or remove, where it may create nothing (Landlock, and the seccomp filter, which refuses
+    O_CREAT and O_TMPFILE): the disk it can fill is the files it was given.
     """
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise ConfineError(ctypes.get_errno(), "no_new_privs")
@@ -182,10 +182,14 @@ ALLOWED_IF = {
     "kill": (0, (_SELF,)), "tgkill": (0, (_SELF,)), "tkill": (0, (_SELF,)),  # abort() and raise()
     "prlimit64": (0, (0, _SELF)),  # its own limits (lowering them; the hard limits stay)
 }
-# Calls allowed unless one argument has a flag set: an unnamed file (O_TMPFILE) would be disk outside
-# the files a child was given (Landlock lets a child create nothing, but does not see unnamed files).
-_O_TMPFILE = 0o20000000  # __O_TMPFILE, the same on x86_64 and aarch64
-ALLOWED_UNLESS = {"open": (1, _O_TMPFILE), "openat": (2, _O_TMPFILE)}
+# Calls allowed unless one argument has a flag set: a new file (O_CREAT) or an unnamed one (O_TMPFILE)
+# would be disk outside the files a child was given. Landlock alone refuses the first, but not the second,
+# and is not everywhere; so the filter refuses both, at every level with seccomp: a child creates nothing
+# and its disk is bounded by its given files (RLIMIT_FSIZE each). O_CREAT even on an existing file
+# (Python's open(path, "w")): traced, an honest child opens none once the filter is in place (the zygote
+# has imported torch; python -B writes no bytecode), and the from-scratch rule refuses `open` itself.
+_O_CREAT, _O_TMPFILE = 0o100, 0o20000000  # the same on x86_64 and aarch64 (asm-generic/fcntl.h)
+ALLOWED_UNLESS = {"open": (1, _O_CREAT | _O_TMPFILE), "openat": (2, _O_CREAT | _O_TMPFILE)}
 _EPERM = 1
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _X32_SYSCALL_BIT = 0x40000000

@@ -22,7 +22,8 @@ ATTEMPT = r"""
 import ctypes, json, os, socket, sys, threading
 from autograder.containment import confine
 from autograder.containment import isolation
-layers, readable, writable, tries = json.loads(sys.argv[1])
+layers, readable, writable, tries, before = json.loads(sys.argv[1])
+exec(before)  # what a zygote imports before it forks (torch), so before the filter
 readable = isolation.confinement_paths() if readable is None else readable  # as a child computes them, for itself
 confine.apply(layers, readable=readable, writable=writable)
 outcome = {}
@@ -36,12 +37,13 @@ print(json.dumps(outcome))
 """
 
 
-def confined(layers, tries, writable, readable=None):
-    """Run each snippet of ``tries`` in a process confined to ``layers``; {name: "ok" or the OSError's type}."""
+def confined(layers, tries, writable, readable=None, before=""):
+    """Run each snippet of ``tries`` in a process confined to ``layers`` (after running ``before``, unconfined);
+    {name: "ok" or the OSError's type}."""
     for layer in layers:
         if layer not in OFFERED:
             pytest.skip(f"this kernel does not offer {layer} (Landlock ABI {confine.landlock_abi()})")
-    run = subprocess.run([sys.executable, "-c", ATTEMPT, json.dumps([layers, readable, [str(writable)], tries])],
+    run = subprocess.run([sys.executable, "-c", ATTEMPT, json.dumps([layers, readable, [str(writable)], tries, before])],
                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=child_environment())
     assert run.returncode == 0, f"the confined process failed:\n{run.stderr[-2000:]}"
     return json.loads(run.stdout)
@@ -206,28 +208,40 @@ def test_seccomp_refuses_what_grading_does_not_need(tmp_path):
     assert outcome == refused
 
 
-def test_seccomp_refuses_an_unnamed_file_and_allows_named_ones(tmp_path):
-    """O_TMPFILE makes a file Landlock does not see: disk beyond the files a child was given (issue 32)."""
+def test_seccomp_refuses_to_create_a_file_and_allows_writing_a_given_one(tmp_path):
+    """A new file (O_CREAT) or an unnamed one (O_TMPFILE) is disk beyond the files a child was given; the
+    filter refuses both at every level, so the bound holds where Landlock is absent (issue 32)."""
+    given = tmp_path / "given"
+    given.write_text("")
     tries = {"unnamed file": f"os.open({str(tmp_path)!r}, os.O_TMPFILE | os.O_WRONLY, 0o600)",
-             "named file": f"os.close(os.open({str(tmp_path / 'named')!r}, os.O_CREAT | os.O_WRONLY, 0o600))",
+             "new file": f"os.close(os.open({str(tmp_path / 'new')!r}, os.O_CREAT | os.O_WRONLY, 0o600))",
+             "new file in /dev/shm": "open('/dev/shm/hx-confine-new', 'w')",
+             "given file opened with 'w'": f"open({str(given)!r}, 'w')",
+             "given file written": f"f = os.open({str(given)!r}, os.O_WRONLY | os.O_TRUNC); os.write(f, b'x'); os.close(f)",
              "open for reading": f"open({os.__file__!r}).read()"}
     outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"])
-    assert outcome == {"unnamed file": "PermissionError", "named file": "ok", "open for reading": "ok"}
+    assert outcome == {"unnamed file": "PermissionError", "new file": "PermissionError",
+                       "new file in /dev/shm": "PermissionError", "given file opened with 'w'": "PermissionError",
+                       "given file written": "ok", "open for reading": "ok"}
+    assert not (tmp_path / "new").exists() and given.read_text() == "x"
 
 
 def test_seccomp_allows_what_an_honest_child_does(tmp_path):
     """What grading needs after the filter is in place: import a module not loaded yet, compute with torch
-    (forward and backward), write its own files, read the clock, sleep, raise and print a traceback."""
+    (forward and backward), write and remove the files it was given, read the clock, sleep, raise and print a
+    traceback. torch is imported before the filter, as the zygote does: its import opens /dev/null with
+    O_CREAT and creates a temporary file, both refused once the filter is in place."""
+    (tmp_path / "own").write_text("")
     tries = {"import": "import numpy; numpy.ones(3).sum()",
              "torch": "import torch; torch.set_num_threads(1); x = torch.randn(64, 64, requires_grad=True); "
                       "(x @ x).softmax(-1).sum().backward(); torch.zeros(2048, 2048).sum()",
-             "files": f"open({str(tmp_path / 'own')!r}, 'w').write('x'); os.listdir({str(tmp_path)!r}); "
+             "files": f"open({str(tmp_path / 'own')!r}, 'r+').write('x'); os.listdir({str(tmp_path)!r}); "
                       f"os.unlink({str(tmp_path / 'own')!r})",
              "clock and sleep": "import time; time.time(); time.monotonic(); time.sleep(0.01)",
              "traceback": "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.format_exc()",
              "own name": LIBC + "check(libc.prctl(15, b'probe', 0, 0, 0))",
              "urandom": "os.urandom(8)"}
-    outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"])
+    outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"], before="import torch")
     assert outcome == {name: "ok" for name in tries}
 
 

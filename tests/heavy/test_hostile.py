@@ -490,9 +490,11 @@ def test_no_payload_leaves_a_file_outside_its_sandbox(run):
 
 
 def creates_nothing(run, case):
-    """Under Landlock without namespaces a child may create no file, in its own folder neither (the disk bound)."""
-    extra = run.results(case)["extra_data"]
-    return extra["isolation"] != "namespaces" and "landlock-fs" in extra["containment"]
+    """Under the seccomp filter (it refuses O_CREAT, at every level) or Landlock without namespaces, a child
+    may create no file, in its own folder neither (the disk bound)."""
+    containment = run.results(case)["extra_data"]["containment"]
+    return "seccomp" in containment or (run.results(case)["extra_data"]["isolation"] != "namespaces"
+                                        and "landlock-fs" in containment)
 
 
 def test_writes_outside_the_scratch_folder_do_not_land(run):
@@ -655,15 +657,52 @@ def test_memory_held_at_once_counts_only_overlapping_survivors():
 
 
 def test_a_submission_cannot_fill_the_disk(run):
-    """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. Under Landlock (the uid
-    level) it may create no file: it writes only the files it was given, 16 MiB each (docs/security.md)."""
-    match = re.search(r"^DISK wrote=(\d+) error=(.*)$", run.printed("disk_fill"), re.MULTILINE)
-    assert match, f"the disk payload did not report:\n{run.printed('disk_fill')[:500]}"
+    """At the namespaces level a child writes only into a 64 MiB tmpfs of its own. Under Landlock or the seccomp
+    filter (the uid and rlimits levels) it may create no file: it writes only the files it was given, 16 MiB
+    each (docs/security.md)."""
     extra = run.results("disk_fill")["extra_data"]
-    if extra["isolation"] != "namespaces" and "landlock-fs" not in extra["containment"]:
-        pytest.skip(f"{extra['isolation']} level without Landlock: no total disk bound")
-    assert int(match.group(1)) <= 64 and match.group(2) != "None", (
-        f"the submission wrote {match.group(1)} MiB ({match.group(2)}): its folder is not a small tmpfs")
+    if extra["isolation"] != "namespaces" and not creates_nothing(run, "disk_fill"):
+        pytest.skip(f"{extra['isolation']} level without Landlock or seccomp: no total disk bound")
+    assert_disk_bounded(run.printed("disk_fill"))
+
+
+def assert_disk_bounded(printed):
+    """The disk_fill payload's lines, four per child that imported it (its own folder, /tmp, /var/tmp,
+    /dev/shm): 64 MiB at most in all, each child."""
+    written = re.findall(r"^DISK (?:where=(\S+) )?wrote=(\d+) error=(.*)$", printed, re.MULTILINE)
+    assert written and len(written) % 4 == 0, f"the disk payload did not report every place:\n{printed[:500]}"
+    for child in range(0, len(written), 4):
+        total = sum(int(mib) for _, mib, _ in written[child:child + 4])
+        assert total <= 64 and written[child][2] != "None", (
+            f"the submission wrote {total} MiB in all ({written[child:child + 4]}): the disk is not bounded")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the uid level needs root")
+def test_the_filter_alone_bounds_the_disk_at_the_uid_level():
+    """Where Landlock is refused (AUTOGRADER_LAYERS=seccomp), the seccomp filter refuses O_CREAT: the child
+    creates no file, in its own folder, /tmp, /var/tmp or /dev/shm; the student reads why, the grader is unharmed."""
+    python, environment = grader_for("uid")
+    environment["AUTOGRADER_LAYERS"] = "seccomp"
+    base = Path(tempfile.mkdtemp(prefix="disk-fill-"))
+    try:
+        reference = without_markers((SOLUTION / "attention.py").read_text())
+        payload = (HOSTILE / "disk_fill" / "attention.py.payload").read_text()
+        batch, out = base / "batch", base / "reports"
+        write_submission(batch / "disk_fill", {"attention.py": reference + payload,
+                                               "mha.py": without_markers((SOLUTION / "mha.py").read_text())})
+        command = [python, "-m", "autograder", "grade", "--batch", str(batch), "--out", str(out),
+                   "--call-timeout", str(CALL_TIMEOUT)]
+        process = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
+        assert process.returncode == 0, process.stderr[-2000:]
+        results = json.loads((out / "disk_fill" / "results.json").read_text())
+        assert results["extra_data"]["isolation"] == "uid" and "landlock-fs" not in results["extra_data"]["containment"]
+        assert not results["extra_data"]["grader_error"], results["output"][-1000:]
+        printed = re.search(r"## What your code printed\n\n```\n(.*?)\n```",
+                            (out / "disk_fill" / "feedback.md").read_text(), re.DOTALL).group(1)
+        assert_disk_bounded(printed)
+        assert "DISK wrote=0 error=Operation not permitted" in printed, printed[:500]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_submission_sees_no_other_process(run):
