@@ -150,6 +150,21 @@ def sdpa_float_mask(lab):
 
 
 @probe("attention")
+def sdpa_numeric_mask_other_values(lab):
+    """Nonzero = may attend: a float mask whose allowed keys hold 2.5 and -1 as well as 1."""
+    mask = random_mask(4, 6).double() * torch.tensor([1.0, 2.5, -1.0, 1.0, 2.5, -1.0])
+    return lab.attention.scaled_dot_product_attention(*qkv((2,), 4, 6, 4, 3), mask=mask)
+
+
+@probe("attention")
+def sdpa_blocked_weights_exactly_zero(lab):
+    """Blocked keys get a weight of exactly 0 (a finite fill such as -100 leaks a tiny weight)."""
+    mask = random_mask(4, 6)
+    _, weights = lab.attention.scaled_dot_product_attention(*qkv((2,), 4, 6, 4, 3), mask=mask)
+    return bool((weights[~mask.expand_as(weights)] == 0).all())
+
+
+@probe("attention")
 def module_with_mask(lab):
     return lab.attention.ScaledDotProductAttention()(*qkv((2,), 5, 5, 4, 4), mask=tril(5))
 

@@ -9,7 +9,7 @@ from autograder.grading import catalogue
 from autograder.grading.compare import diagnosed, expect_close, expect_pair
 from autograder.containment.probes import CONTRACT
 from autograder.rules import read_source
-from autograder.grading.student import Failure, StudentError
+from autograder.grading.student import Failure, RuleViolation, StudentError
 from cases import AttentionCase
 
 HINTS = {
@@ -25,10 +25,40 @@ def sdpa_expected(reference, case):
     return (q, k, v, mask), reference[0].scaled_dot_product_attention(q, k, v, mask)
 
 
-def check_sdpa(student, reference, case, target="attention.scaled_dot_product_attention", float32_ok=False,
-               **request):
-    """Call the student's attention on ``case`` and compare weights and output with the reference.
-    ``float32_ok``: a float64 result that is only float32-accurate passes (the test is about something else)."""
+SDPA = "attention.scaled_dot_product_attention"
+
+
+def other_ranks(case):
+    """The ranks to try ``case`` at besides its own: 4-D first (the layout of attention inside an MHA), then 3-D."""
+    return [rank for rank in (4, 3) if rank != case.native_rank()]
+
+
+def check_sdpa(student, reference, case, target=SDPA, float32_ok=False, any_rank=True, **request):
+    """Call the student's attention on ``case`` and compare weights and output with the reference; return the
+    reply, with the case it answered as ``reply.case``.
+    ``float32_ok``: a float64 result that is only float32-accurate passes (the test is about something else).
+    ``any_rank``: the test is about something other than leading dims, so it passes when the code is right on
+    the same inputs at 3-D or 4-D (the layout tests charge a fixed rank, once). Without it (a layout test), a
+    failure that another rank would pass is named fixed_leading_dims."""
+    try:
+        return _check_sdpa_at(student, reference, case, target, float32_ok, request)
+    except RuleViolation:
+        raise
+    except StudentError as error:
+        for rank in other_ranks(case):
+            try:
+                reply = _check_sdpa_at(student, reference, case.at_rank(rank), target, float32_ok, request)
+            except StudentError:
+                continue
+            if any_rank:
+                return reply
+            raise StudentError(f"{error.unnamed}\n  (the same inputs as {rank}-D tensors, "
+                               f"{case.at_rank(rank).describe().split(' with ', 1)[1]}, give the right result)",
+                               error.figure).named(catalogue.FIXED_LEADING_DIMS) from None
+        raise
+
+
+def _check_sdpa_at(student, reference, case, target, float32_ok, request):
     (q, k, v, mask), (out, weights) = sdpa_expected(reference, case)
     reply = student.call(target, q, k, v, mask, **request)
     got_out, got_weights = expect_pair(reply.result, case.describe())
@@ -43,7 +73,23 @@ def check_sdpa(student, reference, case, target="attention.scaled_dot_product_at
         if error.mistake is not None and error.mistake.name == "numeric_mask_ignored":
             raise _if_bool_ignored_too(student, target, request, (q, k, v, mask != 0), error) from None
         raise
+    reply.case = case
     return reply
+
+
+def handled_rank(student, case, target=SDPA):
+    """``case`` at the first rank (its own, then other_ranks) where the student's code returns a pair of
+    tensors shaped (output, weights): the tests of other properties (dtypes, stability, gradients, in place)
+    run there, so a fixed rank is charged once, by the layout tests."""
+    for candidate in [case, *(case.at_rank(rank) for rank in other_ranks(case))]:
+        q, k, v, mask = candidate.inputs()
+        reply = student.try_call(target, q, k, v, mask)
+        result = None if isinstance(reply, Failure) else reply.result
+        if (isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)
+                and tuple(result[0].shape) == (*q.shape[:-1], v.size(-1))
+                and tuple(result[1].shape) == (*q.shape[:-1], k.size(-2))):
+            return candidate
+    return case
 
 
 def _if_bool_ignored_too(student, target, request, inputs, error):

@@ -1,5 +1,5 @@
 """Seeded inputs for the hidden suite: every case is built the same way on every run."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -31,6 +31,11 @@ def random_mask(shape, seed, dtype=torch.bool):
     return allowed.to(dtype)
 
 
+# The values a "nonbinary" mask gives its allowed positions: all nonzero, so all may attend.
+NONBINARY_VALUES = {torch.int64: [1, 2, -3], torch.int32: [1, 2, -3], torch.float32: [1.0, 2.5, -1.0, 0.5],
+                    torch.float64: [1.0, 2.5, -1.0, 0.5]}
+
+
 @dataclass(frozen=True)
 class AttentionCase:
     """One call of scaled_dot_product_attention: shapes, mask kind and dtype."""
@@ -40,17 +45,42 @@ class AttentionCase:
     t_k: int
     d_k: int
     d_v: int
-    mask: str = "none"  # none | causal | padding | random | mixed (see make_mask)
+    mask: str = "none"  # none | causal | padding | random | mixed | nonbinary (see make_mask)
     mask_dtype: torch.dtype = torch.bool
     dtype: torch.dtype = torch.float32
     scale: float = 1.0  # multiplies q and k: large values test a stable softmax
     seed: int = 0
+    rank: int = 0  # 0: inputs of len(batch) + 2 dims; 3 or 4: the same inputs in that many dims (at_rank)
+
+    def at_rank(self, rank):
+        """The same case with 3-D or 4-D inputs (the same numbers): a 2-D or 3-D case gains leading dims of
+        size 1, a 4-D case folds its batch and heads into one batch dim. See ``rank``."""
+        return replace(self, rank=rank)
+
+    def native_rank(self):
+        return len(self.batch) + 2
 
     def inputs(self):
         q = randn(*self.batch, self.t_q, self.d_k, seed=self.seed, dtype=self.dtype, scale=self.scale)
         k = randn(*self.batch, self.t_k, self.d_k, seed=self.seed + 1, dtype=self.dtype, scale=self.scale)
         v = randn(*self.batch, self.t_k, self.d_v, seed=self.seed + 2, dtype=self.dtype)
-        return q, k, v, self.make_mask()
+        mask = self.make_mask()
+        if not self.rank or self.rank == self.native_rank():
+            return q, k, v, mask
+        return (*(self._reshaped(x) for x in (q, k, v)), self._reshaped_mask(mask))
+
+    def _reshaped(self, x):
+        """A query, key or value at ``self.rank`` dims: (..., T, d) -> (B', T, d) or (B', h', T, d)."""
+        if self.native_rank() == 4:  # rank 3: batch and heads folded
+            return x.flatten(0, 1)
+        return x.reshape(*([1] * (self.rank - self.native_rank())), *x.shape) if not self.batch else x.unsqueeze(1)
+
+    def _reshaped_mask(self, mask):
+        if mask is None or mask.dim() <= 2:  # a (T_q, T_k) mask broadcasts at any rank
+            return mask
+        if self.native_rank() == 4:  # every (batch, head) pair keeps its own rows once the two are folded
+            return mask.expand(*self.batch, self.t_q, self.t_k).reshape(-1, self.t_q, self.t_k)
+        return mask.unsqueeze(-3)  # (B, T_q, T_k) -> (B, 1, T_q, T_k)
 
     def make_mask(self):
         if self.mask == "none":
@@ -66,17 +96,24 @@ class AttentionCase:
             # does the inverse, so a mask read the wrong way round still gives weights that move with the inputs
             offset = (torch.arange(self.t_k)[None, :] - torch.arange(self.t_q)[:, None]) % self.t_k
             allowed = (offset == 0) | (offset == 2)  # the public gradient case's mask (every_row_and_column_mixed)
+        elif self.mask == "nonbinary":  # a numeric mask whose nonzero values are not all 1: nonzero = may attend
+            allowed = random_mask((*self.batch, self.t_q, self.t_k), self.seed + 3)
+            generator = torch.Generator().manual_seed(self.seed + 4)
+            values = torch.tensor(NONBINARY_VALUES[self.mask_dtype])
+            picked = values[torch.randint(len(values), allowed.shape, generator=generator)]
+            return torch.where(allowed, picked, torch.zeros((), dtype=picked.dtype)).to(self.mask_dtype)
         else:
             allowed = random_mask((*self.batch, self.t_q, self.t_k), self.seed + 3)
         return allowed.to(self.mask_dtype)
 
     def describe(self):
-        shape = lambda *tail: "(" + ", ".join(str(n) for n in (*self.batch, *tail)) + ")"  # noqa: E731
-        text = (f"scaled_dot_product_attention with query {shape(self.t_q, self.d_k)}, key {shape(self.t_k, self.d_k)}, "
-                f"value {shape(self.t_k, self.d_v)}, {str(self.dtype).replace('torch.', '')}")
+        q, k, v, mask = self.inputs()
+        text = (f"scaled_dot_product_attention with query {tuple(q.shape)}, key {tuple(k.shape)}, "
+                f"value {tuple(v.shape)}, {str(self.dtype).replace('torch.', '')}")
         if self.mask != "none":
-            mask = self.make_mask()
             text += f", {self.mask} mask {tuple(mask.shape)} {str(mask.dtype).replace('torch.', '')}"
+            if self.mask == "nonbinary":
+                text += f" (values {', '.join(f'{x:g}' for x in [0, *NONBINARY_VALUES[self.mask_dtype]])})"
         if self.scale != 1.0:
             text += f", inputs scaled by {self.scale:g}"
         return text

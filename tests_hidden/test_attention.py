@@ -1,8 +1,13 @@
-"""Part 2: scaled dot-product attention values, shapes and masks."""
+"""Part 2: scaled dot-product attention values, shapes and masks.
+
+Each property is charged by one test. Leading dims are the layout tests' (2-D, 3-D and 4-D inputs, each at its
+own rank); every other test passes when the code is right on the same inputs at 3-D or 4-D (check_sdpa's
+any_rank), so code that takes only one rank loses the layout tests and nothing else."""
 import pytest
 import torch
 
 from attention_checks import check_sdpa
+from autograder.grading import catalogue
 from autograder.grading.compare import fail
 from cases import AttentionCase
 
@@ -13,19 +18,19 @@ pytestmark = pytest.mark.part("attention")
 @pytest.mark.public
 def test_attention_3d_without_mask(student, reference):
     """Attention: batched 3-D inputs, no mask"""
-    check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, seed=1))
+    check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, seed=1), any_rank=False)
 
 
 @pytest.mark.points(2)
 def test_attention_2d_inputs(student, reference):
     """Attention: 2-D inputs with no batch dim"""
-    check_sdpa(student, reference, AttentionCase((), 4, 4, 6, 6, seed=2))
+    check_sdpa(student, reference, AttentionCase((), 4, 4, 6, 6, seed=2), any_rank=False)
 
 
 @pytest.mark.points(2)
 def test_attention_4d_inputs(student, reference):
     """Attention: 4-D inputs (batch, heads, T, d_k)"""
-    check_sdpa(student, reference, AttentionCase((2, 3), 5, 5, 4, 4, seed=3))
+    check_sdpa(student, reference, AttentionCase((2, 3), 5, 5, 4, 4, seed=3), any_rank=False)
 
 
 @pytest.mark.points(2)
@@ -61,14 +66,14 @@ def test_attention_padding_mask(student, reference):
     check_sdpa(student, reference, AttentionCase((3, 2), 5, 5, 4, 4, mask="padding", seed=10))
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_attention_int_mask(student, reference):
     """Attention: integer masks (1 = may attend, 0 = blocked), random and (T, T) causal"""
     check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="random", mask_dtype=torch.int64, seed=11))
     check_sdpa(student, reference, AttentionCase((2,), 6, 6, 8, 8, mask="causal", mask_dtype=torch.int64, seed=15))
 
 
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_attention_float_mask(student, reference):
     """Attention: float masks (1.0 = may attend, 0.0 = blocked), random and (T, T) causal"""
     check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="random", mask_dtype=torch.float32, seed=12))
@@ -76,15 +81,28 @@ def test_attention_float_mask(student, reference):
 
 
 @pytest.mark.points(2)
+def test_attention_numeric_masks_with_other_values(student, reference):
+    """Attention: numeric masks hold other values than 1 (2, -3, 2.5, -1, 0.5): every nonzero value may attend"""
+    # The int and float mask tests hold 0 and 1 only, so code that reads 1 as the only "may attend" value
+    # (1 - mask) loses this test alone.
+    check_sdpa(student, reference, AttentionCase((2,), 5, 5, 8, 8, mask="nonbinary", mask_dtype=torch.int64, seed=17))
+    check_sdpa(student, reference, AttentionCase((2,), 6, 6, 8, 8, mask="nonbinary", mask_dtype=torch.float32, seed=18))
+
+
+@pytest.mark.points(2)
 def test_attention_blocked_positions_get_exactly_zero(student, reference):
     """Attention: blocked positions get exactly 0 weight"""
-    case = AttentionCase((2,), 6, 6, 8, 8, mask="random", seed=13)
-    q, k, v, mask = case.inputs()
-    weights = check_sdpa(student, reference, case).result[1]
+    # The one test of the fill value: a finite fill such as -100 passes every value test (its leak is far below
+    # their tolerance) and is charged here.
+    reply = check_sdpa(student, reference, AttentionCase((2,), 6, 6, 8, 8, mask="random", seed=13))
+    case, weights = reply.case, reply.result[1]
+    mask = case.inputs()[3]
     leaked = weights[~mask.expand_as(weights)]
     if (leaked != 0).any():
-        fail(case.describe(), f"blocked positions have nonzero weight (largest {leaked.abs().max().item():.3g})",
-             "fill blocked scores with -inf before the softmax; filling with 0 still leaks weight")
+        largest = leaked.abs().max().item()
+        fail(case.describe(), f"blocked positions have nonzero weight (largest {largest:.3g})",
+             "fill blocked scores with float(\"-inf\") before the softmax",
+             mistake=catalogue.FINITE_FILL_LEAKS if largest < 1e-6 else None)
 
 
 @pytest.mark.points(1)

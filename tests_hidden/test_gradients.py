@@ -1,9 +1,10 @@
 """Part 3: dtypes, numerical stability, gradients and leaving the inputs alone, each judged on the student's own
-forward (autograder/grading/own_forward.py): a wrong forward is the attention part's charge, not this part's."""
+forward (autograder/grading/own_forward.py): a wrong forward is the attention part's charge, not this part's.
+Each runs its case at the rank the student's code takes (handled_rank): leading dims are the layout tests' charge."""
 import pytest
 import torch
 
-from attention_checks import check_sdpa, sdpa_expected
+from attention_checks import check_sdpa, handled_rank, sdpa_expected
 from autograder.grading import catalogue
 from autograder.grading.compare import describe_value, fail, matrix_figure
 from autograder.grading.error_hints import NO_GRADIENT_HINT
@@ -26,7 +27,7 @@ CLOSE_GATE = (1e-4, 1e-3)  # (atol, rtol): "the forward is right" (its precision
 @pytest.mark.points(3)
 def test_float64_in_float64_out(student, reference):
     """Dtypes: float64 inputs give float64 output and weights, to float64 precision"""
-    case = AttentionCase((2,), 5, 5, 8, 8, mask="causal", dtype=torch.float64, seed=20)
+    case = handled_rank(student, AttentionCase((2,), 5, 5, 8, 8, mask="causal", dtype=torch.float64, seed=20))
     (q, k, v, mask), expected = sdpa_expected(reference, case)
     reply = student.call(SDPA, q, k, v, mask)
     for i in float_outputs(reply.result):
@@ -61,6 +62,7 @@ def test_large_scores_stay_finite(student, reference):
     # output at the unshifted inputs, so a value bug (the attention part's) passes here.
     for case, shift in ((AttentionCase((2,), 6, 6, 16, 16, seed=21), 300.0),  # float32: exp(300) = inf
                         (AttentionCase((2,), 6, 6, 16, 16, dtype=torch.float64, seed=22), -1000.0)):  # exp(-1000) = 0
+        case = handled_rank(student, case)
         q, k, v, _ = case.inputs()
         plain = student.call(SDPA, q, k, v, None)
         big_q, big_k = shift_all_scores(q, k, shift)
@@ -87,6 +89,7 @@ def test_large_scores_stay_finite(student, reference):
 
 def _check_gradients(student, case):
     """The student's backward against finite differences of the student's own forward (float64 inputs)."""
+    case = handled_rank(student, case)
     q, k, v, mask = case.inputs()
     inputs = (q, k, v)
     plain = student.call(SDPA, q, k, v, mask)
@@ -185,8 +188,9 @@ def test_inputs_are_not_modified(student, reference):
     bool_case = AttentionCase((2,), 5, 5, 8, 8, mask="random", seed=25)
     float_case = AttentionCase((2,), 5, 5, 8, 8, mask="random", mask_dtype=torch.float32, seed=26)
     for case in (bool_case, float_case):
+        case = handled_rank(student, case)
         q, k, v, mask = case.inputs()
-        reply = student.call(SDPA, q, k, v, mask) if case is bool_case else student.try_call(SDPA, q, k, v, mask)
+        reply = student.call(SDPA, q, k, v, mask) if case.mask_dtype == torch.bool else student.try_call(SDPA, q, k, v, mask)
         if isinstance(reply, Failure):
             continue
         changed = [name for name, flag in zip(("query", "key", "value", "mask"), reply.inputs_modified) if flag]

@@ -15,6 +15,10 @@ Kinds and what their functions compute:
 * ``split_heads(x, n_heads)`` and ``merge_heads(x, n_heads)`` -> the reshaped tensor.
 * ``tiled(query, key, value, causal, block_size) -> output`` (extra credit).
 * ``decode(state, n_heads, x) -> [output of each step]`` (extra credit, ``MultiHeadAttention.step``).
+
+Each mistake names the parts of the hidden suite (autograder/parts.py) where it lives, and so the only parts
+where it may cost points (one defect, one charge): by default its kind's part (``KIND_PARTS``).
+``tests/heavy/test_single_defects.py`` plants each mistake alone in the reference and checks it.
 """
 import math
 from dataclasses import dataclass
@@ -23,6 +27,12 @@ import torch
 import torch.nn.functional as F
 
 LAB = "assignment/README.md"
+
+# The part of the hidden suite where a kind of mistake lives (a name found under two kinds lives in both).
+KIND_PARTS = {"causal_mask": ("masks",), "padding_mask": ("masks",), "sdpa": ("attention",),
+              "layout": ("attention",), "fill": ("attention",), "precision": ("gradients",),
+              "split_heads": ("heads",), "merge_heads": ("heads",), "mha": ("mha_forward",),
+              "tiled": ("extra",), "decode": ("extra",)}
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,12 @@ class Mistake:
     # The catalogued defects this mistake is made of, when it is several at once: the class summary counts
     # a submission once per defect, not once per name that matched.
     defects: tuple = ()
+    # The parts of the hidden suite where it lives: the only ones it may cost points in (KIND_PARTS by default).
+    parts: tuple = ()
+
+    def __post_init__(self):
+        if not self.parts:
+            object.__setattr__(self, "parts", KIND_PARTS[self.kind])
 
     def explain(self):
         return f"{self.sentence} (see \"{self.section}\" in the lab text)"
@@ -42,9 +58,9 @@ class Mistake:
 CATALOGUE = {}  # kind -> [(Mistake, compute)]
 
 
-def mistake(kind, name, sentence, section, defects=()):
+def mistake(kind, name, sentence, section, defects=(), parts=()):
     def register(compute):
-        CATALOGUE.setdefault(kind, []).append((Mistake(name, kind, sentence, section, defects), compute))
+        CATALOGUE.setdefault(kind, []).append((Mistake(name, kind, sentence, section, defects, parts), compute))
         return compute
     return register
 
@@ -135,7 +151,7 @@ def _padding_inverted(tokens, pad_id):
 # --- scaled dot-product attention -------------------------------------------------------------
 
 def attention(query, key, value, mask, scale=None, fill=float("-inf"), softmax_dim=-1, mask_mode="fill",
-              flip=False, stable=True, float32_scale=False, float32_softmax=False):
+              flip=False, stable=True, float32_scale=False, float32_softmax=False, only_one=False):
     """Reference attention with one knob per known mistake."""
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     scores = query @ key.transpose(-2, -1) * scale  # (..., T_q, T_k)
@@ -143,7 +159,7 @@ def attention(query, key, value, mask, scale=None, fill=float("-inf"), softmax_d
         scores = query @ key.transpose(-2, -1) / torch.sqrt(torch.tensor(float(query.size(-1)))).item()
     allowed = None
     if mask is not None:
-        allowed = mask if mask.dtype == torch.bool else mask != 0
+        allowed = mask if mask.dtype == torch.bool else (mask == 1 if only_one else mask != 0)
         if flip:
             allowed = ~allowed
         if mask_mode == "fill":
@@ -220,17 +236,37 @@ def _numeric_ignored(q, k, v, mask):
     return attention(q, k, v, None) if mask is not None and mask.dtype != torch.bool else None
 
 
+@mistake("sdpa", "numeric_mask_only_one_attends", "Your code lets only the mask value 1 attend (1 - mask, or "
+         "mask == 1): a numeric mask means nonzero = may attend, so 2.0 or -1 attend too; block where mask == 0",
+         SECTION_MASKS)
+def _only_one(q, k, v, mask):
+    binary = mask is None or mask.dtype == torch.bool or bool(((mask == 0) | (mask == 1)).all())
+    return None if binary else attention(q, k, v, mask, only_one=True)
+
+
 MASK_IGNORED = next(entry for entry, _ in CATALOGUE["sdpa"] if entry.name == "mask_ignored")
 
 
 @mistake("sdpa", "unstable_softmax", "Your softmax overflows on large scores: exp() of a large score is inf. "
-         "Subtract the row max first, or use torch.softmax", SECTION_SDPA)
+         "Subtract the row max first, or use torch.softmax", SECTION_SDPA, parts=("gradients",))
 def _unstable(q, k, v, mask):
     out, weights = attention(q, k, v, mask, stable=False)
     return (out, weights) if not torch.isfinite(weights).all() else None
 
 
 UNSTABLE_SOFTMAX = next(entry for entry, _ in CATALOGUE["sdpa"] if entry.name == "unstable_softmax")
+
+
+# Found from the pattern of a failure, not recomputed (like FLOAT32_IN_FLOAT64): the layout tests name the
+# first, when the code passes with another number of leading dims; the exact-zero test names the second.
+FIXED_LEADING_DIMS = Mistake(
+    "fixed_leading_dims", "layout", "Your attention works for some numbers of leading dims and not for others "
+    "(torch.bmm takes only 3-D inputs, key.transpose(1, 2) or (2, 3) and fixed-size unpacking fix the rank): use "
+    "key.transpose(-2, -1) and @ (torch.matmul), which work for 2-D, 3-D and 4-D inputs alike", SECTION_SDPA)
+FINITE_FILL_LEAKS = Mistake(
+    "finite_fill_leaks", "fill", "Your blocked scores are filled with a finite value that is not negative enough "
+    "(such as -100): exp(fill - max) still gives blocked keys a tiny nonzero weight. Fill with float(\"-inf\") (or "
+    "torch.finfo(scores.dtype).min)", SECTION_SDPA)
 
 
 SWAPPED_SENTENCE = "You return (weights, output): the pair is swapped; return (output, weights), in that order"
@@ -305,7 +341,7 @@ def _split_view(state, n_heads, q, k, v, mask):
 # An MHA forward with both bugs matches neither one alone, so it needs an entry of its own; the split_heads
 # and merge_heads tests name the two defects separately.
 @mistake("mha", "split_and_merge_without_transpose", SPLIT_SENTENCE + "; merge_heads has the same problem",
-         SECTION_MHA, defects=("split_without_transpose", "merge_without_transpose"))
+         SECTION_MHA, defects=("split_without_transpose", "merge_without_transpose"), parts=("heads", "mha_forward"))
 def _split_merge_view(state, n_heads, q, k, v, mask):
     return mha(state, n_heads, q, k, v, mask, split="view", merge="view")
 
@@ -460,3 +496,21 @@ def _cache_unprojected(state, n_heads, x):
         heads, _ = attention(split(linear("w_q", token)), k, v, None)
         outputs.append(linear("w_o", heads.transpose(1, 2).reshape(B, 1, d_model)))
     return outputs
+
+
+# --- every mistake by name ------------------------------------------------------------------------
+
+# Named from the pattern of a failure, not recomputed by CATALOGUE or PRECISION. FLOAT32_IN_FLOAT64 is left out:
+# it is the generic name the precision entries narrow down, not a defect of its own.
+FOUND_FROM_PATTERN = (FIXED_LEADING_DIMS, FINITE_FILL_LEAKS)
+
+
+def every_mistake():
+    """{name: parts it lives in} for every catalogued mistake: a name found under several kinds (the split_heads
+    test and the MHA forward both name split_without_transpose) lives in the parts of all of them."""
+    found = {}
+    entries = [entry for kind in CATALOGUE.values() for entry, _ in kind]
+    entries += [entry for _, steps in PRECISION.values() for entry, _ in steps] + list(FOUND_FROM_PATTERN)
+    for entry in entries:
+        found[entry.name] = tuple(dict.fromkeys(found.get(entry.name, ()) + entry.parts))
+    return found

@@ -1,0 +1,90 @@
+"""One defect, one charge (issue 34): each catalogued defect, planted alone in the reference, loses points in
+exactly the parts the catalogue names (autograder/grading/catalogue.py, every_mistake), and `make test` names it.
+
+The defect is planted by the first mutant of tests/variants/mutants.yaml that names it (its ``mistake``). One
+grader run grades them all; the public suite runs on each as `make test` does.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder.grading.catalogue import CATALOGUE, FOUND_FROM_PATTERN, PRECISION, every_mistake
+from test_public_suite import ROOT, run_public
+from variant_builder import build_mutant, load_mutants
+
+pytestmark = pytest.mark.slow  # grades one mutant per catalogued defect, and runs the public tests on each
+
+PARTS = every_mistake()
+PLANTED = {}  # defect name -> the first mutant that plants it alone
+for _mutant in load_mutants():
+    if _mutant.get("mistake") in PARTS:
+        PLANTED.setdefault(_mutant["mistake"], _mutant)
+SENTENCES = {entry.name: entry.sentence for entry in [
+    *(e for kind in CATALOGUE.values() for e, _ in kind), *(e for _, steps in PRECISION.values() for e, _ in steps),
+    *FOUND_FROM_PATTERN]}
+
+
+def test_every_catalogued_defect_is_planted_by_a_mutant():
+    assert not set(PARTS) - set(PLANTED), f"defects no mutant plants: {sorted(set(PARTS) - set(PLANTED))}"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """{defect: (public run, grade's results.json)} for the mutant that plants each defect."""
+    root = tmp_path_factory.mktemp("single_defects")
+    batch, out = root / "batch", root / "reports"
+    for name, mutant in PLANTED.items():
+        build_mutant(mutant, batch / name)
+    grade = subprocess.run([sys.executable, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "2"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=2400)
+    assert grade.returncode == 0, f"the grader exited {grade.returncode}:\n{grade.stderr[-3000:]}"
+    found = {}
+    for name in PLANTED:
+        (root / "public" / name).mkdir(parents=True)
+        found[name] = (run_public(batch / name, root / "public" / name),
+                       json.loads((out / name / "results.json").read_text()))
+    return found
+
+
+def charged_parts(results):
+    """{part: [names of the tests that lost points]} of a grade."""
+    charged = {}
+    for test in results["tests"]:
+        if test["score"] < test["max_score"]:
+            charged.setdefault(test["tags"][0], []).append(test["name"])
+    return charged
+
+
+@pytest.mark.parametrize("defect", sorted(PLANTED))
+def test_the_defect_loses_points_in_exactly_its_parts(graded, defect):
+    _, results = graded[defect]
+    charged = charged_parts(results)
+    assert set(charged) == set(PARTS[defect]), (
+        f"{defect} (mutant {PLANTED[defect]['name']}) lives in {PARTS[defect]}; the grade charged "
+        + "; ".join(f"{part}: {tests}" for part, tests in charged.items()))
+
+
+# Defects whose words `make test` does not say yet (issue 34 item 3: the public tests run the catalogue). Strict:
+# once the public tests name one, its test passes and this list must lose it.
+NOT_YET_NAMED_LOCALLY = {
+    'cache_unprojected_tokens', 'causal_hides_diagonal', 'causal_leaks_future', 'causal_polarity_flipped',
+    'finite_fill_leaks', 'fixed_leading_dims', 'key_value_swapped', 'kv_from_query', 'mask_after_softmax',
+    'mask_ignored', 'mask_polarity_flipped', 'masked_with_zero', 'merge_without_transpose',
+    'mha_output_weights_swapped', 'no_output_projection', 'no_scaling', 'numeric_mask_additive',
+    'numeric_mask_ignored', 'numeric_mask_only_one_attends', 'only_query_projected', 'output_weights_swapped',
+    'padding_polarity_flipped', 'scale_by_d_k', 'scale_by_d_v', 'scale_by_sqrt_d_model', 'softmax_wrong_axis',
+    'split_and_merge_without_transpose', 'split_without_transpose', 'tiled_block_offset_forgotten',
+    'tiled_causal_off_by_one', 'tiled_no_rescale', 'unstable_softmax', 'weights_averaged_over_heads',
+}
+
+
+@pytest.mark.parametrize("defect", [pytest.param(name, marks=pytest.mark.xfail(
+    name in NOT_YET_NAMED_LOCALLY, reason="issue 34 item 3: `make test` does not name it yet", strict=True))
+    for name in sorted(PLANTED)])
+def test_make_test_names_the_defect(graded, defect):
+    run, _ = graded[defect]
+    local = "\n".join([run.output, *run.skipped.values()])
+    words = SENTENCES[defect].split(":")[0]  # the sentence's diagnosis, before its fix
+    assert words in local, f"{defect}: `make test` does not say {words!r}:\n{local[-3000:]}"
