@@ -7,6 +7,7 @@ import torch
 
 from attention_checks import sdpa_expected, with_attention_fallback
 from autograder.grading.compare import diagnosed, expect_close, fail
+from autograder.grading.error_hints import TILED_MEMORY_HINT
 from autograder.rules import read_source
 from autograder.grading.student import Failure, StudentError
 from cases import AttentionCase, MHACase, randn, reference_grads
@@ -93,8 +94,7 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     if peak > matrix / 2:
         fail(label, f"the call's peak memory grew by {peak / 2**20:.0f} MiB; one (T, T) score matrix is "
                     f"{matrix / 2**20:.0f} MiB, so it was (at least partly) built",
-             "compute scores one (T_q, block_size) block at a time; calling scaled_dot_product_attention "
-             "builds the whole matrix")
+             TILED_MEMORY_HINT)
 
 
 def _decode(student, reference, case, mode="student"):

@@ -21,6 +21,18 @@ ERROR_HINTS = [
 # When no gradient reaches the inputs at all.
 NO_GRADIENT_HINT = "do not detach, call .item()/.numpy(), or compute under torch.no_grad()"
 
+# When a call changed the caller's query, key, value or mask: what the failure says, and its hint.
+INPUTS_MODIFIED = "the call modified its input {} in place"
+INPUTS_MODIFIED_HINT = ("use out-of-place ops (masked_fill, not masked_fill_; mask == 0 or ~mask, not mask.eq_(0); "
+                        "x / s, not x /= s)")
+FORWARD_INPUTS_MODIFIED = "forward modified its input {} in place"
+FORWARD_INPUTS_MODIFIED_HINT = ("use out-of-place ops in forward and in the attention it calls (masked_fill, not "
+                                "masked_fill_; mask == 0 or ~mask, not mask.eq_(0))")
+
+# When tiled_attention built the whole (T_q, T_k) score matrix after all.
+TILED_MEMORY_HINT = ("compute scores one (T_q, block_size) block at a time; calling scaled_dot_product_attention "
+                     "builds the whole matrix")
+
 
 def error_hint(message):
     """The hint for an exception's message, or None; torch's messages can span lines."""
