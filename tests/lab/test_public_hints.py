@@ -172,7 +172,7 @@ def test_make_test_without_torch_says_activate_your_venv(tmp_path):
 def test_wrong_extra_credit_fails_on_its_own_line_and_leaves_the_points(runs):
     run = runs["tiled_no_rescale"]
     lines = run.output.rstrip().splitlines()
-    assert lines[-2] == "extra credit (optional, not in the points): 1 passed, 1 failed", lines[-2:]
+    assert lines[-2] == "extra credit (optional, not in the points): 3 passed, 1 failed", lines[-2:]
     points = sum(p for _, _, p in public_cases()[0])
     assert FOOTER.fullmatch(lines[-1]) and FOOTER.fullmatch(lines[-1])[1] == str(points), lines[-1]
     assert run.returncode == 0, "an optional test alone never fails the run (make test would say Error 1)"
@@ -263,10 +263,12 @@ def test_extra_credit_the_files_do_not_define_is_skipped_and_a_correct_core_exit
         (submission / file).write_text(text[:start] + text[end + 1:])
     run = run_public(submission, tmp_path)
     assert run.returncode == 0, run.output
-    assert sorted(run.skipped) == ["test_extra[step_reproduces_the_causal_forward]",
-                                   "test_extra[tiled_attention_matches_pytorch]"], run.output
+    assert sorted(run.skipped) == ["test_extra[step_projects_only_the_new_token_and_grows_the_cache]",
+                                   "test_extra[step_reproduces_the_causal_forward]",
+                                   "test_extra[tiled_attention_matches_pytorch]",
+                                   "test_extra[tiled_attention_never_builds_the_score_matrix]"], run.output
     assert "attention.py defines no tiled_attention" in run.skipped["test_extra[tiled_attention_matches_pytorch]"]
-    assert run.output.rstrip().splitlines()[-2] == "extra credit (optional, not in the points): 2 not written yet"
+    assert run.output.rstrip().splitlines()[-2] == "extra credit (optional, not in the points): 4 not written yet"
 
 
 def test_a_forbidden_call_fails_the_tests_that_make_it_and_says_what_the_grade_does(runs):
