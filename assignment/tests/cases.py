@@ -21,7 +21,8 @@ from typing import Callable
 
 import torch
 
-from checks import (FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
+from checks import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+                    TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
@@ -698,15 +699,13 @@ def tiled_attention_never_builds_the_score_matrix(attention):
         torch.set_num_threads(threads)
     if not torch.is_tensor(output) or tuple(output.shape) != (MEMORY_T, MEMORY_D):
         fail(case, f"returned {tuple(output.shape) if torch.is_tensor(output) else type(output).__name__}, expected an "
-                   f"output of shape {(MEMORY_T, MEMORY_D)}", hint="return acc / l, one row per query and the value's width")
+                   f"output of shape {(MEMORY_T, MEMORY_D)}", hint=TILED_SHAPE_HINT)
     if not torch.isfinite(output).all() or not torch.allclose(output[0].double(), value[0].double(), atol=1e-4):
-        fail(case, "row 0 of the output is not value[0], though query 0 may attend to key 0 alone (causal): the memory "
-                   "points need an output computed by attention",
-             hint="return acc / l, where acc sums the softmax weights times the value rows")
+        fail(case, TILED_ROW_0, hint=TILED_ROW_0_HINT)
     matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
     if largest.bytes > matrix / 2:
-        fail(case, f"the call made a tensor of {largest.bytes / 2**20:.0f} MiB; one (T, T) score matrix is "
-                   f"{matrix / 2**20:.0f} MiB, so it was (at least partly) built", hint=TILED_MEMORY_HINT)
+        fail(case, f"the call made a tensor of {largest.bytes / 2**20:.0f} MiB; " + TILED_MATRIX_BUILT.format(matrix / 2**20),
+             hint=TILED_MEMORY_HINT)
 
 
 @case("extra_step", points=5)
@@ -747,10 +746,10 @@ def step_projects_only_the_new_token_and_grows_the_cache(mha):
     for layer, shapes in seen.items():
         if len(shapes) != 5 or any(shape[-2:] != [1, 12] for shape in shapes):
             fail("decoding 5 tokens", f"{layer} saw inputs of shapes {shapes}",
-                 hint="project only the new token (B, 1, d_model); the cache already holds the past keys and values")
+                 hint=STEP_PROJECT_HINT)
     with torch.no_grad():
         projected = {"keys": model.w_k(x), "values": model.w_v(x)}  # (B, T, d_model)
-    hint = "return (k, v) with every past token's projected key and value, (B, n_heads, t, d_k) each"
+    hint = STEP_CACHE_HINT
     for t, cache in enumerate(caches, start=1):
         case = f"decoding 5 tokens, the cache after step {t}"
         if not isinstance(cache, (tuple, list)) or len(cache) != 2:
