@@ -7,6 +7,8 @@ import torch
 
 from attention_checks import sdpa_expected, with_attention_fallback
 from autograder.grading.compare import diagnosed, expect_close, fail
+from autograder.grading.error_hints import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT,
+                                          TILED_ROW_0, TILED_ROW_0_HINT, TILED_SHAPE_HINT)
 from autograder.rules import read_source
 from autograder.grading.student import Failure, StudentError
 from cases import AttentionCase, MHACase, randn, reference_grads
@@ -76,14 +78,12 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     if not isinstance(reply.result, torch.Tensor) or tuple(reply.result.shape) != (MEMORY_T, MEMORY_D):
         shape = tuple(reply.result.shape) if isinstance(reply.result, torch.Tensor) else type(reply.result).__name__
         fail(label, f"returned {shape}, expected an output of shape {(MEMORY_T, MEMORY_D)}",
-             "return acc / l, one row per query and the value's width")
+             TILED_SHAPE_HINT)
     # ...and one that attention alone explains: under the causal mask query 0 sees only key 0, so its
     # row is value[0] whatever the tiling (a missing rescale included); a made-up output is not.
     first = reply.result[0].double()
     if not bool(torch.isfinite(reply.result).all()) or not torch.allclose(first, v[0].double(), atol=1e-4):
-        fail(label, "row 0 of the output is not value[0], though query 0 may attend to key 0 alone "
-                    "(causal): the memory points need an output computed by attention",
-             "return acc / l, where acc sums the softmax weights times the value rows")
+        fail(label, TILED_ROW_0, TILED_ROW_0_HINT)
     matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
     peak = reply.peak_bytes
     if peak is None:
@@ -91,10 +91,8 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     if not isinstance(peak, int) or peak < 0:  # a claim from the child: a peak below the start is forged
         fail(label, f"the memory figure ({peak!r}) is impossible: it was tampered with", None)
     if peak > matrix / 2:
-        fail(label, f"the call's peak memory grew by {peak / 2**20:.0f} MiB; one (T, T) score matrix is "
-                    f"{matrix / 2**20:.0f} MiB, so it was (at least partly) built",
-             "compute scores one (T_q, block_size) block at a time; calling scaled_dot_product_attention "
-             "builds the whole matrix")
+        fail(label, f"the call's peak memory grew by {peak / 2**20:.0f} MiB; " + TILED_MATRIX_BUILT.format(matrix / 2**20),
+             TILED_MEMORY_HINT)
 
 
 def _decode(student, reference, case, mode="student"):
@@ -139,7 +137,7 @@ def _check_cache(student, reference, case, mode):
         wrong = [(t + 1, shape) for t, shape in enumerate(seen) if shape[-2:] != [1, case.d_model]]
         if len(seen) != case.t_q or wrong:
             fail(f"decoding {case.t_q} tokens", f"{layer} saw inputs of shapes {seen}",
-                 "project only the new token (B, 1, d_model); the cache already holds the past keys and values")
+                 STEP_PROJECT_HINT)
     # The cache is judged by its values, against keys and values projected here with the weights
     # the student's module was loaded with: the child's word about shapes is not evidence. Each
     # token's cached features are compared as a set, so the head layout (split_heads, graded in
@@ -148,7 +146,7 @@ def _check_cache(student, reference, case, mode):
     x = randn(case.batch, case.t_q, case.d_model, seed=case.seed, dtype=case.dtype)
     with torch.no_grad():
         projected = {"keys": module.w_k(x), "values": module.w_v(x)}  # (B, T, d_model)
-    hint = "return (k, v) with every past token's projected key and value, (B, n_heads, t, d_k) each"
+    hint = STEP_CACHE_HINT
     if len(reply.caches) != case.t_q:
         fail(f"decoding {case.t_q} tokens", f"{len(reply.caches)} caches came back", hint)
     for t, cache in enumerate(reply.caches, start=1):

@@ -7,9 +7,9 @@ import torch
 from attention_checks import check_sdpa, handled_rank, sdpa_expected
 from autograder.grading import catalogue
 from autograder.grading.compare import describe_value, fail, matrix_figure
-from autograder.grading.error_hints import NO_GRADIENT_HINT
-from autograder.grading.own_forward import (FD_STEP, directional_mismatch, directions, float_outputs, grad_outputs_for,
-                                            projected_difference, shift_all_scores)
+from autograder.grading.error_hints import INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT
+from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
+                                            grad_outputs_for, projected_difference, shift_all_scores)
 from autograder.grading.student import Failure
 from cases import AttentionCase
 
@@ -84,7 +84,7 @@ def test_large_scores_stay_finite(student, reference):
             error = (out.double() - before.double()).abs().max().item()
             fail(what, f"{_name(positions[0])} changed by up to {error:.3g}; a softmax over the keys does not "
                        "change when every score moves by the same constant",
-                 "compute the softmax as torch.softmax does: subtract each row's max before exp()")
+                 SHIFT_HINT)
 
 
 def _check_gradients(student, case):
@@ -195,6 +195,4 @@ def test_inputs_are_not_modified(student, reference):
             continue
         changed = [name for name, flag in zip(("query", "key", "value", "mask"), reply.inputs_modified) if flag]
         if changed:
-            fail(case.describe(), f"the call modified its input {', '.join(changed)} in place",
-                 "use out-of-place ops (masked_fill, not masked_fill_; mask == 0 or ~mask, not mask.eq_(0); "
-                 "x / s, not x /= s)")
+            fail(case.describe(), INPUTS_MODIFIED.format(", ".join(changed)), INPUTS_MODIFIED_HINT)

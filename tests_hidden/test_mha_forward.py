@@ -4,6 +4,7 @@ import torch
 
 from attention_checks import with_attention_fallback
 from autograder.grading.compare import diagnosed, expect_close, expect_pair, fail
+from autograder.grading.error_hints import FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT
 from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")
@@ -27,9 +28,7 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
             expect_close(out, expected_out.detach(), case.describe(), "output", HINT)
         changed = [name for name, flag in zip(("query", "key", "value", "mask"), reply.inputs_modified) if flag]
         if inputs_untouched and changed:
-            fail(case.describe(), f"forward modified its input {', '.join(changed)} in place",
-                 "use out-of-place ops in forward and in the attention it calls (masked_fill, not masked_fill_; "
-                 "mask == 0 or ~mask, not mask.eq_(0))")
+            fail(case.describe(), FORWARD_INPUTS_MODIFIED.format(", ".join(changed)), FORWARD_INPUTS_MODIFIED_HINT)
 
     with_attention_fallback(compare, request, student, reference)
 

@@ -83,3 +83,13 @@ def padding_mask_in_attention_matches_pytorch():
 @test_case(name="numeric_masks_mean_nonzero_may_attend", points=1)
 def numeric_masks_mean_nonzero_may_attend():
     public_case("numeric_masks_mean_nonzero_may_attend")
+
+
+@test_case(name="attention_leaves_its_inputs_unchanged", points=1)
+def attention_leaves_its_inputs_unchanged():
+    public_case("attention_leaves_its_inputs_unchanged")
+
+
+@test_case(name="attention_stays_finite_on_large_scores", points=1)
+def attention_stays_finite_on_large_scores():
+    public_case("attention_stays_finite_on_large_scores")

@@ -21,10 +21,13 @@ from typing import Callable
 
 import torch
 
-from checks import (FORMULA, INPLACE_ERROR, CheckFailed, ForbiddenCall, NotWritten, attention_hint, check_attention, check_layout,
-                    DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain, fail, forbidden_calls, forbidden_message,
-                    device_ignored, import_student, inplace_edits, lower_triangle, projections, randn, split_hint, torch_attention,
-                    torch_mha, unpack_pair, valid_size_refused, watch_forbidden_calls)
+from checks import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+                    TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
+                    UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
+                    check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
+                    fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
+                    modified_inputs, projections, randn, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
+                    valid_size_refused, watch_forbidden_calls)
 
 # The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
 PARTS = {
@@ -252,9 +255,10 @@ def qkv(q_shape, k_shape, v_shape, dtype=torch.float64):
 
 
 def attend(attention, query, key, value, mask=None):
-    """Call the student's function and return (output, weights, case)."""
+    """Call the student's function on copies of the inputs, as the grader does (an in-place edit of an input is
+    charged once, by attention_leaves_its_inputs_unchanged), and return (output, weights, case)."""
     case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
-    result = attention.scaled_dot_product_attention(query, key, value, mask)
+    result = attention.scaled_dot_product_attention(*copies(query, key, value, mask))
     shapes = ((*query.shape[:-1], value.size(-1)), (*query.shape[:-1], key.size(-2)))  # output's, weights'
     output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention", shapes=shapes)
     return output, weights, case
@@ -338,7 +342,10 @@ def gradients_flow_back_to_query_key_and_value(attention):
     query, key, value = (t.requires_grad_() for t in qkv((2, 5, 4), (2, 5, 4), (2, 5, 4)))
     mask = every_row_and_column_mixed(5)
     grad_output, grad_weights = randn(2, 5, 4, seed=4), randn(2, 5, 5, seed=5)
-    output, weights, case = attend(attention, query, key, value, mask)
+    case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
+    # The leaves themselves (an in-place edit of a leaf breaks autograd, in the grade too), and a copy of the mask.
+    output, weights = unpack_pair(attention.scaled_dot_product_attention(query, key, value, mask.clone()), case=case,
+                                  what="scaled_dot_product_attention", shapes=((2, 5, 4), (2, 5, 5)))
     # Shapes only: a dtype is the float64 test's failure, not this one's too.
     check_layout(output, (2, 5, 4), getattr(output, "dtype", None), case=case, what="output")
     check_layout(weights, (2, 5, 5), getattr(weights, "dtype", None), case=case, what="weights")
@@ -371,7 +378,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
             moved = [list(inputs), list(inputs)]
             moved[0][index], moved[1][index] = inputs[index] + 1e-3 * direction, inputs[index] - 1e-3 * direction
             with torch.no_grad():
-                ends = [attention.scaled_dot_product_attention(*args, mask) for args in moved]
+                ends = [attention.scaled_dot_product_attention(*copies(*args, mask)) for args in moved]
             finite_difference = sum(float(torch.where(g != 0, (a.double() - b.double()) * g, 0.0).sum())
                                     for a, b, g in zip(*ends, (grad_output, grad_weights))) / 2e-3
             claimed = float((got * direction).sum())
@@ -388,7 +395,7 @@ def module_wrapper_matches_pytorch(attention):
     query, key, value = qkv((2, 5, 4), (2, 5, 4), (2, 5, 6))
     mask = lower_triangle(5)
     case = f"ScaledDotProductAttention()({describe(q=query, k=key, v=value, mask=mask)})"
-    result = attention.ScaledDotProductAttention()(query, key, value, mask)
+    result = attention.ScaledDotProductAttention()(*copies(query, key, value, mask))
     check_attention(result, query, key, value, mask, case=case, what="ScaledDotProductAttention.forward")
 
 
@@ -434,6 +441,50 @@ def numeric_masks_mean_nonzero_may_attend(attention):
         mask = lower_triangle(5).to(dtype)  # 1 = may attend, 0 = blocked
         output, weights, case = attend(attention, query, key, value, mask)
         check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+
+
+@case("part1_attention", points=1)
+def attention_leaves_its_inputs_unchanged(attention):
+    # The grader's in-place test: a bool mask first (code that converts a numeric mask to a new tensor may still
+    # edit a bool one in place, mask.logical_not_()), then a float mask. A crash on the float mask says nothing
+    # about in-place edits: the numeric-mask case charges it.
+    query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8))
+    for mask in (every_row_and_column_mixed(5), every_row_and_column_mixed(5).to(torch.float32)):
+        given = copies(query, key, value, mask)
+        case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
+        try:
+            attention.scaled_dot_product_attention(*given)
+        except Exception:
+            if mask.dtype == torch.bool:
+                raise
+            continue
+        changed = modified_inputs((query, key, value, mask), given)
+        if changed:
+            fail(case, INPUTS_MODIFIED.format(", ".join(changed)), hint=INPUTS_MODIFIED_HINT)
+
+
+@case("part1_attention", points=1)
+def attention_stays_finite_on_large_scores(attention):
+    # The grader's large-scores test: every score moved by one large constant (softmax does not change), no mask
+    # (a fill value is the mask cases' charge). The output is compared with your own output on the plain
+    # inputs, so a value bug (the other cases' charge) passes here.
+    for dtype, shift in ((torch.float32, 300.0), (torch.float64, -1000.0)):  # exp(300) = inf, exp(-1000) = 0
+        query, key, value = qkv((2, 6, 16), (2, 6, 16), (2, 6, 16), dtype=dtype)
+        plain = attend(attention, query, key, value)[:2]
+        big_query, big_key = shift_all_scores(query, key, shift)
+        *shifted, case = attend(attention, big_query, big_key, value)
+        case = f"{case}, every score shifted by {shift:g}"
+        for what, got, before in zip(("output", "weights"), shifted, plain):
+            if not (torch.is_tensor(got) and torch.is_tensor(before)) or got.shape != before.shape:
+                fail(case, f"{what} has shape {tuple(getattr(got, 'shape', ()))} for the shifted inputs, "
+                           f"{tuple(getattr(before, 'shape', ()))} for the plain ones")
+            if not torch.isfinite(got).all() and torch.isfinite(before).all():
+                fail(case, f"{what} has inf/NaN, while it is finite before the shift", f"likely bug: {UNSTABLE_SOFTMAX}")
+        (after, _), (before, _) = shifted, plain
+        if not torch.allclose(after.detach().double(), before.detach().double(), atol=1e-4, rtol=1e-3, equal_nan=True):
+            error = float((after.detach().double() - before.detach().double()).abs().max())
+            fail(case, f"output changed by up to {error:.3g}; a softmax over the keys does not change when "
+                       "every score moves by the same constant", hint=SHIFT_HINT)
 
 
 # ============================================================================= part2_init
@@ -558,10 +609,17 @@ def merge_heads_undoes_split_heads(mha):
 
 # ============================================================================= part2_forward
 
-def run(model, label, query, key, value, mask=None):
-    """Call the student's forward; ``label`` names the module in messages."""
+def run(model, label, query, key, value, mask=None, inputs_untouched=False):
+    """Call the student's forward on copies of the inputs, as the grader does; ``label`` names the module in
+    messages. With ``inputs_untouched``, fail if forward changed one of them in place (as the grader checks
+    in its cross-attention case alone)."""
     case = f"{label}({describe(query=query, key=key, value=value, mask=mask)})"
-    return model(query, key, value, mask), case
+    given = copies(query, key, value, mask)
+    result = model(*given)
+    changed = modified_inputs((query, key, value, mask), given)
+    if inputs_untouched and changed:
+        fail(case, FORWARD_INPUTS_MODIFIED.format(", ".join(changed)), hint=FORWARD_INPUTS_MODIFIED_HINT)
+    return result, case
 
 
 @case("part2_forward", points=1)
@@ -603,6 +661,7 @@ def mha_cross_attention_with_padding_matches_pytorch(mha):
     result, case = run(model, "MultiHeadAttention(8, 2, bias=False)", query, key, value, padding)
     expected = torch_mha(model, 2, query, key, value, real_keys=real, case=case)
     check_mha(result, expected, model, 2, query, key, value, padding, case=case)
+    run(model, "MultiHeadAttention(8, 2, bias=False)", query, key, value, padding, inputs_untouched=True)  # as the grade
 
 
 # ============================================================================= extra credit (optional)
@@ -620,8 +679,38 @@ def tiled_attention_matches_pytorch(attention):
                              "with causal=True, key j of a block sits at position start + j"))
 
 
+# Half the grader's T (4096), to stay fast: a (T, T) float32 score matrix is then 16 MiB, a block of 64 keys 0.5 MiB.
+MEMORY_T, MEMORY_D = 2048, 16
+
+
+@case("extra_tiled", points=5)
+def tiled_attention_never_builds_the_score_matrix(attention):
+    # The grader measures the call's peak memory; here, the largest tensor it makes stands in for it (cheap, and
+    # the same verdict for a (T, T) score matrix). The values are the case above's: only the output's shape,
+    # and its row 0 (under the causal mask query 0 sees key 0 alone, so it is value[0]), are checked here.
+    query, key, value = (randn(MEMORY_T, MEMORY_D, seed=76 + i, dtype=torch.float32) for i in range(3))
+    case = f"tiled_attention(query/key/value ({MEMORY_T}, {MEMORY_D}) float32, causal=True)"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small ops: on a busy machine, torch's threads mostly wait on each other (seconds)
+    try:
+        with LargestTensor() as largest:
+            output = attention.tiled_attention(query, key, value, causal=True)
+    finally:
+        torch.set_num_threads(threads)
+    if not torch.is_tensor(output) or tuple(output.shape) != (MEMORY_T, MEMORY_D):
+        fail(case, f"returned {tuple(output.shape) if torch.is_tensor(output) else type(output).__name__}, expected an "
+                   f"output of shape {(MEMORY_T, MEMORY_D)}", hint=TILED_SHAPE_HINT)
+    if not torch.isfinite(output).all() or not torch.allclose(output[0].double(), value[0].double(), atol=1e-4):
+        fail(case, TILED_ROW_0, hint=TILED_ROW_0_HINT)
+    matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
+    if largest.bytes > matrix / 2:
+        fail(case, f"the call made a tensor of {largest.bytes / 2**20:.0f} MiB; " + TILED_MATRIX_BUILT.format(matrix / 2**20),
+             hint=TILED_MEMORY_HINT)
+
+
 @case("extra_step", points=5)
 def step_reproduces_the_causal_forward(mha):
+    # Only the outputs, as in the grade: what the cache holds is the next case's.
     model = build(mha, 12, 3)
     x = randn(2, 5, 12)
     with torch.no_grad():
@@ -634,11 +723,44 @@ def step_reproduces_the_causal_forward(mha):
             check_tensor(y, expected[:, t:t + 1], case=case, what="y (B, 1, d_model)", hint=(
                 "step t must equal position t of forward(x, x, x, causal_mask(T)): project the new token, "
                 "append its key and value to the cache (dim 2), attend over the whole cache"))
-            if not (isinstance(cache, tuple) and len(cache) == 2):
-                fail(case, f"the cache should be a tuple (k, v), got {type(cache).__name__}")
-            for name, tensor in zip("kv", cache):
-                check_layout(tensor, (2, 3, t + 1, 4), torch.float64, case=case, what=f"cache {name}",
-                             hint="the cache holds the projected keys and values, (B, n_heads, T_past + 1, d_k)")
+
+
+@case("extra_step", points=5)
+def step_projects_only_the_new_token_and_grows_the_cache(mha):
+    # The grader's cache case: what reaches w_k and w_v at each step, then the cache's values, each token's
+    # features compared as a set (the head layout is split_heads' charge).
+    model = build(mha, 12, 3)
+    x = randn(2, 5, 12)
+    seen = {"w_k": [], "w_v": []}
+    hooks = [getattr(model, name).register_forward_pre_hook(
+        lambda _, inputs, name=name: seen[name].append(list(inputs[0].shape))) for name in seen]
+    caches, cache = [], None
+    try:
+        with torch.no_grad():
+            for t in range(5):
+                _, cache = unpack_pair(model.step(x[:, t:t + 1], cache), case=f"step {t + 1} of 5", what="step")
+                caches.append(cache)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    for layer, shapes in seen.items():
+        if len(shapes) != 5 or any(shape[-2:] != [1, 12] for shape in shapes):
+            fail("decoding 5 tokens", f"{layer} saw inputs of shapes {shapes}",
+                 hint=STEP_PROJECT_HINT)
+    with torch.no_grad():
+        projected = {"keys": model.w_k(x), "values": model.w_v(x)}  # (B, T, d_model)
+    hint = STEP_CACHE_HINT
+    for t, cache in enumerate(caches, start=1):
+        case = f"decoding 5 tokens, the cache after step {t}"
+        if not isinstance(cache, (tuple, list)) or len(cache) != 2:
+            fail(case, f"is a {type(cache).__name__}{f' of {len(cache)} items' if isinstance(cache, (tuple, list)) else ''}, "
+                       f"expected a pair (k, v) of {[2, 3, t, 4]} tensors", hint=hint)
+        for (what, expected), got in zip(projected.items(), cache):
+            if not torch.is_tensor(got) or list(got.shape) != [2, 3, t, 4]:
+                fail(case, f"holds {what} of shape {list(got.shape) if torch.is_tensor(got) else type(got).__name__}, "
+                           f"expected {[2, 3, t, 4]}", hint=hint)
+            per_token = got.transpose(1, 2).reshape(2, t, 12).sort(dim=-1).values  # (B, t, d_model)
+            check_tensor(per_token, expected[:, :t].sort(dim=-1).values, case=case, what=f"cached {what}", hint=hint)
 
 
 # ============================================================================= outside pytest

@@ -207,6 +207,27 @@ ERROR_HINTS = [
 # When no gradient reaches the inputs at all.
 NO_GRADIENT_HINT = "do not detach, call .item()/.numpy(), or compute under torch.no_grad()"
 
+# When a call changed the caller's query, key, value or mask: what the failure says, and its hint.
+INPUTS_MODIFIED = "the call modified its input {} in place"
+INPUTS_MODIFIED_HINT = ("use out-of-place ops (masked_fill, not masked_fill_; mask == 0 or ~mask, not mask.eq_(0); "
+                        "x / s, not x /= s)")
+FORWARD_INPUTS_MODIFIED = "forward modified its input {} in place"
+FORWARD_INPUTS_MODIFIED_HINT = ("use out-of-place ops in forward and in the attention it calls (masked_fill, not "
+                                "masked_fill_; mask == 0 or ~mask, not mask.eq_(0))")
+
+# When tiled_attention built the whole (T_q, T_k) score matrix after all.
+TILED_MEMORY_HINT = ("compute scores one (T_q, block_size) block at a time; calling scaled_dot_product_attention "
+                     "builds the whole matrix")
+TILED_MATRIX_BUILT = "one (T, T) score matrix is {:.0f} MiB, so it was (at least partly) built"
+TILED_SHAPE_HINT = "return acc / l, one row per query and the value's width"
+TILED_ROW_0 = ("row 0 of the output is not value[0], though query 0 may attend to key 0 alone (causal): the memory "
+               "points need an output computed by attention")
+TILED_ROW_0_HINT = "return acc / l, where acc sums the softmax weights times the value rows"
+
+# When MultiHeadAttention.step re-projects the past, or its cache holds something else than the projected past.
+STEP_PROJECT_HINT = "project only the new token (B, 1, d_model); the cache already holds the past keys and values"
+STEP_CACHE_HINT = "return (k, v) with every past token's projected key and value, (B, n_heads, t, d_k) each"
+
 
 def error_hint(message):
     """The hint for an exception's message, or None; torch's messages can span lines."""
@@ -284,6 +305,69 @@ def _float32_precision(got, expected, error, exp64):
         return False
     return bool((error <= 64 * FLOAT32_EPS * (1 + exp64.abs().nan_to_num(0.0))).all())
 # (end of the grader's float32-in-float64 diagnosis)
+
+
+# The grader's large-scores test, copied from autograder/grading/own_forward.py and catalogue.py: do not edit.
+UNSTABLE_SOFTMAX = 'Your softmax overflows on large scores: exp() of a large score is inf. Subtract the row max first, or use torch.softmax (see "Scaled dot-product attention" in the lab text)'
+SHIFT_HINT = "compute the softmax as torch.softmax does: subtract each row's max before exp()"
+
+
+def shift_all_scores(query, key, shift):
+    """``(query', key')`` whose scores ``query' key'^T / sqrt(d_k)`` are those of ``(query, key)`` plus
+    ``shift``, the same constant at every (query, key) pair, in exact arithmetic.
+
+    query' = query + a and key' = key + b, with a orthogonal to every key row and b to every query
+    row (per leading index), so the cross terms vanish and a.b = shift * sqrt(d_k) is all that is
+    added. Needs d_k > T_q and d_k > T_k. Computed in float64, returned in the inputs' dtype."""
+    t_q, d_k = query.shape[-2:]
+    t_k = key.size(-2)
+    if d_k <= max(t_q, t_k):
+        raise ValueError(f"shifting every score needs d_k > T_q and d_k > T_k, got d_k={d_k}, T_q={t_q}, T_k={t_k}")
+    q, k = query.double(), key.double()
+    w = torch.ones(d_k, dtype=torch.float64).expand(*q.shape[:-2], d_k)
+    a, b = _orthogonal_to_rows(k, w), _orthogonal_to_rows(q, w)
+    overlap = (a * b).sum(-1, keepdim=True)  # (..., 1)
+    if bool((overlap.abs() < 1e-6).any()):
+        raise ValueError("the queries' and keys' orthogonal complements barely overlap; pick other inputs")
+    factor = (abs(shift) * math.sqrt(d_k) / overlap.abs()).sqrt()
+    a, b = a * factor, b * factor * overlap.sign() * math.copysign(1.0, shift)
+    return (q + a[..., None, :]).to(query.dtype), (k + b[..., None, :]).to(key.dtype)
+
+
+def _orthogonal_to_rows(rows, w):
+    """The part of ``w`` (..., d) orthogonal to every row of ``rows`` (..., T, d)."""
+    coefficients = torch.linalg.solve(rows @ rows.mT, rows @ w[..., None])  # (..., T, 1)
+    return w - (rows.mT @ coefficients)[..., 0]
+# (end of the grader's large-scores test)
+
+
+def copies(*tensors):
+    """Fresh copies of the inputs, as the grader sends your code: what it does to them cannot change the test's own."""
+    return tuple(t.clone() if torch.is_tensor(t) else t for t in tensors)
+
+
+def modified_inputs(sent, after, names=("query", "key", "value", "mask")):
+    """The names of the inputs a call changed in place: ``sent`` are untouched copies of what it was given,
+    ``after`` the tensors it was given, read after the call (as the grader compares them)."""
+    return [name for name, before, now in zip(names, sent, after)
+            if torch.is_tensor(before) and not (now.shape == before.shape and now.dtype == before.dtype
+                                                and torch.equal(now.detach(), before))]
+
+
+class LargestTensor(torch.overrides.TorchFunctionMode):
+    """Inside the block, ``.bytes`` is the size of the largest tensor any torch call returned: a cheap stand-in
+    for the grader's peak memory (a (T, T) score matrix is one such tensor)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        for t in result if isinstance(result, (tuple, list)) else (result,):
+            if torch.is_tensor(t):
+                self.bytes = max(self.bytes, t.numel() * t.element_size())
+        return result
 
 
 def _dtype_hint(expected):

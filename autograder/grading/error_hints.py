@@ -21,6 +21,27 @@ ERROR_HINTS = [
 # When no gradient reaches the inputs at all.
 NO_GRADIENT_HINT = "do not detach, call .item()/.numpy(), or compute under torch.no_grad()"
 
+# When a call changed the caller's query, key, value or mask: what the failure says, and its hint.
+INPUTS_MODIFIED = "the call modified its input {} in place"
+INPUTS_MODIFIED_HINT = ("use out-of-place ops (masked_fill, not masked_fill_; mask == 0 or ~mask, not mask.eq_(0); "
+                        "x / s, not x /= s)")
+FORWARD_INPUTS_MODIFIED = "forward modified its input {} in place"
+FORWARD_INPUTS_MODIFIED_HINT = ("use out-of-place ops in forward and in the attention it calls (masked_fill, not "
+                                "masked_fill_; mask == 0 or ~mask, not mask.eq_(0))")
+
+# When tiled_attention built the whole (T_q, T_k) score matrix after all.
+TILED_MEMORY_HINT = ("compute scores one (T_q, block_size) block at a time; calling scaled_dot_product_attention "
+                     "builds the whole matrix")
+TILED_MATRIX_BUILT = "one (T, T) score matrix is {:.0f} MiB, so it was (at least partly) built"
+TILED_SHAPE_HINT = "return acc / l, one row per query and the value's width"
+TILED_ROW_0 = ("row 0 of the output is not value[0], though query 0 may attend to key 0 alone (causal): the memory "
+               "points need an output computed by attention")
+TILED_ROW_0_HINT = "return acc / l, where acc sums the softmax weights times the value rows"
+
+# When MultiHeadAttention.step re-projects the past, or its cache holds something else than the projected past.
+STEP_PROJECT_HINT = "project only the new token (B, 1, d_model); the cache already holds the past keys and values"
+STEP_CACHE_HINT = "return (k, v) with every past token's projected key and value, (B, n_heads, t, d_k) each"
+
 
 def error_hint(message):
     """The hint for an exception's message, or None; torch's messages can span lines."""

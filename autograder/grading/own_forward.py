@@ -19,6 +19,8 @@ import torch
 FD_STEP = 1e-3  # central differences in float64: truncation ~step^2, a float32-accurate forward's noise ~1e-7/step
 FD_RTOL, FD_ATOL = 1e-3, 1e-6  # of |gradient| (the directions are unit vectors)
 DIRECTIONS = 2  # random directions per input; a wrong backward misses one by chance with probability ~0
+# When the output moved with the shift though it stayed finite: softmax is shift-invariant.
+SHIFT_HINT = "compute the softmax as torch.softmax does: subtract each row's max before exp()"
 
 
 def float_outputs(result):

@@ -17,12 +17,13 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and four
+lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and five
 regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
 grader's (autograder/grading/compare.py) so a value the public tests accept is one the grader accepts,
 the seeded ``randn`` (autograder/grading/seeded.py) the hidden cases draw their inputs with, the
 table of torch errors' hints (autograder/grading/error_hints.py) the reports use too, and the grader's
-test for a float64 result that is only float32-accurate, with the catalogue's words for it.
+test for a float64 result that is only float32-accurate, with the catalogue's words for it, and its
+large-scores test (autograder/grading/own_forward.py), with the catalogue's words for an overflowing softmax.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
@@ -78,6 +79,12 @@ HINTS_END = "# (end of the grader's hints)"
 PRECISION_SOURCE = "autograder/grading/catalogue.py"  # with the test and hint from autograder/grading/compare.py
 PRECISION_BEGIN = "# The grader's float32-in-float64 diagnosis, copied from autograder/grading/compare.py and catalogue.py: do not edit."
 PRECISION_END = "# (end of the grader's float32-in-float64 diagnosis)"
+
+# And the grader's large-scores test (autograder/grading/own_forward.py): the inputs whose scores are all shifted
+# by one constant, the hint, and the catalogue's words for an overflowing softmax.
+STABILITY_SOURCE = "autograder/grading/own_forward.py"  # with the catalogue's words for the mistake
+STABILITY_BEGIN = "# The grader's large-scores test, copied from autograder/grading/own_forward.py and catalogue.py: do not edit."
+STABILITY_END = "# (end of the grader's large-scores test)"
 
 # The lab text's tables of what the from-scratch rule allows, from submit.py's own tables.
 RULES_SOURCE = "assignment/submit.py"
@@ -255,6 +262,17 @@ def precision_source() -> str:
             f"FLOAT32_HINT = {compare.FLOAT32_HINT!r}\n\n\n" + inspect.getsource(compare._float32_precision))
 
 
+def stability_source() -> str:
+    """The grader's shift of every score by one constant, its hint, and the catalogue's words for an unstable softmax."""
+    import inspect
+
+    from autograder.grading import catalogue, own_forward
+
+    return (f"UNSTABLE_SOFTMAX = {catalogue.UNSTABLE_SOFTMAX.explain()!r}\n"
+            f"SHIFT_HINT = {own_forward.SHIFT_HINT!r}\n\n\n" + inspect.getsource(own_forward.shift_all_scores)
+            + "\n\n" + inspect.getsource(own_forward._orthogonal_to_rows))
+
+
 def rules_tables() -> str:
     """Section 5's tables: every module's names by purpose, the annotation-only names, the members of values."""
     submit = _submit_script()
@@ -287,6 +305,7 @@ REGIONS = {
     SEEDED_SOURCE: Region("seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source),
     HINTS_SOURCE: Region("hint", HINTS_BEGIN, HINTS_END, hints_source),
     PRECISION_SOURCE: Region("precision", PRECISION_BEGIN, PRECISION_END, precision_source),
+    STABILITY_SOURCE: Region("large-scores", STABILITY_BEGIN, STABILITY_END, stability_source),
 }
 
 

@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from autograder.grading.catalogue import FLOAT32_IN_FLOAT64
-from autograder.grading.error_hints import INPLACE_ERROR, error_hint
+from autograder.grading.catalogue import FLOAT32_IN_FLOAT64, UNSTABLE_SOFTMAX
+from autograder.grading.error_hints import (INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, TILED_MEMORY_HINT,
+                                          error_hint)
 from autograder.platforms.generate import public_cases
 from test_public_hints import DEVICE_IGNORED, FLOAT32_SOFTMAX, MASKED_AFTER_SOFTMAX_IN_PLACE, SYNTAX_ERROR
 from test_public_suite import ROOT, run_public
@@ -27,7 +28,8 @@ COVERS = {"part1_masks": ("masks",), "part1_attention": ("attention", "gradients
           "part2_heads": ("heads",), "part2_forward": ("mha_forward",), "extra_tiled": ("extra: tiled_attention",),
           "extra_step": ("extra: step",)}
 PART_OF_CASE = {name: part for name, part, _ in public_cases()[0]} | {
-    "tiled_attention_matches_pytorch": "extra_tiled", "step_reproduces_the_causal_forward": "extra_step"}
+    "tiled_attention_matches_pytorch": "extra_tiled", "tiled_attention_never_builds_the_score_matrix": "extra_tiled",
+    "step_reproduces_the_causal_forward": "extra_step", "step_projects_only_the_new_token_and_grows_the_cache": "extra_step"}
 MUTANTS = {m["name"]: m for m in load_mutants()}
 
 
@@ -75,6 +77,13 @@ MISTAKES = {
     "dimension_condition_reversed": (MUTANTS["dimension_condition_reversed"], [
         "raised DimensionMismatchError for a valid size", "check your condition (d_model % n_heads != 0)"]),
     "every_mask_ignored": (MUTANTS["every_mask_ignored"], ["ignores the mask (bool masks too): blocked keys get weight"]),
+    # issue 34: public cases for what only the grade charged before
+    "query_scaled_in_place": (MUTANTS["query_scaled_in_place"], [INPUTS_MODIFIED.format("query"), INPUTS_MODIFIED_HINT]),
+    "bool_mask_inverted_in_place": (MUTANTS["bool_mask_inverted_in_place"], [INPUTS_MODIFIED.format("mask")]),
+    "unstable_softmax": (MUTANTS["unstable_softmax"], [UNSTABLE_SOFTMAX.explain(), "while it is finite before the shift"]),
+    "tiled_builds_full_matrix": (MUTANTS["tiled_builds_full_matrix"], ["so it was (at least partly) built", TILED_MEMORY_HINT]),
+    "step_reprojects_the_past": (MUTANTS["step_reprojects_the_past"], [
+        "w_k saw inputs of shapes", "project only the new token (B, 1, d_model)"]),
 }
 
 

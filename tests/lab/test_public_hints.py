@@ -172,7 +172,7 @@ def test_make_test_without_torch_says_activate_your_venv(tmp_path):
 def test_wrong_extra_credit_fails_on_its_own_line_and_leaves_the_points(runs):
     run = runs["tiled_no_rescale"]
     lines = run.output.rstrip().splitlines()
-    assert lines[-2] == "extra credit (optional, not in the points): 1 passed, 1 failed", lines[-2:]
+    assert lines[-2] == "extra credit (optional, not in the points): 3 passed, 1 failed", lines[-2:]
     points = sum(p for _, _, p in public_cases()[0])
     assert FOOTER.fullmatch(lines[-1]) and FOOTER.fullmatch(lines[-1])[1] == str(points), lines[-1]
     assert run.returncode == 0, "an optional test alone never fails the run (make test would say Error 1)"
@@ -263,10 +263,12 @@ def test_extra_credit_the_files_do_not_define_is_skipped_and_a_correct_core_exit
         (submission / file).write_text(text[:start] + text[end + 1:])
     run = run_public(submission, tmp_path)
     assert run.returncode == 0, run.output
-    assert sorted(run.skipped) == ["test_extra[step_reproduces_the_causal_forward]",
-                                   "test_extra[tiled_attention_matches_pytorch]"], run.output
+    assert sorted(run.skipped) == ["test_extra[step_projects_only_the_new_token_and_grows_the_cache]",
+                                   "test_extra[step_reproduces_the_causal_forward]",
+                                   "test_extra[tiled_attention_matches_pytorch]",
+                                   "test_extra[tiled_attention_never_builds_the_score_matrix]"], run.output
     assert "attention.py defines no tiled_attention" in run.skipped["test_extra[tiled_attention_matches_pytorch]"]
-    assert run.output.rstrip().splitlines()[-2] == "extra credit (optional, not in the points): 2 not written yet"
+    assert run.output.rstrip().splitlines()[-2] == "extra credit (optional, not in the points): 4 not written yet"
 
 
 def test_a_forbidden_call_fails_the_tests_that_make_it_and_says_what_the_grade_does(runs):
@@ -312,3 +314,117 @@ def test_a_wrong_causal_mask_is_not_charged_again_by_the_device_case(runs, name)
     assert any(test.endswith("[causal_mask_allows_the_past_and_blocks_the_future]")
                or test.endswith("[causal_mask_is_a_square_bool_tensor]") for test in failures), runs[name].output
     assert not any(test.endswith("[causal_mask_is_created_on_the_requested_device]") for test in failures), runs[name].output
+
+
+# ----------------------------------------------------------------------------- issue 34: what the grade charges, public too
+
+INPLACE_CASE = "test_attention[attention_leaves_its_inputs_unchanged]"
+FORWARD_KEY_EDITED = substitution(
+    "forward_scales_its_key_in_place", "        v = self.split_heads(self.w_v(value))",
+    "        key.mul_(2.0)  # an edit after use: the values stay right, the caller's key does not\n"
+    "        v = self.split_heads(self.w_v(value))", file="mha.py")
+
+
+@pytest.mark.parametrize("name, changed, also", [
+    ("query_scaled_in_place", "query", {"test_attention[gradients_flow_back_to_query_key_and_value]"}),
+    ("bool_mask_inverted_in_place", "mask", set())])
+def test_an_input_changed_in_place_is_charged_once_in_the_graders_words(runs, name, changed, also):
+    # The values are right: the value cases pass (they call your code on copies, as the grader does); the
+    # in-place case fails, saying what the grade says (and an in-place edit of a leaf breaks the backward too).
+    from autograder.grading.error_hints import INPUTS_MODIFIED, INPUTS_MODIFIED_HINT
+
+    failures = failed(runs[name])
+    assert set(failures) == {INPLACE_CASE} | also, runs[name].output
+    assert INPUTS_MODIFIED.format(changed) in failures[INPLACE_CASE], failures[INPLACE_CASE]
+    assert f"hint: {INPUTS_MODIFIED_HINT}" in failures[INPLACE_CASE], failures[INPLACE_CASE]
+
+
+def test_an_mha_forward_that_edits_its_key_fails_the_cross_attention_case_in_the_graders_words(tmp_path):
+    from autograder.grading.error_hints import FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT
+
+    run = run_on(FORWARD_KEY_EDITED, tmp_path)
+    case = "test_mha[mha_cross_attention_with_padding_matches_pytorch]"
+    assert list(failed(run)) == [case], run.output
+    assert FORWARD_INPUTS_MODIFIED.format("key") in failed(run)[case], failed(run)[case]
+    assert f"hint: {FORWARD_INPUTS_MODIFIED_HINT}" in failed(run)[case], failed(run)[case]
+
+
+def test_an_attention_that_edits_the_mask_costs_no_mha_points(runs):
+    # As the grade's retry on a known-good attention: the MHA case passes with the note, the bug is attention's.
+    run = runs["bool_mask_inverted_in_place"]
+    assert not any(name.startswith("test_mha[") for name in failed(run)), run.output
+    assert "note: test_mha[mha_cross_attention_with_padding_matches_pytorch]: your MHA is right when attention is right" \
+        in run.output, run.output
+
+
+def test_an_overflowing_softmax_fails_the_large_scores_case_alone_in_the_graders_words(runs):
+    from autograder.grading.catalogue import UNSTABLE_SOFTMAX
+
+    failures = failed(runs["unstable_softmax"])
+    assert list(failures) == ["test_attention[attention_stays_finite_on_large_scores]"], runs["unstable_softmax"].output
+    text = next(iter(failures.values()))
+    assert "has inf/NaN, while it is finite before the shift" in text and UNSTABLE_SOFTMAX.explain() in text, text
+
+
+def test_a_tiled_attention_that_builds_the_whole_matrix_fails_the_memory_case_alone(runs):
+    from autograder.grading.error_hints import TILED_MEMORY_HINT
+
+    run = runs["tiled_builds_full_matrix"]
+    assert list(failed(run)) == ["test_extra[tiled_attention_never_builds_the_score_matrix]"], run.output
+    text = next(iter(failed(run).values()))
+    assert "so it was (at least partly) built" in text and f"hint: {TILED_MEMORY_HINT}" in text, text
+    assert run.returncode == 0, "extra credit alone never fails the run"
+
+
+def test_a_made_up_tiled_output_earns_no_memory_points(runs):
+    assert "test_extra[tiled_attention_never_builds_the_score_matrix]" in failed(runs["tiled_made_up_output"])
+
+
+def test_a_step_that_reprojects_the_past_fails_the_cache_case_alone(runs):
+    run = runs["step_reprojects_the_past"]
+    assert list(failed(run)) == ["test_extra[step_projects_only_the_new_token_and_grows_the_cache]"], run.output
+    text = next(iter(failed(run).values()))
+    assert "w_k saw inputs of shapes [[2, 1, 12], [2, 2, 12]" in text, text
+    assert "hint: project only the new token (B, 1, d_model); the cache already holds the past keys and values" in text
+
+
+def test_a_cache_of_unprojected_tokens_fails_the_cache_case(runs):
+    assert "test_extra[step_projects_only_the_new_token_and_grows_the_cache]" in failed(runs["step_caches_unprojected_tokens"])
+
+
+@pytest.mark.parametrize("name", ["manual_softmax", "prescaled_query", "finfo_min_fill", "large_negative_fill",
+                                  "tiled_einsum_reversed", "step_preallocated_cache"])
+def test_correct_code_passes_the_new_cases(tmp_path, name):
+    from variant_builder import build_correct
+
+    run = run_public(build_correct(name, tmp_path / "submission"), tmp_path)
+    new = ("attention_leaves_its_inputs_unchanged", "attention_stays_finite_on_large_scores",
+           "tiled_attention_never_builds_the_score_matrix", "step_projects_only_the_new_token_and_grows_the_cache",
+           "mha_cross_attention_with_padding_matches_pytorch")
+    assert not [test for test in failed(run) if test.split("[", 1)[1].rstrip("]") in new], run.output
+
+
+@pytest.mark.parametrize("name", ["uses_nn_multihead_attention", "uses_torch_sdpa"])
+def test_every_case_whose_run_calls_a_forbidden_built_in_is_marked_forbidden(runs, name):
+    # The grade zeroes each test whose run called the built-in, whatever its values: no numeric hint instead.
+    failures = failed(runs[name])
+    assert failures, runs[name].output
+    for test, text in failures.items():
+        assert "which the from-scratch rule forbids: this test gets no points" in text, f"{test}:\n{text}"
+
+
+MHA_REFUSED = substitution("mha_refused", "import torch.nn as nn", "import torch.nn as nn\nLAYERS = {'linear': nn}",
+                           file="mha.py")
+
+
+def test_every_case_that_runs_a_refused_file_is_marked_refused(tmp_path):
+    # The grader never runs a refused file: every test that runs mha.py fails, in submit.py's words (conftest's
+    # RefusedModule), and the attention cases keep their points.
+    run = run_on(MHA_REFUSED, tmp_path)
+    runs_mha = [test for test in run.failures if test.startswith("test_mha[") or "step" in test]
+    assert runs_mha, run.output
+    for test in runs_mha:
+        text = failed(run).get(test)
+        assert text and "is not graded: mha.py, line" in text and "no test that runs it counts (the from-scratch rule)" in text, \
+            f"{test}:\n{text}"
+    assert set(failed(run)) == set(runs_mha), run.output
