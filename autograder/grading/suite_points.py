@@ -2,7 +2,7 @@
 
 ``pytest --collect-only`` on tests_hidden/ (nothing is graded, no sandbox starts) sums each test's
 ``@pytest.mark.points(n)`` under its module's ``pytest.mark.part(...)``. The core maximum is the
-sum over the parts that are not extra credit (autograder/parts.py), the extra maximum the rest.
+sum over the parts that are not extra credit (tests_hidden/parts.py), the extra maximum the rest.
 
 Standard library and pytest only. ``python -m autograder.grading.suite_points`` prints the table.
 """

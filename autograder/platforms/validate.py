@@ -3,7 +3,7 @@
     python -m autograder.platforms.validate
 
 It checks that the hidden suite's points and parts agree with the kit's table of parts
-(autograder/parts.py) and that every part has tests with points; that the reference scores full
+(tests_hidden/parts.py, read by autograder/parts.py) and that every part has tests with points; that the reference scores full
 marks on the hidden suite (``reference_check``, cached per grader) and the students' stubs
 (``assignment/``) import and score 0; and that every generated file is in sync with its source
 (``generate --check``). Exit 1 when anything is wrong, after naming each problem.
@@ -22,7 +22,7 @@ def part_problems(tests_dir=None):
         points = part_points(tests_dir or HIDDEN_TESTS)
     except RuntimeError as err:
         return [str(err)]
-    problems = [f"tests_hidden: part {part!r} is not in autograder/parts.py's PARTS: add it there, or fix the "
+    problems = [f"tests_hidden: part {part!r} is not in tests_hidden/parts.py's PARTS: add it there, or fix the "
                 "module's pytest.mark.part" for part in points if part not in PARTS]
     problems += [f"tests_hidden: part {part!r} has no tests with points" for part in PARTS
                  if part not in EXTRA_PARTS and not points.get(part)]

@@ -11,7 +11,7 @@ import torch
 from autograder.grading import catalogue
 from autograder.grading.compare import NONFINITE_HINT, diagnosed, expect_close
 from autograder.grading.student import StudentError
-from conftest import run_grader
+from conftest import part_of_module, run_grader
 from variant_builder import build_mutant, build_reference, load_mutants
 
 MUTANTS = {m["name"]: m for m in load_mutants()}
@@ -74,14 +74,14 @@ def failed(out, submission, part):
 
 
 def test_code_that_raises_its_dimension_error_is_not_told_to_raise_it(graded):
-    outputs = failed(graded, "not_a_value_error", "mha_init")
+    outputs = failed(graded, "not_a_value_error", part_of_module("test_mha_init.py"))
     assert len(outputs) == 2, sorted(outputs)  # the (16, 5) test and the non-positive sizes test
     for name, output in outputs.items():
         assert "is not a ValueError" in output and "raise the DimensionMismatchError" not in output, (name, output)
 
 
 def test_each_failed_attention_case_gives_one_hint(graded):
-    outputs = failed(graded, "no_scaling", "attention")
+    outputs = failed(graded, "no_scaling", part_of_module("test_attention.py"))
     assert outputs
     for name, output in outputs.items():
         hints = output.count("hint:") + output.count("Likely bug:")

@@ -14,6 +14,7 @@ import zipfile
 
 import pytest
 
+from autograder.grading.suite_points import full_marks
 from test_public_suite import run_public
 from variant_builder import FILES, ROOT, build_reference
 
@@ -90,7 +91,7 @@ def gradebook(out):
 def test_what_python_reads_and_files_three_folders_deep_get_full_marks(graded, submission):
     report = results(graded[0], submission)
     lost = [f"{t['name']}: {t['output'][:300]}" for t in report["tests"] if t["score"] < t["max_score"]]
-    assert report["score"] == 110 and not lost, "\n".join(lost)
+    assert report["score"] == full_marks() and not lost, "\n".join(lost)
     assert gradebook(graded[0])[submission]["status"] == "graded"
 
 
@@ -119,7 +120,7 @@ def test_an_upload_without_the_files_says_what_it_held_once_and_is_marked_no_fil
 
 def test_two_different_copies_say_which_one_was_graded(graded):
     report = results(graded[0], "ambiguous")
-    assert report["score"] == 110
+    assert report["score"] == full_marks()
     assert ("- found 2 different copies of attention.py (attention.py, final/attention.py): graded "
             "final/attention.py (from the folder holding both files)") in report["output"]
 

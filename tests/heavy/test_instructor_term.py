@@ -96,21 +96,23 @@ def maxima(out):
 
 def test_changing_a_parts_points_regrades_everyone_out_of_the_new_maximum(term):
     kit, out = term
+    [before] = maxima(out)
     kit.edit("tests_hidden/test_heads.py", "@pytest.mark.points(2)", "@pytest.mark.points(4)")
     run = regrade_and_compare(kit, out, "fresh-points")
     assert f"regrading {len(SAMPLES)}: the hidden suite changed" in run.stderr, run.stderr
-    assert maxima(out) == {"102"}, "every row is out of the new maximum"
+    assert maxima(out) == {f"{float(before) + 2:g}"}, "every row is out of the new maximum"
     assert all(regraded_reason(out, s) == "Regraded: the hidden suite changed since the last grading."
                for s in SAMPLES)
 
 
 def test_adding_a_hidden_test_regrades_everyone(term):
     kit, out = term
+    [before] = maxima(out)
     path = kit.root / "tests_hidden" / "test_masks.py"
     path.write_text(path.read_text() + NEW_TEST)
     run = regrade_and_compare(kit, out, "fresh-new-test")
     assert f"regrading {len(SAMPLES)}: the hidden suite changed" in run.stderr, run.stderr
-    assert maxima(out) == {"103"}
+    assert maxima(out) == {f"{float(before) + 1:g}"}
 
 
 def test_changing_a_tolerance_regrades_everyone(term):

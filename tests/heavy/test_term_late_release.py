@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from autograder.grading.suite_points import core_max, full_marks
 from conftest import ROOT, run_grader
 
 pytestmark = pytest.mark.slow  # one grading of three samples
@@ -53,11 +54,18 @@ def book(out):
         (out / "gradebook.csv").read_text(encoding="utf-8-sig")))}
 
 
+def points(value):
+    return f"{value:g}"
+
+
 def test_the_exports_time_sets_each_penalty(graded):
-    rows = book(graded)
-    assert (rows["1"]["late_penalty"], rows["1"]["total"]) == ("", "110")
-    assert (rows["2"]["raw"], rows["2"]["late_penalty"], rows["2"]["total"]) == ("80", "16", "64")
-    assert (rows["3"]["late_penalty"], rows["3"]["total"]) == ("11", "99")
+    """On time: no penalty; two days late: 20% of the raw total; one day late: 10% (full marks: the suite's)."""
+    rows, full = book(graded), full_marks()
+    assert (rows["1"]["late_penalty"], rows["1"]["total"]) == ("", points(full))
+    raw = float(rows["2"]["raw"])
+    assert 0 < raw < full, "mask_bug scores some points, not all"
+    assert (rows["2"]["late_penalty"], rows["2"]["total"]) == (points(round(raw * 0.2, 4)), points(round(raw * 0.8, 4)))
+    assert (rows["3"]["late_penalty"], rows["3"]["total"]) == (points(round(full * 0.1, 4)), points(round(full * 0.9, 4)))
 
 
 def test_release_holds_no_hidden_tests_output_until_published(graded):
@@ -66,14 +74,15 @@ def test_release_holds_no_hidden_tests_output_until_published(graded):
     run = run_grader("release", graded)
     assert run.returncode == 0, run.stderr
     released = (graded / "release" / "2" / "feedback.md").read_text(encoding="utf-8")
-    assert hidden["name"] not in released and "64 / 100" not in released
+    total = f"{book(graded)['2']['total']} / {core_max():g}"
+    assert hidden["name"] not in released and total not in released
     run_grader("release", graded, "--show", "after_published")
     released = (graded / "release" / "2" / "feedback.md").read_text(encoding="utf-8")
-    assert hidden["name"] in released and "**Your total: 64 / 100.**" in released
+    assert hidden["name"] in released and f"**Your total: {total}.**" in released
 
 
 def test_similarity_pairs_the_two_copies_and_leaves_the_grades_alone(graded):
     rows = list(csv.DictReader(io.StringIO((graded / "similarity.csv").read_text(encoding="utf-8"))))
     top = rows[0]
     assert (top["submission_a"], top["submission_b"], top["share_of_a"], top["listed"]) == ("1", "3", "1.00", "yes")
-    assert book(graded)["3"]["raw"] == "110"
+    assert book(graded)["3"]["raw"] == points(full_marks())

@@ -21,7 +21,7 @@ def test_a_part_the_kit_does_not_know_is_named(suite):
     text = (suite / "test_masks.py").read_text()
     (suite / "test_masks.py").write_text(text.replace('pytest.mark.part("masks")', 'pytest.mark.part("maskz")'))
     problems = validate.part_problems(str(suite))
-    assert any("'maskz' is not in autograder/parts.py" in line for line in problems), problems
+    assert any("'maskz' is not in tests_hidden/parts.py" in line for line in problems), problems
     assert any("'masks' has no tests" in line for line in problems), problems
 
 

@@ -3,11 +3,15 @@ import csv
 import io
 import re
 
+import pytest
+
 from autograder.reports.classbook import gradebook_csv, named_bugs, score_bands, submission_label, summary_markdown
 from autograder.grading.discover import Submitter
 from autograder.reports.html_pages import CHART_HEIGHT, summary_html
 from test_results import record, result
 from autograder.reports.results import results_json
+
+pytestmark = pytest.mark.usefixtures("shipped_parts")  # records written with the shipped parts' names
 
 
 def entries(*scores):

@@ -11,10 +11,12 @@ import sys
 import pytest
 
 from autograder.grading.discover import Submitter
-from autograder.parts import PARTS
 from autograder.reports.results import part_scores, results_json
 
-from conftest import ROOT
+from conftest import ROOT, SHIPPED_PARTS
+
+pytestmark = pytest.mark.usefixtures("shipped_parts")  # records written with the shipped parts' names
+PARTS = SHIPPED_PARTS["PARTS"]
 
 
 # Gradescope's results.json: the fields it reads at the top and in each test, and their types.
