@@ -158,12 +158,12 @@ _NUMBERS = {
 # clocks, its own signals and identity, importing a module the zygote did not. Everything else fails
 # with EPERM: processes and threads (fork, clone, clone3, vfork, execve), sockets of any family,
 # System V IPC, keyrings, ptrace, process_vm_*, io_uring, userfaultfd, perf_event_open, bpf, mount,
-# unshare, memfd_create, inotify, personality, ...
+# unshare, memfd_create, inotify, personality, mkdir (a folder is disk beyond the given files), ...
 ALLOWED = (
     "read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close", "dup", "dup2", "dup3",
     "fcntl", "fstat", "newfstatat", "statx", "poll", "ppoll", "select", "pselect6",
     "open", "openat", "stat", "lstat", "access", "faccessat", "faccessat2", "readlink", "readlinkat",
-    "getdents64", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "unlink", "unlinkat", "rename",
+    "getdents64", "getcwd", "chdir", "fchdir", "unlink", "unlinkat", "rename",
     "renameat", "renameat2", "rmdir", "ftruncate", "fsync", "fdatasync", "umask", "statfs", "fstatfs",
     "brk", "mmap", "munmap", "mremap", "mprotect", "madvise",
     "clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep",

@@ -226,6 +226,17 @@ def test_seccomp_refuses_to_create_a_file_and_allows_writing_a_given_one(tmp_pat
     assert not (tmp_path / "new").exists() and given.read_text() == "x"
 
 
+def test_seccomp_refuses_to_create_a_folder(tmp_path):
+    """An empty folder takes a disk block and an inode, and a loop of them fills a disk where Landlock is absent
+    (the uid level without it, the rlimits level): the filter refuses mkdir as it refuses a new file."""
+    tries = {"new folder": f"os.mkdir({str(tmp_path / 'more')!r})",
+             "new folder in /tmp": "os.mkdir('/tmp/hx-confine-folder')",
+             "new folder, at form": f"os.mkdir('more', dir_fd=os.open({str(tmp_path)!r}, os.O_RDONLY))"}
+    outcome = confined(["seccomp"], tries, writable=tmp_path, readable=["/"])
+    assert outcome == {name: "PermissionError" for name in tries}
+    assert not (tmp_path / "more").exists() and not os.path.exists("/tmp/hx-confine-folder")
+
+
 def test_seccomp_allows_what_an_honest_child_does(tmp_path):
     """What grading needs after the filter is in place: import a module not loaded yet, compute with torch
     (forward and backward), write and remove the files it was given, read the clock, sleep, raise and print a
