@@ -26,7 +26,7 @@ from checks import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILE
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
-                    modified_inputs, projections, randn, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
+                    merge_hint, mha_hint, modified_inputs, padding_mask_hint, causal_mask_hint, projections, randn, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
                     valid_size_refused, watch_forbidden_calls)
 
 # The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
@@ -204,9 +204,7 @@ def causal_mask_is_a_square_bool_tensor(attention):
 def causal_mask_allows_the_past_and_blocks_the_future(attention):
     for seq_len in (2, 5):
         check_tensor(attention.causal_mask(seq_len), lower_triangle(seq_len),
-                     case=f"causal_mask({seq_len})", what="mask", hint=(
-                         "mask[i, j] is True when query i may attend key j, that is j <= i: "
-                         "True on and below the diagonal, False above it"))
+                     case=f"causal_mask({seq_len})", what="mask", hint=causal_mask_hint(seq_len))
 
 
 @case("part1_masks", points=1)
@@ -232,9 +230,10 @@ def padding_mask_is_bool_with_shape_batch_1_1_seq(attention):
 @case("part1_masks", points=2)
 def padding_mask_is_true_exactly_at_real_tokens(attention):
     for pad_id in (0, 9):
-        check_tensor(attention.padding_mask(TOKENS, pad_id), real_tokens(TOKENS, pad_id),
+        expected = real_tokens(TOKENS, pad_id)
+        check_tensor(attention.padding_mask(TOKENS, pad_id), expected,
                      case=f"padding_mask({TOKENS.tolist()}, pad_id={pad_id})", what="mask",
-                     hint="True where the key is a real token, False where it equals pad_id")
+                     hint=padding_mask_hint(expected))
 
 
 # ============================================================================= part1_attention
@@ -598,10 +597,8 @@ def merge_heads_undoes_split_heads(mha):
     model = build(mha, 12, 3)
     heads = randn(2, 3, 5, 4)  # (B, h, T, d_k)
     expected = torch.cat([heads[:, i] for i in range(3)], dim=-1)  # (B, T, d_model), head by head
-    merge_hint = ("merge_heads is the inverse of split_heads: swap dims 1 and 2 back to "
-                  "(B, T, n_heads, d_k), then flatten the last two dims (.contiguous() first if you use view)")
     check_tensor(model.merge_heads(heads), expected, case=f"merge_heads(x {tuple(heads.shape)})",
-                 what="merge_heads(x)", hint=merge_hint)
+                 what="merge_heads(x)", hint=merge_hint(heads))
     x = randn(2, 5, 12)
     check_tensor(model.merge_heads(model.split_heads(x)), x, case=f"merge_heads(split_heads(x {tuple(x.shape)}))",
                  what="the round trip", hint="merge_heads is right, so split_heads must be wrong: see its tests")
@@ -631,7 +628,7 @@ def mha_forward_returns_output_and_per_head_weights(mha):
     check_layout(output, (2, 3, 8), torch.float64, case=case, what="output",
                  hint="the output has the query's shape (B, T_q, d_model)")
     check_layout(weights, (2, 2, 3, 6), torch.float64, case=case, what="weights",
-                 hint="return the weights of every head, (B, n_heads, T_q, T_k), not their average")
+                 hint=mha_hint(model, 2, query, memory, memory, None))
 
 
 @case("part2_forward", points=2)
