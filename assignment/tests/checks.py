@@ -590,6 +590,11 @@ def _weights_with_blocked_scores_zero(query, key, mask):
     return torch_attention(query.unsqueeze(-2), keys, keys, scale=1 / math.sqrt(d_k))[1].squeeze(-2)
 
 
+def _nonbinary(mask):
+    """A numeric mask with nonzero values other than 1."""
+    return mask is not None and mask.dtype != torch.bool and bool(((mask != 0) & (mask != 1)).any())
+
+
 def likely_bug(got, candidates):
     """The grade's words for the first ``(weights of a mistake, its words)`` whose weights ``got`` matches, or None.
     Each candidate is a function of no arguments (computed only when needed); one that cannot run is skipped."""
@@ -649,6 +654,8 @@ def attention_hint(query, key, value, mask, weights):
         (lambda: _weights_over_the_queries(query, key, mask), MISTAKES["sdpa"]["softmax_wrong_axis"]),
         (lambda: None if mask is None else _weights_masked_after_the_softmax(query, key, mask),
          MISTAKES["sdpa"]["mask_after_softmax"]),
+        (lambda: torch_attention(query, key, value, mask == 1)[1] if _nonbinary(mask) else None,
+         MISTAKES["sdpa"]["numeric_mask_only_one_attends"]),
         (lambda: torch_attention(query, key, value, mask, scale=1.0)[1], MISTAKES["sdpa"]["no_scaling"]),
         (lambda: torch_attention(query, key, value, mask, scale=1.0 / d_k)[1], MISTAKES["sdpa"]["scale_by_d_k"]),
         (lambda: torch_attention(query, key, value, mask, scale=1.0 / math.sqrt(d_v))[1] if d_v != d_k else None,
