@@ -11,6 +11,7 @@ by raising :class:`checks.CheckFailed`. They run
   generated from this table (do not edit them); each one calls :func:`run_case`;
 * in nbgrader courses: the autograded cells of the playground call :func:`score`.
 """
+import math
 import sys
 import types
 from dataclasses import dataclass
@@ -21,12 +22,12 @@ from typing import Callable
 
 import torch
 
-from checks import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (MISTAKES, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
-                    modified_inputs, projections, randn, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
+                    merge_hint, mha_hint, modified_inputs, padding_mask_hint, causal_mask_hint, projections, randn, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
                     valid_size_refused, watch_forbidden_calls)
 
 # The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
@@ -204,9 +205,7 @@ def causal_mask_is_a_square_bool_tensor(attention):
 def causal_mask_allows_the_past_and_blocks_the_future(attention):
     for seq_len in (2, 5):
         check_tensor(attention.causal_mask(seq_len), lower_triangle(seq_len),
-                     case=f"causal_mask({seq_len})", what="mask", hint=(
-                         "mask[i, j] is True when query i may attend key j, that is j <= i: "
-                         "True on and below the diagonal, False above it"))
+                     case=f"causal_mask({seq_len})", what="mask", hint=causal_mask_hint(seq_len))
 
 
 @case("part1_masks", points=1)
@@ -232,9 +231,10 @@ def padding_mask_is_bool_with_shape_batch_1_1_seq(attention):
 @case("part1_masks", points=2)
 def padding_mask_is_true_exactly_at_real_tokens(attention):
     for pad_id in (0, 9):
-        check_tensor(attention.padding_mask(TOKENS, pad_id), real_tokens(TOKENS, pad_id),
+        expected = real_tokens(TOKENS, pad_id)
+        check_tensor(attention.padding_mask(TOKENS, pad_id), expected,
                      case=f"padding_mask({TOKENS.tolist()}, pad_id={pad_id})", what="mask",
-                     hint="True where the key is a real token, False where it equals pad_id")
+                     hint=padding_mask_hint(expected))
 
 
 # ============================================================================= part1_attention
@@ -264,11 +264,46 @@ def attend(attention, query, key, value, mask=None):
     return output, weights, case
 
 
+def at_rank(t, rank):
+    """``t`` with its leading dims merged into one (3-D), padded with a 1 (4-D) or dropped (2-D, when there is one
+    leading index in all): the same inputs at another rank. None when ``t`` cannot take that rank."""
+    lead = math.prod(t.shape[:-2])
+    if rank == 2:
+        return t.reshape(t.shape[-2:]) if lead == 1 else None
+    return t.reshape(*([1] * (rank - 3)), lead, *t.shape[-2:])
+
+
+def rank_that_works(attention, query, key, value):
+    """Another rank (2, 3 or 4) at which the same inputs give an output and weights of the right shapes, or None."""
+    for rank in (2, 3, 4):
+        moved = [at_rank(t, rank) for t in (query, key, value)]
+        if rank == query.dim() or any(t is None for t in moved):
+            continue
+        q, k, v = moved
+        try:
+            output, weights = attention.scaled_dot_product_attention(q, k, v)
+        except Exception:
+            continue
+        if (getattr(output, "shape", None), getattr(weights, "shape", None)) == (
+                (*q.shape[:-1], v.size(-1)), (*q.shape[:-1], k.size(-2))):
+            return rank
+    return None
+
+
 @case("part1_attention", points=1)
 def attention_returns_output_and_weights_with_the_right_shapes(attention):
     for name, q_shape, k_shape, v_shape in SHAPES:
         query, key, value = qkv(q_shape, k_shape, v_shape)
-        output, weights, case = attend(attention, query, key, value)
+        try:
+            output, weights, case = attend(attention, query, key, value)
+        except Exception as exc:  # the grader's layout test: a rank the code cannot take, while another works
+            works = None if isinstance(exc, CheckFailed) else rank_that_works(attention, query, key, value)
+            if works is None:
+                raise
+            fail(f"scaled_dot_product_attention({describe(q=query, k=key, v=value)})",
+                 f"{type(exc).__name__} at {query.dim()}-D: {' '.join(str(exc).split())}",
+                 f"the same inputs as {works}-D tensors give the right shapes",
+                 hint=MISTAKES["layout"]["fixed_leading_dims"])
         check_layout(output, (*q_shape[:-1], v_shape[-1]), torch.float64, case=case, what="output",
                      hint="output is (..., T_q, d_v): one row per query, as wide as value")
         check_layout(weights, (*q_shape[:-1], k_shape[-2]), torch.float64, case=case, what="weights",
@@ -437,8 +472,9 @@ def padding_mask_in_attention_matches_pytorch(attention):
 @case("part1_attention", points=1)
 def numeric_masks_mean_nonzero_may_attend(attention):
     query, key, value = qkv((2, 5, 4), (2, 5, 4), (2, 5, 4))
-    for dtype in (torch.int64, torch.float32):
-        mask = lower_triangle(5).to(dtype)  # 1 = may attend, 0 = blocked
+    others = torch.tensor([2.5, -1.0, 0.5, 2.0])[(torch.arange(5)[:, None] + torch.arange(5)) % 4]  # (5, 5)
+    for mask in (lower_triangle(5).to(torch.int64), lower_triangle(5).to(torch.float32),  # 1 = may attend, 0 = blocked
+                 torch.where(torch.eye(5, dtype=torch.bool), 1.0, others) * lower_triangle(5)):  # other nonzero values too
         output, weights, case = attend(attention, query, key, value, mask)
         check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
 
@@ -598,10 +634,8 @@ def merge_heads_undoes_split_heads(mha):
     model = build(mha, 12, 3)
     heads = randn(2, 3, 5, 4)  # (B, h, T, d_k)
     expected = torch.cat([heads[:, i] for i in range(3)], dim=-1)  # (B, T, d_model), head by head
-    merge_hint = ("merge_heads is the inverse of split_heads: swap dims 1 and 2 back to "
-                  "(B, T, n_heads, d_k), then flatten the last two dims (.contiguous() first if you use view)")
     check_tensor(model.merge_heads(heads), expected, case=f"merge_heads(x {tuple(heads.shape)})",
-                 what="merge_heads(x)", hint=merge_hint)
+                 what="merge_heads(x)", hint=merge_hint(heads))
     x = randn(2, 5, 12)
     check_tensor(model.merge_heads(model.split_heads(x)), x, case=f"merge_heads(split_heads(x {tuple(x.shape)}))",
                  what="the round trip", hint="merge_heads is right, so split_heads must be wrong: see its tests")
@@ -631,7 +665,7 @@ def mha_forward_returns_output_and_per_head_weights(mha):
     check_layout(output, (2, 3, 8), torch.float64, case=case, what="output",
                  hint="the output has the query's shape (B, T_q, d_model)")
     check_layout(weights, (2, 2, 3, 6), torch.float64, case=case, what="weights",
-                 hint="return the weights of every head, (B, n_heads, T_q, T_k), not their average")
+                 hint=mha_hint(model, 2, query, memory, memory, None))
 
 
 @case("part2_forward", points=2)
@@ -674,9 +708,22 @@ def tiled_attention_matches_pytorch(attention):
             case = f"tiled_attention({describe(q=query, k=key, v=value)}, causal={causal}, block_size={block_size})"
             expected, _ = torch_attention(query, key, value, lower_triangle(7) if causal else None)
             check_tensor(attention.tiled_attention(query, key, value, causal=causal, block_size=block_size),
-                         expected, case=case, what="output", hint=(
-                             "rescale the running sum and output by exp(m - m_new) whenever the max grows; "
-                             "with causal=True, key j of a block sits at position start + j"))
+                         expected, case=case, what="output", hint=tiled_hint(query, key, value, causal, block_size))
+
+
+def tiled_hint(query, key, value, causal, block_size):
+    """Hint for a wrong tiled output, in the grade's words when it is PyTorch's attention under the causal mask of
+    a mistake it names: the boundary one key late, or each block's keys numbered from 0."""
+    rows, cols = torch.arange(query.size(-2))[:, None], torch.arange(key.size(-2))[None, :]
+    named = [(cols <= rows + 1, "tiled_causal_off_by_one"), (cols % block_size <= rows, "tiled_block_offset_forgotten")]
+
+    def hint(got):
+        for allowed, name in named if causal else []:
+            if torch.allclose(got.double(), torch_attention(query, key, value, allowed)[0].double(), atol=1e-6):
+                return MISTAKES["tiled"][name]
+        return ("rescale the running sum and output by exp(m - m_new) whenever the max grows; "
+                "with causal=True, key j of a block sits at position start + j")
+    return hint
 
 
 # Half the grader's T (4096), to stay fast: a (T, T) float32 score matrix is then 16 MiB, a block of 64 keys 0.5 MiB.
@@ -760,7 +807,10 @@ def step_projects_only_the_new_token_and_grows_the_cache(mha):
                 fail(case, f"holds {what} of shape {list(got.shape) if torch.is_tensor(got) else type(got).__name__}, "
                            f"expected {[2, 3, t, 4]}", hint=hint)
             per_token = got.transpose(1, 2).reshape(2, t, 12).sort(dim=-1).values  # (B, t, d_model)
-            check_tensor(per_token, expected[:, :t].sort(dim=-1).values, case=case, what=f"cached {what}", hint=hint)
+            unprojected = x[:, :t].sort(dim=-1).values  # the tokens as they came
+            check_tensor(per_token, expected[:, :t].sort(dim=-1).values, case=case, what=f"cached {what}",
+                         hint=lambda got: MISTAKES["decode"]["cache_unprojected_tokens"]
+                         if torch.allclose(got, unprojected) else hint)
 
 
 # ============================================================================= outside pytest

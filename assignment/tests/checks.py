@@ -50,6 +50,30 @@ def lower_triangle(t_q, t_k=None):
     return torch.arange(t_k)[None, :] <= torch.arange(t_q)[:, None]  # (T_q, T_k)
 
 
+def causal_mask_hint(seq_len):
+    """Hint for a wrong causal_mask(seq_len), in the grade's words when it is a mask it names."""
+    allowed = lower_triangle(seq_len)
+    diagonal = torch.eye(seq_len, dtype=torch.bool)
+
+    def hint(got):
+        for pattern, name in [(allowed.mT, "causal_leaks_future"), (allowed & ~diagonal, "causal_hides_diagonal"),
+                              (~allowed, "causal_polarity_flipped")]:
+            if torch.equal(got.detach().bool(), pattern):
+                return MISTAKES["causal_mask"][name]
+        return ("mask[i, j] is True when query i may attend key j, that is j <= i: "
+                "True on and below the diagonal, False above it")
+    return hint
+
+
+def padding_mask_hint(real):
+    """Hint for a wrong padding mask, ``real`` the right one (True at the real tokens)."""
+    def hint(got):
+        if torch.equal(got.detach().bool(), ~real):
+            return MISTAKES["padding_mask"]["padding_polarity_flipped"]
+        return "True where the key is a real token, False where it equals pad_id"
+    return hint
+
+
 def describe(**tensors):
     """'q (2, 5, 4) float64, mask (5, 5) bool': the input case, for messages."""
     parts = []
@@ -341,6 +365,67 @@ def _orthogonal_to_rows(rows, w):
 # (end of the grader's large-scores test)
 
 
+# The grader's words for the mistakes it names, copied from autograder/grading/catalogue.py: do not edit.
+MISTAKES = {  # kind -> {name: what the grade says}
+    'causal_mask': {
+        'causal_leaks_future': 'Your causal mask lets each query see the future: it is True above the diagonal (torch.triu or a transposed mask) instead of on and below it (see "2. Causal masking" in the lab text)',
+        'causal_hides_diagonal': 'Your causal mask hides the diagonal: a token must be able to attend to itself (torch.tril with diagonal=0, not -1) (see "2. Causal masking" in the lab text)',
+        'causal_polarity_flipped': 'Your causal mask marks the blocked positions with True; in this lab True means \'may attend\' (see "The mask convention (used everywhere)" in the lab text)',
+    },
+    'padding_mask': {
+        'padding_polarity_flipped': 'Your padding mask is True at the padding tokens; in this lab True means \'may attend\', so it should be tokens != pad_id (see "The mask convention (used everywhere)" in the lab text)',
+    },
+    'sdpa': {
+        'no_scaling': 'You did not scale the scores: divide Q K^T by sqrt(d_k) (see "Scaled dot-product attention" in the lab text)',
+        'scale_by_d_k': 'You scaled the scores by 1/d_k; the formula divides by sqrt(d_k) (see "Scaled dot-product attention" in the lab text)',
+        'scale_by_d_v': 'You scaled by the value\'s width; d_k is the query\'s last dim (see "Scaled dot-product attention" in the lab text)',
+        'softmax_wrong_axis': 'Your softmax runs over the queries (dim=-2); each query\'s weights must sum to 1 over the keys, so use dim=-1 (see "Scaled dot-product attention" in the lab text)',
+        'mask_polarity_flipped': 'You blocked the positions where the mask is True (or nonzero); in this lab True means \'may attend\', so fill where the mask is False (see "The mask convention (used everywhere)" in the lab text)',
+        'masked_with_zero': 'You filled blocked scores with 0; a score of 0 still gets weight after the softmax, so fill with -inf (or a very negative number) (see "Scaled dot-product attention" in the lab text)',
+        'mask_after_softmax': 'You applied the mask after the softmax, so the remaining weights no longer sum to 1; mask the scores before the softmax (see "Scaled dot-product attention" in the lab text)',
+        'numeric_mask_additive': 'You added the numeric mask to the scores; here a numeric mask means nonzero = may attend and 0 = blocked, like a bool mask (see "The mask convention (used everywhere)" in the lab text)',
+        'mask_ignored': 'Your code ignores the mask (bool masks too): blocked keys get weight. Fill the scores with -inf where the mask is False (or 0) before the softmax (see "The mask convention (used everywhere)" in the lab text)',
+        'numeric_mask_ignored': 'Your code ignores a numeric (int or float) mask, while it applies a bool one; convert it with mask != 0 and apply it like a bool mask (see "The mask convention (used everywhere)" in the lab text)',
+        'numeric_mask_only_one_attends': 'Your code lets only the mask value 1 attend (1 - mask, or mask == 1): a numeric mask means nonzero = may attend, so 2.0 or -1 attend too; block where mask == 0 (see "The mask convention (used everywhere)" in the lab text)',
+        'unstable_softmax': 'Your softmax overflows on large scores: exp() of a large score is inf. Subtract the row max first, or use torch.softmax (see "Scaled dot-product attention" in the lab text)',
+        'output_weights_swapped': 'You return (weights, output): the pair is swapped; return (output, weights), in that order (see "Scaled dot-product attention" in the lab text)',
+    },
+    'split_heads': {
+        'split_without_transpose': 'Your split_heads reshapes straight to (B, n_heads, T, d_k), which mixes positions across heads: view to (B, T, n_heads, d_k), then transpose(1, 2) (see "Part 2: `mha.py`" in the lab text)',
+    },
+    'merge_heads': {
+        'merge_without_transpose': 'Your merge_heads reshapes (B, n_heads, T, d_k) straight to (B, T, d_model) without transpose(1, 2) first, which interleaves heads and positions (see "Part 2: `mha.py`" in the lab text)',
+    },
+    'mha': {
+        'split_without_transpose': 'Your split_heads reshapes straight to (B, n_heads, T, d_k), which mixes positions across heads: view to (B, T, n_heads, d_k), then transpose(1, 2) (see "Multi-head attention" in the lab text)',
+        'split_and_merge_without_transpose': 'Your split_heads reshapes straight to (B, n_heads, T, d_k), which mixes positions across heads: view to (B, T, n_heads, d_k), then transpose(1, 2); merge_heads has the same problem (see "Multi-head attention" in the lab text)',
+        'merge_without_transpose': 'Your merge_heads reshapes straight back without transpose(1, 2), so features of different positions get mixed (see "Multi-head attention" in the lab text)',
+        'no_output_projection': 'Your forward returns the merged heads without the output projection w_o (see "Multi-head attention" in the lab text)',
+        'key_value_swapped': 'Your forward swaps the key and value projections (w_k on the value or w_v on the key) (see "Multi-head attention" in the lab text)',
+        'kv_from_query': 'Your forward projects the query for keys and values too; in cross-attention they come from the key and value inputs (see "Multi-head attention" in the lab text)',
+        'only_query_projected': 'Only the query is projected: keys and values must go through w_k and w_v (see "Multi-head attention" in the lab text)',
+        'scale_by_sqrt_d_model': 'You scaled by sqrt(d_model); each head\'s scores are scaled by the head width, sqrt(d_k) with d_k = d_model // n_heads (see "Multi-head attention" in the lab text)',
+        'weights_averaged_over_heads': 'You averaged the attention weights over the heads; return every head\'s weights, (B, n_heads, T_q, T_k) (see "Multi-head attention" in the lab text)',
+        'mha_output_weights_swapped': 'You return (weights, output): the pair is swapped; return (output, weights), in that order (see "Multi-head attention" in the lab text)',
+    },
+    'tiled': {
+        'tiled_no_rescale': 'Your running sum and output are not rescaled when the running max grows: multiply both by exp(old_max - new_max) before adding a block (see "Extra credit" in the lab text)',
+        'tiled_causal_off_by_one': 'Your causal block boundary is off by one: query i may attend keys j <= i, so block (start + offset) > i is blocked, not >= i nor > i + 1 (see "Extra credit" in the lab text)',
+        'tiled_block_offset_forgotten': 'Your causal mask inside a block forgets where the block starts: key positions are start + 0, 1, ..., not 0, 1, ... (see "Extra credit" in the lab text)',
+    },
+    'decode': {
+        'cache_unprojected_tokens': 'Your cache stores the new tokens as they come, not their projected keys and values: append split_heads(w_k(x)) and split_heads(w_v(x)) (see "Extra credit" in the lab text)',
+    },
+    'layout': {
+        'fixed_leading_dims': 'Your attention works for some numbers of leading dims and not for others (torch.bmm takes only 3-D inputs, key.transpose(1, 2) or (2, 3) and fixed-size unpacking fix the rank): use key.transpose(-2, -1) and @ (torch.matmul), which work for 2-D, 3-D and 4-D inputs alike (see "Scaled dot-product attention" in the lab text)',
+    },
+    'fill': {
+        'finite_fill_leaks': 'Your blocked scores are filled with a finite value that is not negative enough (such as -100): exp(fill - max) still gives blocked keys a tiny nonzero weight. Fill with float("-inf") (or torch.finfo(scores.dtype).min) (see "Scaled dot-product attention" in the lab text)',
+    },
+}
+# (end of the grader's words for the mistakes)
+
+
 def copies(*tensors):
     """Fresh copies of the inputs, as the grader sends your code: what it does to them cannot change the test's own."""
     return tuple(t.clone() if torch.is_tensor(t) else t for t in tensors)
@@ -456,8 +541,9 @@ def unpack_pair(result, *, case, what, expected=None, shapes=None):
             (expected is not None and all(map(_close, result, expected[::-1])))
             or (shapes is not None and shapes[0] != shapes[1]
                 and [tuple(t.shape) for t in result] == [tuple(shape) for shape in shapes[::-1]])):
-        fail(case, f"{what} returned (weights, output): the pair is swapped",
-             hint="return (output, weights), in that order")
+        words = (MISTAKES["mha"]["mha_output_weights_swapped"] if what.startswith("MultiHeadAttention")
+                 else MISTAKES["sdpa"]["output_weights_swapped"])
+        fail(case, f"{what} returned (weights, output): the pair is swapped", hint=words)
     return result
 
 
@@ -467,15 +553,59 @@ def _close(a, b):
 
 # ----------------------------------------------------------------------------- attention
 
-def torch_attention(query, key, value, mask=None, scale=None):
-    """``(output, weights)`` computed by PyTorch. ``mask``: True/nonzero = may attend."""
-    allowed = None if mask is None else mask.bool()  # nonzero -> True
+def torch_attention(query, key, value, mask=None, scale=None, additive=False):
+    """``(output, weights)`` computed by PyTorch. ``mask``: True/nonzero = may attend (``additive``: a float
+    mask added to the scores, as PyTorch reads one; for naming that mistake only)."""
+    allowed = None if mask is None else mask.to(query.dtype) if additive else mask.bool()  # nonzero -> True
     with torch.no_grad():
         torch_output = F.scaled_dot_product_attention(query, key, value, attn_mask=allowed, scale=scale)
         # Attending over the identity matrix returns the weights themselves.
         eye = torch.eye(key.size(-2), dtype=query.dtype).expand(*key.shape[:-2], -1, -1)
         torch_weights = F.scaled_dot_product_attention(query, key, eye, attn_mask=allowed, scale=scale)
     return torch_output, torch_weights
+
+
+# What the usual mistakes give, each computed by PyTorch's attention on changed inputs, for naming them only.
+
+def _weights_over_the_queries(query, key, mask):
+    """The softmax taken over the queries (dim=-2): the keys attending to the queries, transposed. A key no
+    query may attend gets NaN, as a softmax over scores that are all -inf gives."""
+    weights = torch_attention(key, query, query, None if mask is None else mask.mT,
+                              scale=1 / math.sqrt(query.size(-1)))[1].mT  # (..., T_q, T_k)
+    if mask is None:
+        return weights
+    return weights.masked_fill(~mask.bool().any(dim=-2, keepdim=True), float("nan"))
+
+
+def _weights_masked_after_the_softmax(query, key, mask):
+    """The weights without the mask, with the blocked ones zeroed afterwards: rows no longer sum to 1."""
+    return torch_attention(query, key, key)[1] * mask.bool()
+
+
+def _weights_with_blocked_scores_zero(query, key, mask):
+    """Blocked scores filled with 0: each query sees a blocked key as a key of zeros, whose score is 0."""
+    t_q, t_k, d_k = query.size(-2), key.size(-2), query.size(-1)
+    allowed = torch.broadcast_to(mask.bool(), (*query.shape[:-1], t_k))  # (..., T_q, T_k)
+    keys = key.unsqueeze(-3).expand(*allowed.shape, d_k).masked_fill(~allowed[..., None], 0.0)  # (..., T_q, T_k, d_k)
+    return torch_attention(query.unsqueeze(-2), keys, keys, scale=1 / math.sqrt(d_k))[1].squeeze(-2)
+
+
+def _nonbinary(mask):
+    """A numeric mask with nonzero values other than 1."""
+    return mask is not None and mask.dtype != torch.bool and bool(((mask != 0) & (mask != 1)).any())
+
+
+def likely_bug(got, candidates):
+    """The grade's words for the first ``(weights of a mistake, its words)`` whose weights ``got`` matches, or None.
+    Each candidate is a function of no arguments (computed only when needed); one that cannot run is skipped."""
+    for compute, words in candidates:
+        try:
+            candidate = compute()
+        except (RuntimeError, ValueError, IndexError):
+            continue
+        if candidate is not None and _close(got, candidate):
+            return words
+    return None
 
 
 def _leak_hint(query, key, value, mask, w):
@@ -485,17 +615,23 @@ def _leak_hint(query, key, value, mask, w):
         return None
     settled = w.nan_to_num(0.0)  # a row whose keys are all blocked comes out NaN
     if (settled[allowed] == 0).all():
-        return ("mask polarity is inverted: True (or nonzero) means MAY attend; "
-                "block the positions where the mask is False (or 0)")
+        return MISTAKES["sdpa"]["mask_polarity_flipped"]
+    numeric = mask.dtype != torch.bool
+    named = likely_bug(w, [
+        (lambda: _weights_over_the_queries(query, key, mask), MISTAKES["sdpa"]["softmax_wrong_axis"]),
+        (lambda: torch_attention(query, key, value)[1],
+         MISTAKES["sdpa"]["numeric_mask_ignored" if numeric else "mask_ignored"]),
+        (lambda: torch_attention(query, key, value, mask, additive=True)[1] if numeric else None,
+         MISTAKES["sdpa"]["numeric_mask_additive"]),
+        (lambda: _weights_with_blocked_scores_zero(query, key, mask), MISTAKES["sdpa"]["masked_with_zero"]),
+    ])
+    if named:
+        return named
+    if (w[~allowed].abs() < 1e-20).all():  # tiny but not 0: exp() of a finite fill
+        return MISTAKES["fill"]["finite_fill_leaks"]
     if w.isnan().any():
         return ("weights contain NaN, which a softmax over scores that are all -inf gives: "
                 "take the softmax over the keys (dim=-1), where every row keeps an allowed key")
-    if _close(w, torch_attention(query, key, value)[1]):
-        if mask.dtype == torch.bool:  # the grader's catalogue words (mask_ignored)
-            return ("your code ignores the mask (bool masks too): blocked keys get weight; fill the scores with "
-                    "-inf where the mask is False (or 0) before the softmax")
-        return ("your code ignores this numeric (int or float) mask: nonzero means may attend; convert it with "
-                "mask != 0 and apply it as a bool mask")
     if torch.equal(allowed, lower_triangle(*w.shape[-2:]).expand_as(w)):
         return ("future leak: query i gives weight to a key j > i; "
                 "fill blocked scores with -inf before the softmax so they get exactly 0")
@@ -503,8 +639,9 @@ def _leak_hint(query, key, value, mask, w):
 
 
 def attention_hint(query, key, value, mask, weights):
-    """Name the usual mistake behind wrong attention weights (None if no pattern fits)."""
-    t_q, t_k, d_k = query.size(-2), key.size(-2), query.size(-1)
+    """Name the usual mistake behind wrong attention weights, in the grade's words when it names it (None if no
+    pattern fits)."""
+    t_q, t_k, d_k, d_v = query.size(-2), key.size(-2), query.size(-1), value.size(-1)
     if not torch.is_tensor(weights) or tuple(weights.shape[-2:]) != (t_q, t_k):
         return "weights are (..., T_q, T_k): one row per query, one column per key (scores = Q K^T)"
     w = weights.detach()
@@ -513,19 +650,25 @@ def attention_hint(query, key, value, mask, weights):
     leak = None if mask is None else _leak_hint(query, key, value, mask, w)
     if leak:
         return leak
+    named = likely_bug(w, [
+        (lambda: _weights_over_the_queries(query, key, mask), MISTAKES["sdpa"]["softmax_wrong_axis"]),
+        (lambda: None if mask is None else _weights_masked_after_the_softmax(query, key, mask),
+         MISTAKES["sdpa"]["mask_after_softmax"]),
+        (lambda: torch_attention(query, key, value, mask == 1)[1] if _nonbinary(mask) else None,
+         MISTAKES["sdpa"]["numeric_mask_only_one_attends"]),
+        (lambda: torch_attention(query, key, value, mask, scale=1.0)[1], MISTAKES["sdpa"]["no_scaling"]),
+        (lambda: torch_attention(query, key, value, mask, scale=1.0 / d_k)[1], MISTAKES["sdpa"]["scale_by_d_k"]),
+        (lambda: torch_attention(query, key, value, mask, scale=1.0 / math.sqrt(d_v))[1] if d_v != d_k else None,
+         MISTAKES["sdpa"]["scale_by_d_v"]),
+        (lambda: torch_attention(query, key, value, mask, scale=math.sqrt(d_k))[1],
+         "multiplied by sqrt(d_k): divide the scores by sqrt(d_k) instead"),
+    ])
+    if named:
+        return named
     if not torch.allclose(w.sum(-1), torch.ones((), dtype=w.dtype)):
-        if t_q == t_k and torch.allclose(w.sum(-2), torch.ones((), dtype=w.dtype)):
-            return "softmax over the wrong axis: each row (one query) must sum to 1 over the keys, use dim=-1"
         if mask is None:
             return "each row of weights must sum to 1: take the softmax over the keys (dim=-1)"
         return "rows must sum to 1: mask the scores before the softmax, not the weights after it"
-    for scale, text in [
-        (1.0, "missing scaling: divide the scores by sqrt(d_k), where d_k = query.size(-1)"),
-        (1.0 / d_k, "scaled by 1/d_k: divide the scores by sqrt(d_k), not by d_k"),
-        (math.sqrt(d_k), "multiplied by sqrt(d_k): divide the scores by sqrt(d_k) instead"),
-    ]:
-        if _close(w, torch_attention(query, key, value, mask, scale=scale)[1]):
-            return text
     return None
 
 
@@ -593,19 +736,36 @@ def _heads(x, n_heads):
     return x.unflatten(-1, (n_heads, -1)).transpose(1, 2)
 
 
+def _heads_without_transpose(x, n_heads):
+    """(B, T, d_model) reshaped straight to (B, n_heads, T, d_k): the split that mixes positions across heads."""
+    return x.reshape(x.size(0), n_heads, x.size(1), -1)
+
+
 def mha_hint(model, n_heads, query, key, value, mask):
-    """Hint for wrong MultiHeadAttention weights (a function of what the student returned)."""
+    """Hint for wrong MultiHeadAttention weights (a function of what the student returned), in the grade's words
+    when the weights are those of a mistake it names."""
     def hint(got):
         if got.dim() == 3:
-            return "return the weights of every head, (B, n_heads, T_q, T_k), not their average"
+            return MISTAKES["mha"]["weights_averaged_over_heads"]
         w_q, w_k, w_v, _ = projections(model, case="")
         with torch.no_grad():
             q, k, v = (_heads(w(x), n_heads) for w, x in [(w_q, query), (w_k, key), (w_v, value)])
         d_model = query.size(-1)
-        if n_heads > 1 and _close(got.detach(), torch_attention(q, k, v, mask, scale=1 / math.sqrt(d_model))[1]):
-            return (f"scaled by sqrt(d_model): each head divides its scores by sqrt(d_k), the head width "
-                    f"(d_k = d_model // n_heads = {d_model // n_heads}), which scaled_dot_product_attention does "
-                    "for you when you pass it the split heads")
+        got = got.detach()
+
+        def weights(q=q, k=k, **kwargs):  # the heads' weights, computed by PyTorch on (changed) heads
+            return torch_attention(q, k, k, mask, **kwargs)[1]
+        named = likely_bug(got, [
+            (lambda: weights(scale=1 / math.sqrt(d_model)) if n_heads > 1 else None,
+             MISTAKES["mha"]["scale_by_sqrt_d_model"]),
+            (lambda: weights(*(_heads_without_transpose(w(x), n_heads) for w, x in [(w_q, query), (w_k, key)])),
+             MISTAKES["mha"]["split_without_transpose"]),
+            (lambda: weights(k=_heads(w_v(key), n_heads)), MISTAKES["mha"]["key_value_swapped"]),
+            (lambda: weights(k=_heads(w_k(query), n_heads)), MISTAKES["mha"]["kv_from_query"]),
+            (lambda: weights(k=_heads(key, n_heads)), MISTAKES["mha"]["only_query_projected"]),
+        ])
+        if named:
+            return named
         bug = attention_hint(q, k, v, mask, got)
         if bug:
             return f"the heads' weights show an attention bug: {bug}"
@@ -621,10 +781,12 @@ def output_hint(model, n_heads, value, weights):
         with torch.no_grad():
             heads = weights.detach() @ _heads(w_v(value), n_heads)  # (B, h, T_q, d_k)
             merged = heads.transpose(1, 2).flatten(2)  # (B, T_q, d_model)
-        if _close(got.detach(), merged):
-            return "you return the merged heads as they are: the output projection w_o comes last, self.w_o(merged)"
-        return ("the weights are right, so look at the values and after attention: value goes through w_v; "
-                "merge_heads swaps back to (B, T, n_heads, d_k) before flattening; w_o comes last")
+            named = likely_bug(got.detach(), [
+                (lambda: merged, MISTAKES["mha"]["no_output_projection"]),
+                (lambda: w_o(heads.reshape(merged.shape)), MISTAKES["mha"]["merge_without_transpose"]),
+            ])
+        return named or ("the weights are right, so look at the values and after attention: value goes through w_v; "
+                         "merge_heads swaps back to (B, T, n_heads, d_k) before flattening; w_o comes last")
     return hint
 
 
@@ -647,7 +809,16 @@ def split_hint(x, n_heads):
         if tuple(got.shape) == (batch, seq, n_heads, d_k):
             return "you return (B, T, n_heads, d_k): swap dims 1 and 2 to get (B, n_heads, T, d_k)"
         if got.shape == (batch, n_heads, seq, d_k) and torch.equal(got, x.reshape(batch, n_heads, seq, d_k)):
-            return ("heads transposed: reshaping straight to (B, n_heads, T, d_k) mixes positions "
-                    "into heads; reshape to (B, T, n_heads, d_k) first, then swap dims 1 and 2")
+            return MISTAKES["split_heads"]["split_without_transpose"]
         return "head i must hold features [i*d_k, (i+1)*d_k) of every position"
+    return hint
+
+
+def merge_hint(x):
+    """Hint for a wrong merge_heads result, ``x`` (B, n_heads, T, d_k) the heads it was given."""
+    def hint(got):
+        if _close(got.detach(), x.reshape(x.size(0), x.size(2), -1)):
+            return MISTAKES["merge_heads"]["merge_without_transpose"]
+        return ("merge_heads is the inverse of split_heads: swap dims 1 and 2 back to "
+                "(B, T, n_heads, d_k), then flatten the last two dims (.contiguous() first if you use view)")
     return hint

@@ -86,6 +86,12 @@ STABILITY_SOURCE = "autograder/grading/own_forward.py"  # with the catalogue's w
 STABILITY_BEGIN = "# The grader's large-scores test, copied from autograder/grading/own_forward.py and catalogue.py: do not edit."
 STABILITY_END = "# (end of the grader's large-scores test)"
 
+# And the catalogue's words for every mistake it names (autograder/grading/catalogue.py), by kind and name: the
+# public hints name a defect in the grade's words. The key names the region (catalogue.py also feeds the precision one).
+WORDS_SOURCE = "autograder/grading/catalogue.py (the mistakes' words)"
+WORDS_BEGIN = "# The grader's words for the mistakes it names, copied from autograder/grading/catalogue.py: do not edit."
+WORDS_END = "# (end of the grader's words for the mistakes)"
+
 # The lab text's tables of what the from-scratch rule allows, from submit.py's own tables.
 RULES_SOURCE = "assignment/submit.py"
 RULES_TARGET = "assignment/README.md"
@@ -273,6 +279,24 @@ def stability_source() -> str:
             + "\n\n" + inspect.getsource(own_forward._orthogonal_to_rows))
 
 
+def words_source() -> str:
+    """``MISTAKES``: {kind: {name: the catalogue's sentence, with where the lab covers it}}, for every catalogued
+    mistake and every one found from the pattern of a failure (the precision entries have their own region)."""
+    from autograder.grading import catalogue
+
+    kinds = {}
+    for kind, entries in catalogue.CATALOGUE.items():
+        kinds[kind] = {entry.name: entry.explain() for entry, _ in entries}
+    for entry in catalogue.FOUND_FROM_PATTERN:
+        kinds.setdefault(entry.kind, {})[entry.name] = entry.explain()
+    lines = ["MISTAKES = {  # kind -> {name: what the grade says}"]
+    for kind, names in kinds.items():
+        lines.append(f"    {kind!r}: {{")
+        lines += [f"        {name!r}: {words!r}," for name, words in names.items()]
+        lines.append("    },")
+    return "\n".join(lines) + "\n}\n"
+
+
 def rules_tables() -> str:
     """Section 5's tables: every module's names by purpose, the annotation-only names, the members of values."""
     submit = _submit_script()
@@ -306,6 +330,7 @@ REGIONS = {
     HINTS_SOURCE: Region("hint", HINTS_BEGIN, HINTS_END, hints_source),
     PRECISION_SOURCE: Region("precision", PRECISION_BEGIN, PRECISION_END, precision_source),
     STABILITY_SOURCE: Region("large-scores", STABILITY_BEGIN, STABILITY_END, stability_source),
+    WORDS_SOURCE: Region("mistakes' words", WORDS_BEGIN, WORDS_END, words_source),
 }
 
 

@@ -69,14 +69,8 @@ def test_the_defect_loses_points_in_exactly_its_parts(graded, defect):
 # Defects whose words `make test` does not say yet (issue 34 item 3: the public tests run the catalogue). Strict:
 # once the public tests name one, its test passes and this list must lose it.
 NOT_YET_NAMED_LOCALLY = {
-    'cache_unprojected_tokens', 'causal_hides_diagonal', 'causal_leaks_future', 'causal_polarity_flipped',
-    'finite_fill_leaks', 'fixed_leading_dims', 'key_value_swapped', 'kv_from_query', 'mask_after_softmax',
-    'mask_ignored', 'mask_polarity_flipped', 'masked_with_zero', 'merge_without_transpose',
-    'mha_output_weights_swapped', 'no_output_projection', 'no_scaling', 'numeric_mask_additive',
-    'numeric_mask_ignored', 'numeric_mask_only_one_attends', 'only_query_projected', 'output_weights_swapped',
-    'padding_polarity_flipped', 'scale_by_d_k', 'scale_by_d_v', 'scale_by_sqrt_d_model', 'softmax_wrong_axis',
-    'split_and_merge_without_transpose', 'split_without_transpose', 'tiled_block_offset_forgotten',
-    'tiled_causal_off_by_one', 'tiled_no_rescale', 'weights_averaged_over_heads',
+    # Naming it needs the running max of each block's scores, which only a tiled attention written here could give.
+    'tiled_no_rescale',
 }
 
 
