@@ -230,7 +230,8 @@ def test_an_extensions_file_is_created_with_its_header_and_a_bad_row_is_named(tm
     assert (tmp_path / "extensions.csv").read_bytes() == b"student,due,reason\r\n"
     (tmp_path / "extensions.csv").write_text("student,due,reason\ns0,friday,flu\n")
     messages = run_late(tmp_path, [handed_in("2026-10-01 10:00 +00:00")], because={})
-    assert messages == ["extensions.csv:2: due 'friday' is not a date and time (2026-10-03 23:59): row skipped"]
+    assert messages == ["extensions.csv:2: due 'friday' is not a date and a time, such as 2026-10-03 23:59 or "
+                        "2026-10-03 23:59 -07:00: row skipped"]
 
 
 def test_an_extension_naming_two_submissions_names_them_as_an_adjustment_row_would(tmp_path):
