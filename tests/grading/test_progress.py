@@ -25,6 +25,16 @@ def test_a_run_logged_to_a_file_prints_one_progress_line_per_submission():
     assert lines[0].startswith("graded 1/2 (") and lines[1].startswith("graded 2/2 ("), lines
 
 
+def test_a_progress_line_names_the_students_beside_the_submission_id_as_the_table_does():
+    log = io.StringIO()
+    progress = Progress(stream=log)
+    progress.start(1, 0)
+    made = results(7.0)
+    made["extra_data"]["submitters"] = [{"name": "Zoë Ångström", "email": "zoe@example.edu"}]
+    progress.advance("400003", made)
+    assert log.getvalue().split(": ", 1)[1] == "Zoë Ångström (400003): 7/10\n", log.getvalue()
+
+
 def test_the_console_table_fits_100_columns(capsys):
     from autograder.cli import print_table
     from autograder.parts import PARTS
