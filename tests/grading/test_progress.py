@@ -53,3 +53,12 @@ def test_each_submission_without_a_score_gets_one_line_saying_why(capsys):
     print_table(SimpleNamespace(graded=made, skipped=[], entries=made), "out", "namespaces", 1.0)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("not graded")]
     assert lines == ["not graded: carol: the upload is empty: upload attention.py and mha.py"]
+
+
+def test_the_run_ends_naming_the_lecture_page_and_the_lms_import_files_it_wrote(capsys, tmp_path):
+    from autograder.cli import print_table
+    (tmp_path / "import-moodle.csv").write_text("Identifier\n")  # an earlier run's: this run writes none
+    made = [("turingalan_1912", (Submitter("turingalan", "", "", "canvas", "1912"),), results(7.0))]
+    print_table(SimpleNamespace(graded=made, skipped=[], entries=made), str(tmp_path), "namespaces", 1.0)
+    out = capsys.readouterr().out
+    assert "summary-anonymous.html" in out and "import-canvas.csv" in out and "import-moodle.csv" not in out, out
