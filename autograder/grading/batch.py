@@ -291,8 +291,11 @@ class Progress:
         if not self.enabled:
             status = results["extra_data"].get("status", "graded")
             shown = f"{results['score']:g}/{results['extra_data']['max_score']:g}" if status == "graded" else status
+            names = ", ".join(s.get("name") or s.get("email") or "" for s in results["extra_data"].get("submitters", [])
+                              if s.get("name") or s.get("email"))
+            who = f"{clean(names)} ({clean(submission_id)})" if names else clean(submission_id)  # as the table
             self.stream.write(f"graded {self.done}/{self.total} ({time.monotonic() - self.started:.0f} s): "
-                              f"{clean(submission_id)}: {shown}\n")
+                              f"{who}: {shown}\n")
             self.stream.flush()
         if self.bar:
             from rich.markup import escape

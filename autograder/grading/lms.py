@@ -67,10 +67,19 @@ def flat_groups(files):
     return groups
 
 
+def _newest_first(member):
+    """Sort key: the latest upload of a name first (a larger Canvas attachment id, then a larger ``-N``)."""
+    who, path = member
+    again = CANVAS_RESUBMITTED.match(os.path.basename(path))
+    return (-int(who.file_id) if who.file_id.isdigit() else 0,
+            -int(again[0][len(again["stem"]) + 1:-len(again["ext"])]) if again else 0)
+
+
 def regroup(members, dest):
-    """Copy one student's files (Identity, path) into the new folder `dest` under their own names."""
+    """Copy one student's files (Identity, path) into the new folder `dest` under their own names; of two
+    files of one name (a file uploaded again: Canvas names it ``mha-1.py``), the latest is kept."""
     os.mkdir(dest, 0o700)
-    for who, path in members:
+    for who, path in sorted(members, key=_newest_first):
         own = os.path.basename(who.file.replace("\\", "/")) or "file"
         if own.startswith("."):
             continue

@@ -34,10 +34,11 @@ class Applied:
     reasons: list = field(default_factory=list)
 
     def final(self, raw):
-        """The final total from the raw one (None: not graded, and no override gives it one)."""
+        """The final total from the raw one (None: not graded, and no override gives it one); points taken away
+        stop at 0."""
         if self.override is not None:
             return self.override
-        return None if raw is None else round(raw + self.points, 4)
+        return None if raw is None else max(0.0, round(raw + self.points, 4))
 
     def describe(self):
         """'+5 points (late penalty waived)', 'set to 80 (graded by hand)'."""
@@ -112,6 +113,8 @@ def _parse(number, row):
         raise ValueError("no student or submission named")
     if bool(points) == bool(override):
         raise ValueError("give either points or an override, not both or neither")
+    if override and _number(override, "override") < 0:
+        raise ValueError(f"override {override!r} is below 0")
     return Adjustment(number, who, _number(points, "points") if points else 0.0,
                       _number(override, "override") if override else None, reason)
 

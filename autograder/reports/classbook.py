@@ -170,6 +170,19 @@ def common_bugs(entries):
     return sorted(((d, sentences[d], ids) for d, ids in who.items()), key=lambda bug: -len(bug[2]))
 
 
+def core_and_extra(entries):
+    """The core figures with the extra credit apart, in one sentence, for graded ``entries``; "" when the suite
+    has no extra credit."""
+    extra_max = entries[0][2]["extra_data"].get("extra_credit_max", 0)
+    if not extra_max:
+        return ""
+    extra = [r["extra_data"].get("extra_credit", 0.0) for _, _, r in entries]
+    core = [r["score"] - e for (_, _, r), e in zip(entries, extra)]
+    return (f"Core score, extra credit apart: mean {statistics.mean(core):.1f}, median {statistics.median(core):g}. "
+            f"Extra credit: {sum(1 for e in extra if e > 0)} of {len(extra)} submissions earned some; "
+            f"mean {statistics.mean(extra):.1f} of {extra_max:g}.")
+
+
 def summary_markdown(entries, renamed=()):
     """Score distribution and which tests the class fails most; ``renamed``: (name, report id) pairs.
 
@@ -183,7 +196,8 @@ def summary_markdown(entries, renamed=()):
         return "\n".join(lines + ["No submissions were graded.", ""])
     max_score = entries[0][2]["extra_data"]["max_score"]
     lines += [f"{len(scores)} submissions; mean {statistics.mean(scores):.1f}, median {statistics.median(scores):g}, "
-              f"min {min(scores):g}, max {max(scores):g} (out of {max_score:g}).", "", "## Score distribution", "",
+              f"min {min(scores):g}, max {max(scores):g} (out of {max_score:g}). {core_and_extra(entries)}".rstrip(),
+              "", "## Score distribution", "",
               "| Score | Submissions |", "|---|---|"]
     for label, count in score_bands(scores, max_score):
         lines.append(f"| {label} | {'#' * count} {count} |")

@@ -15,8 +15,9 @@ import sys
 import urllib.parse
 
 from autograder.reports import pictures
-from autograder.reports.classbook import (LIKELY_BUG, NOT_GRADED_TEXT, common_bugs, graded_entries, named_bugs, not_graded,
-                                  pass_rates, renamed_line, score_bands, status_of, submission_label)
+from autograder.reports.classbook import (LIKELY_BUG, NOT_GRADED_TEXT, common_bugs, core_and_extra, graded_entries,
+                                  named_bugs, not_graded, pass_rates, renamed_line, score_bands, status_of,
+                                  submission_label)
 from autograder.reports.feedback import not_run, printed_output, sandbox_description
 from autograder.reports.inert_text import clean
 from autograder.parts import PART_TITLES
@@ -214,7 +215,8 @@ def summary_html(entries, out_dir, renamed=()):
         return _page("Class summary", "\n".join(body))
     max_score = entries[0][2]["extra_data"]["max_score"]
     body.append(f"<p>{len(scores)} submissions; mean {statistics.mean(scores):.1f}, median "
-                f"{statistics.median(scores):g}, min {min(scores):g}, max {max(scores):g} (out of {max_score:g}).</p>")
+                f"{statistics.median(scores):g}, min {min(scores):g}, max {max(scores):g} (out of {max_score:g}). "
+                f"{_e(core_and_extra(entries))}</p>")
     body.append('<p><a href="#bugs">Most common named bugs</a> · <a href="#tests">Pass rate per test</a> · '
                 '<a href="#submissions">Submissions, with links to their reports</a></p>')
     body.append(_score_chart(scores, max_score))

@@ -147,7 +147,7 @@ def load_extensions(out_dir):
         due = parse_time(cells[1])
         if not cells[0] or due is None:
             why = "no student or submission named" if not cells[0] else \
-                  f"due {cells[1]!r} is not a date and time (2026-10-03 23:59)"
+                  f"due {cells[1]!r} is not a date and a time, such as 2026-10-03 23:59 or 2026-10-03 23:59 -07:00"
             messages.append(f"{FILE_NAME}:{number}: {why}: row skipped")
             continue
         found.append((number, cells[0], due, cells[2]))

@@ -62,8 +62,12 @@ def _overview(results, book, tests):
     names = [md_text(s.get("name", "")) for s in extra.get("submitters", []) if s.get("name")]
     lines = [f"Submission of {', '.join(names)}.", ""] if names else []
     if extra.get("status", GRADED) != GRADED:
-        return lines + [f"**Not graded: {md_text(extra.get('why_not_graded', extra.get('status', '')))}.** "
-                        "This is not a score of 0; your instructor will be in touch."]
+        why = md_text(extra.get('why_not_graded', extra.get('status', '')))
+        if book.get("total"):  # the instructor graded it (an override in adjustments.csv): nothing is withheld
+            return lines + [f"**Not graded by the autograder: {why}.**", "",
+                            f"- Adjusted by your instructor: {md_text(book.get('adjustment', ''))}.", "",
+                            f"**Your total: {book['total']} / {extra['max_score']:g}.**"]
+        return lines + [f"**Not graded: {why}.** This is not a score of 0; your instructor will be in touch."]
     withheld = [t for t in results["tests"] if t not in tests and t["max_score"] > 0]
     if withheld:
         got = sum(t["score"] for t in tests)

@@ -17,6 +17,7 @@ import os
 NOISE = 25  # characters of normalised code a match must span (copydetect's default noise threshold)
 WINDOW = 1  # winnowing window: every fingerprint kept (guarantee threshold = noise threshold)
 THRESHOLD = 0.5  # share of one submission's code found in the other
+SIDE_BY_SIDE = 50  # listed pairs shown side by side, most similar first (each view holds both sides' code)
 CSV_NAME, HTML_NAME = "similarity.csv", "similarity.html"
 COLUMNS = ("submission_a", "submission_b", "share_of_a", "share_of_b", "shared_tokens", "listed")
 
@@ -91,10 +92,15 @@ def similarity_html(pairs, labels):
     if shown:
         body.append("<table><tr><th>Pair</th><th>Share of the first</th><th>Share of the second</th></tr>")
         for n, (a, b, share_a, share_b, _, _, _) in enumerate(shown):
-            body.append(f'<tr><td><a href="#pair{n}">{e(labels.get(a, a))} / {e(labels.get(b, b))}</a></td>'
+            pair = f"{e(labels.get(a, a))} / {e(labels.get(b, b))}"
+            linked = f'<a href="#pair{n}">{pair}</a>' if n < SIDE_BY_SIDE else pair
+            body.append(f'<tr><td>{linked}</td>'
                         f'<td class="num">{share_a:.0%}</td><td class="num">{share_b:.0%}</td></tr>')
         body.append("</table>")
-    for n, (a, b, share_a, share_b, _, marked_a, marked_b) in enumerate(shown):
+    if len(shown) > SIDE_BY_SIDE:
+        body.append(f"<p>Side by side below: the {SIDE_BY_SIDE} most similar pairs (a page with every one would grow "
+                    f"with the square of the class); {CSV_NAME} lists every pair.</p>")
+    for n, (a, b, share_a, share_b, _, marked_a, marked_b) in enumerate(shown[:SIDE_BY_SIDE]):
         body += [f'<h2 id="pair{n}">{e(labels.get(a, a))} ({share_a:.0%}) / {e(labels.get(b, b))} ({share_b:.0%})</h2>',
                  '<div class="side">', f"<pre>{marked_a}</pre>", f"<pre>{marked_b}</pre>", "</div>"]
     return PAGE.format(body="\n".join(body))

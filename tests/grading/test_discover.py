@@ -1,6 +1,7 @@
 """Discovery: which submissions a PATH holds, what they are called, and who handed them in."""
 import os
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -371,6 +372,15 @@ def test_each_canvas_student_is_staged_from_their_own_files_under_their_own_name
         for source in sources:
             staged = stage(source.path, str(tmp_path / f"staged-{source.id}"))
             assert sorted(staged.found) == ["attention.py", "mha.py"], (source.id, staged.problems)
+
+
+def test_a_canvas_re_upload_of_a_file_is_graded_in_place_of_the_earlier_copy(tmp_path):
+    folder = tmp_path / "canvas"
+    write(folder / "nunezjose_2002_9009_attention.py", ATTENTION)
+    write(folder / "nunezjose_2002_9009_mha.py", "# the first upload\n")
+    write(folder / "nunezjose_2002_9010_mha-1.py", MHA)
+    with discovered([str(folder)]) as [source]:
+        assert (Path(source.path) / "mha.py").read_text() == MHA
 
 
 def test_moodle_folders_keep_the_participant_id(tmp_path):

@@ -5,7 +5,9 @@ After each change (a part's points, a new hidden test, a tolerance, a setting, o
 files) `make grade` on the same OUT gives the gradebook a fresh grading gives, regrades exactly the
 reports the change decides, and each regraded report says why. A hidden test broken three ways
 stops `make grade`, `make gradescope` and `make nbgrader-course` before any student is graded.
-The steps are the ones docs/instructor.md gives.
+The steps are the ones docs/instructor.md gives. Last, the shapes a real export takes (the zip `make submit`
+builds, CRLF files folders down, an empty upload, a notebook alone, a Canvas re-upload, Moodle's non-ASCII
+folders, a hand-graded override) are graded and released with make, one behaviour per test.
 """
 import os
 import shutil
@@ -15,7 +17,7 @@ import pytest
 
 from conftest import ROOT
 
-pytestmark = pytest.mark.slow  # about twenty gradings of the samples
+pytestmark = pytest.mark.slow  # about twenty gradings of the samples, three of small real-shaped classes
 
 KIT_PARTS = ("Makefile", "autograder", "tests_hidden", "solution", "assignment", "examples", "requirements",
              "grading.yaml")
@@ -223,3 +225,111 @@ def test_a_broken_hidden_test_stops_make_nbgrader_course(broken_kits, how):
     run = kit.make("nbgrader-course", NBGRADER_COURSE=kit.root / "course")
     assert run.returncode != 0 and f"tests_hidden/test_masks.py:{line}" in run.stderr, run.stderr
     assert not (kit.root / "course").exists()
+
+
+# --- a real-shaped class (issue 33): the shapes an LMS hands over, graded with make as docs/instructor.md says
+
+def reference_files():
+    from variant_builder import FILES, without_markers
+    return {name: without_markers((ROOT / "solution" / name).read_text()) for name in FILES}
+
+
+def submitted_zip(kit):
+    """`make submit` run in a student's copy of assignment/ holding the reference: the zip students upload."""
+    student = kit.root / "student-copy"
+    shutil.copytree(kit.root / "assignment", student)
+    for name, text in reference_files().items():
+        (student / name).write_text(text)
+    run = subprocess.run(["make", "--no-print-directory", "submit", f"PYTHON={ROOT / '.venv' / 'bin' / 'python'}"],
+                         cwd=student, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return (student / "submission.zip").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def real_shaped(tmp_path_factory):
+    """A kit copy with a plain class, a Canvas flat download and Moodle per-student folders, each graded once
+    by `make grade` (a hand-graded override typed in first), then `make release`."""
+    kit = Kit(tmp_path_factory.mktemp("shapes") / "kit")
+    ref, bug = reference_files(), (ROOT / "examples" / "submissions" / "mask_bug" / "attention.py").read_text()
+    zipped = submitted_zip(kit)
+    plain = kit.root / "class"
+    (plain / "zoë_zip").mkdir(parents=True)
+    (plain / "zoë_zip" / "submission.zip").write_bytes(zipped)
+    nested = plain / "crlf_nested" / "lab 3" / "src"
+    nested.mkdir(parents=True)
+    for name, text in ref.items():
+        (nested / name).write_bytes(text.replace("\n", "\r\n").encode())
+    (plain / "empty").mkdir()
+    (plain / "notebook_only").mkdir()
+    shutil.copy(kit.root / "assignment" / "playground.ipynb", plain / "notebook_only")
+    canvas = kit.root / "canvas"
+    canvas.mkdir()
+    (canvas / "núñezjosé_2002_9009_attention.py").write_text(ref["attention.py"])
+    (canvas / "núñezjosé_2002_9009_mha.py").write_text("raise ImportError('the first upload')\n")
+    (canvas / "núñezjosé_2002_9010_mha-1.py").write_text(ref["mha.py"])
+    (canvas / "lovelaceada_LATE_1815_9001_attention.py").write_text(bug)
+    (canvas / "lovelaceada_LATE_1815_9001_mha.py").write_text(ref["mha.py"])
+    moodle = kit.root / "moodle"
+    for folder, files in (("Siobhán Ó Ceallaigh_482915_assignsubmission_file_", {"submission.zip": zipped}),
+                          ("Grace Hopper_482916_assignsubmission_file_", {})):
+        (moodle / folder).mkdir(parents=True)
+        for name, data in files.items():
+            (moodle / folder / name).write_bytes(data)
+    outs = {}
+    for name, source in (("class", plain), ("canvas", canvas), ("moodle", moodle)):
+        out = outs[name] = kit.root / f"{name}-out"
+        out.mkdir()
+        (out / "adjustments.csv").write_text("student,points,override,reason\nempty,,80,graded by hand\n")
+        run = kit.make("grade", SUBMISSIONS=source, OUT=out)
+        assert run.returncode == 0, run.stderr[-3000:]
+        outs[f"{name}-console"] = run.stdout + run.stderr
+        assert kit.make("release", OUT=out).returncode == 0
+    return outs
+
+
+def rows_of(out, name="gradebook.csv"):
+    import csv
+    with open(out / name, encoding="utf-8-sig") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_folder_holding_the_zip_make_submit_builds_gets_full_marks(real_shaped):
+    from autograder.grading.suite_points import full_marks
+    row = next(r for r in rows_of(real_shaped["class"]) if r["submission_id"] == "zoë_zip")
+    assert (row["status"], row["raw"]) == ("graded", f"{full_marks():g}"), row
+
+
+def test_crlf_files_two_folders_down_get_full_marks(real_shaped):
+    from autograder.grading.suite_points import full_marks
+    row = next(r for r in rows_of(real_shaped["class"]) if r["submission_id"] == "crlf_nested")
+    assert (row["status"], row["raw"]) == ("graded", f"{full_marks():g}"), row
+
+
+def test_an_empty_upload_and_a_notebook_alone_are_not_graded_with_one_line_each_never_0(real_shaped):
+    rows = {r["submission_id"]: r for r in rows_of(real_shaped["class"])}
+    assert rows["notebook_only"]["status"] == "no files" and rows["notebook_only"]["total"] == ""
+    console = real_shaped["class-console"]
+    assert "not graded: notebook_only: you uploaded playground.ipynb" in console, console
+    assert "not graded: empty: the upload is empty" in console, console
+
+
+def test_a_hand_graded_override_of_an_empty_upload_is_released_with_the_instructors_total(real_shaped):
+    released = (real_shaped["class"] / "release" / "empty" / "feedback.md").read_text(encoding="utf-8")
+    assert "graded by hand" in released and "**Your total: 80 / " in released, released
+
+
+def test_a_canvas_re_upload_is_graded_and_the_import_file_names_each_student_by_canvas_id(real_shaped):
+    from autograder.grading.suite_points import full_marks
+    rows = {r["ID"]: r for r in rows_of(real_shaped["canvas"], "import-canvas.csv")}
+    assert set(rows) == {"2002", "1815"}
+    assert rows["2002"]["LAB-03"] == f"{full_marks():g}", "the re-uploaded mha-1.py is the one graded"
+    late = next(r for r in rows_of(real_shaped["canvas"]) if r["ID"] == "1815")
+    assert late["late"].startswith("late (the export's flag"), late
+
+
+def test_moodle_folders_with_non_ascii_names_import_by_participant_id(real_shaped):
+    from autograder.grading.suite_points import full_marks
+    rows = rows_of(real_shaped["moodle"], "import-moodle.csv")
+    assert [(r["Identifier"], r["Full name"], r["Grade"]) for r in rows] == [
+        ("Participant 482915", "Siobhán Ó Ceallaigh", f"{full_marks():g}")], "the empty folder is left out"

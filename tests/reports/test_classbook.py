@@ -278,6 +278,15 @@ def anonymous_class():
     return summary_anonymous_html(made + [("submission_2", (), head_reshape_results())])
 
 
+def test_the_named_summaries_give_the_core_mean_apart_from_extra_credit_as_the_anonymous_one_does(tmp_path):
+    full = results_json(record(result("masks", 10.0, passed=True), result("extra", 5.0, passed=True)))
+    half = results_json(record(result("masks", 10.0, passed=False), result("extra", 5.0, passed=False)))
+    made = [("ada", (), full), ("zoe", (), half), ("alan", (), head_reshape_results())]
+    for page in (summary_markdown(made), summary_html(made, str(tmp_path))):
+        assert "Core score, extra credit apart: mean 3.3" in page, page  # (10 + 0 + 0) / 3
+        assert "Extra credit: 1 of 3 submissions earned some" in page
+
+
 def test_the_anonymous_summary_names_nobody():
     page = anonymous_class()
     for who in ("Ada", "Lovelace", "ada@example.edu", "1815", "submission_1", "zoe_folder", "carol_empty", "href="):

@@ -95,6 +95,15 @@ def test_a_submission_that_was_not_graded_is_told_so_never_0(tmp_path):
     assert "Not graded" in text and "0 / " not in text
 
 
+def test_a_submission_graded_by_hand_is_released_with_the_instructors_total(tmp_path):
+    (tmp_path / "adjustments.csv").write_text("student,points,override,reason\nempty,,80,graded by hand\n")
+    term(tmp_path, [("empty", (), record(result("masks", 3.0, passed=False), found={}))])
+    released(tmp_path)
+    for page in ("feedback.md", "feedback.html"):
+        text = (tmp_path / "release" / "empty" / page).read_text(encoding="utf-8")
+        assert "graded by hand" in text and "80 / 3" in text and "will be in touch" not in text
+
+
 def test_release_files_are_the_owners_alone(tmp_path):
     term(tmp_path, [("ada", ADA, graded(ADA))])
     released(tmp_path)

@@ -71,6 +71,13 @@ def test_the_page_shows_each_listed_pair_side_by_side_with_the_shared_code_marke
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 
+def test_a_class_of_near_copies_gets_a_page_of_bounded_size_with_every_pair_still_in_the_table():
+    pairs = [(f"s{n}", f"t{n}", 1.0 - n / 1000, 1.0, 500, "x" * 1000, "y" * 1000) for n in range(300)]
+    page = similarity.similarity_html(pairs, {})
+    assert page.count('<div class="side">') == similarity.SIDE_BY_SIDE < len(pairs)
+    assert page.count("<tr><td>") == len(pairs) and "similarity.csv" in page
+
+
 def test_a_submission_without_graded_python_files_is_left_out(tmp_path):
     entries = [submitted(tmp_path, "ada", attention=SOLUTION), ("empty", (), {}), submitted(tmp_path, "alan", mha=OTHER)]
     similarity.write(str(tmp_path), entries, STUBS, {})

@@ -87,6 +87,11 @@ def test_a_row_with_both_points_and_an_override_is_refused():
     assert rows == [] and messages == ["line 2: give either points or an override, not both or neither"]
 
 
+def test_an_override_below_0_is_refused():
+    rows, messages = adjustments.load_text("student,points,override,reason\ns0,,-5,typo for 5\n")
+    assert rows == [] and messages == ["line 2: override '-5' is below 0"]
+
+
 def test_the_feedback_states_the_adjustment_and_is_as_before_once_the_row_is_gone(tmp_path):
     run(tmp_path, [graded(7)])
     before = (tmp_path / "s0" / "feedback.md").read_text()
@@ -225,7 +230,8 @@ def test_an_extensions_file_is_created_with_its_header_and_a_bad_row_is_named(tm
     assert (tmp_path / "extensions.csv").read_bytes() == b"student,due,reason\r\n"
     (tmp_path / "extensions.csv").write_text("student,due,reason\ns0,friday,flu\n")
     messages = run_late(tmp_path, [handed_in("2026-10-01 10:00 +00:00")], because={})
-    assert messages == ["extensions.csv:2: due 'friday' is not a date and time (2026-10-03 23:59): row skipped"]
+    assert messages == ["extensions.csv:2: due 'friday' is not a date and a time, such as 2026-10-03 23:59 or "
+                        "2026-10-03 23:59 -07:00: row skipped"]
 
 
 def test_an_extension_naming_two_submissions_names_them_as_an_adjustment_row_would(tmp_path):
@@ -273,3 +279,11 @@ def test_history_names_the_extension_that_changed_a_total(tmp_path):
     (tmp_path / "extensions.csv").write_text("student,due,reason\ns0,2026-10-05 23:59 +00:00,illness\n")
     run_late(tmp_path, entries, because={})
     assert history_rows(tmp_path)[-1]["reason"] == "extension: due 2026-10-05 23:59 +0000"
+
+
+def test_points_taken_away_never_make_a_total_below_0(tmp_path):
+    """Past the cut-off the total is 0; a row taking a point away (written for another reason) leaves it 0."""
+    policy = lateness.Policy(lateness.parse_time(DUE), percent_per_day=10, cutoff_days=2)
+    write_adjustments(tmp_path, "student,points,override,reason\ns0,-1,,forgot the header comment\n")
+    run_late(tmp_path, [handed_in("2026-10-09 10:00:00 +00:00")], policy)
+    assert gradebook(tmp_path)["s0"]["total"] == "0"
