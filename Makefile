@@ -20,7 +20,9 @@ JOBS        ?=
 FORCE       ?=
 CONFIG      ?=
 SHOW        ?=
-NBGRADER_COURSE ?= dist/nbgrader-course
+# The nbgrader course (its gradebook, the students' submissions) is the instructor's, like reports/:
+# not under dist/ (the kit's build output), never removed by make clean, git-ignored (students' data).
+NBGRADER_COURSE ?= course
 
 .PHONY: help venv grade release check check-fast validate test stubs submit gradescope nbgrader-course bench lock clean
 
@@ -37,7 +39,7 @@ help:
 	@echo "make stubs       regenerate the student stubs, playground.ipynb and otter checks (nbgrader)"
 	@echo "make submit      build submission.zip from assignment/ (SUBMISSION=DIR for another folder)"
 	@echo "make gradescope  build dist/autograder.zip for Gradescope"
-	@echo "make nbgrader-course  write an nbgrader course folder (NBGRADER_COURSE=DIR, default dist/nbgrader-course)"
+	@echo "make nbgrader-course  write or update an nbgrader course and its release (NBGRADER_COURSE=DIR, default course)"
 	@echo "make bench       measure the grader against a torch import"
 	@echo "make clean       remove what the kit can rebuild (caches, dist/autograder.zip); never reports,"
 	@echo "                 an nbgrader course or a submission.zip: delete those yourself"

@@ -14,16 +14,24 @@ from autograder.paths import KIT_ROOT
 LAB_PARTS = os.path.join(KIT_ROOT, "tests_hidden", "parts.py")
 
 
-def _lab_table(path=LAB_PARTS):
-    """PARTS, EXTRA_PARTS and PART_TITLES as the lab's table assigns them (literals only: it is never run)."""
+def _lab_assignments(path=LAB_PARTS):
+    """{name: value} of the lab table's assignments (literals only: it is never run)."""
     with open(path, encoding="utf-8") as file:
         tree = ast.parse(file.read(), path)
-    table = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
-             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+
+
+def _lab_table(path=LAB_PARTS):
+    """PARTS, EXTRA_PARTS and PART_TITLES as the lab's table assigns them."""
+    table = _lab_assignments(path)
     return tuple(table["PARTS"]), tuple(table.get("EXTRA_PARTS", ())), dict(table.get("PART_TITLES", {}))
 
 
 PARTS, EXTRA_PARTS, _titles = _lab_table()
+# {part: the playground's otter check of its public cases}: an nbgrader course grades the part in that
+# check's place (autograder/platforms/nbgrader_course.py); a part without one is graded at the end.
+PUBLIC_CHECKS = dict(_lab_assignments().get("PUBLIC_CHECKS", {}))
 PART_TITLES = {**{part: part for part in PARTS}, **_titles, "other": _titles.get("other", "Other")}
 
 

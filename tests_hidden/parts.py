@@ -13,3 +13,10 @@ PART_TITLES = {
     "mha_init": "MHA construction", "heads": "Head split/merge", "mha_forward": "MHA forward",
     "rules": "From-scratch rule", "extra": "Extra credit",
 }
+# The otter check of the playground (a part of assignment/tests/cases.py) that runs each part's public
+# cases: in an nbgrader course the part's graded cell takes that check's place. A part not listed is
+# graded in a cell at the end of the notebook. Rename or remove a part here too.
+PUBLIC_CHECKS = {
+    "masks": "part1_masks", "attention": "part1_attention", "mha_init": "part2_init",
+    "heads": "part2_heads", "mha_forward": "part2_forward",
+}

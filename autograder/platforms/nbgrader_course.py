@@ -9,13 +9,19 @@ text. The notebook has one graded cell per part of `make grade`, worth that part
 autograde the kit's sandboxed grader scores them (see nbgrader_grading.py), and when a student runs
 the notebook they run the part's public checks. The Colab and otter cells are dropped.
 
-Regenerating an existing course writes only these files. Everything else in OUT (nbgrader's
-gradebook.db, submitted/, autograded/, feedback/, release/, grades.csv, your own files) is never
-touched. OUT/.nbgrader-course-kit.json records what the kit wrote: a file changed since then is
-kept as you changed it when the kit's version is the same, and otherwise the command refuses
-(one line, nothing written) so that an edit is never overwritten. Then, from OUT:
+Then it runs ``nbgrader generate_assignment lab03 --force`` in OUT, so that release/lab03 (the
+exercise's solution removed) and the gradebook's points follow the lab: after a change to points or
+tests, `make nbgrader-course` alone makes autograde grade with the new points. nbgrader keeps
+gradebook.db and the submissions; it cannot add or remove a graded cell (a part) once students have
+submitted, and the command then refuses in one line, before writing anything.
 
-    nbgrader generate_assignment lab03     # release/lab03: the exercise's solution removed
+Regenerating an existing course writes only these files (and nbgrader's release). Everything else in
+OUT (gradebook.db, submitted/, autograded/, feedback/, grades.csv, your own files) is never touched.
+OUT/.nbgrader-course-kit.json records what the kit wrote: a file changed since then is kept as you
+changed it when the kit's version is the same, and otherwise the command refuses (one line, nothing
+written) so that an edit is never overwritten. The course names the kit by its path relative to OUT
+(the default OUT, course/ in the kit, moves with the kit); LAB03_KIT overrides it. Then, from OUT:
+
     nbgrader autograde lab03               # grades submitted/<student>/lab03/
 """
 import argparse
@@ -40,15 +46,36 @@ COURSE_ID = "attention-from-scratch"
 SKIP = ("checks", NOTEBOOK, "__pycache__", ".pytest_cache", ".OTTER_LOG", "*.pyc", "submission.zip")
 MARKER = "# nbgrader configuration for LAB-03, written by `make nbgrader-course`."
 
-# The otter check of each public part becomes the graded cell of its part of `make grade`;
-# `grader.check_all()` at the end becomes the cells of the parts that have no public checks.
-GRADED_IN_PLACE = {"part1_masks": "masks", "part1_attention": "attention", "part2_init": "mha_init",
-                   "part2_heads": "heads", "part2_forward": "mha_forward"}
+# Where each part's graded cell goes: in place of the otter check that runs its public cases (the
+# lab's table, PUBLIC_CHECKS in tests_hidden/parts.py), or, for a part without one, at the end, where
+# `grader.check_all()` was. An otter check of no graded part (a part removed) is dropped.
+def public_checks():
+    """{part: its otter check} for the parts of the suite, from the lab's PUBLIC_CHECKS (CourseError if it
+    names a part the suite does not grade: one line saying what to edit)."""
+    from autograder.parts import PUBLIC_CHECKS
+
+    points = part_points()
+    for part in PUBLIC_CHECKS:
+        if part not in points:
+            raise CourseError(f"tests_hidden/parts.py: PUBLIC_CHECKS names part {part!r}, which no module of "
+                              "tests_hidden/ grades: rename or remove it in PUBLIC_CHECKS too (nothing was written)")
+    return dict(PUBLIC_CHECKS)
+
+
 def graded_at_end():
     """The parts whose graded cells come at the end: every part of the suite without a public check."""
-    return tuple(part for part in part_points() if part not in PUBLIC_PART)
-PUBLIC_PART = {part: public for public, part in GRADED_IN_PLACE.items()}
-EXTRA_PART = "extra"
+    return tuple(part for part in part_points() if part not in public_checks())
+
+
+GRADING_EXTRA_PART = "extra"  # nbgrader_grading.EXTRA_PART: the one part whose cell gets extra credit
+
+
+def is_extra(part):
+    """Extra credit (EXTRA_PARTS of the lab's table): its cell is worth 0, its points go above the maximum."""
+    from autograder.parts import EXTRA_PARTS
+
+    return part in EXTRA_PARTS
+
 
 CONFIG = f'''{MARKER}
 # Regenerating the course rewrites this file unless you changed it; if the kit's version changed
@@ -76,13 +103,15 @@ c.Execute.timeout = 300
 # Grading: the graded cells are scored by the kit's sandboxed grader (`python -m autograder grade`,
 # as `make grade`), run on the student's attention.py and mha.py before their notebook runs; nbgrader
 # then runs the notebook for the feedback, without the graded cells and the timing demos. The two
-# preprocessors are in {GRADING_MODULE}, next to this file. The kit is found here, or in the
-# environment variable LAB03_KIT (which wins); autograde stops with one line if it is not there.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# preprocessors are in {GRADING_MODULE}, next to this file. The kit is found relative to this
+# folder (a course inside the kit moves with it), or in the environment variable LAB03_KIT (which
+# wins); autograde stops with one line if it is not there.
+here = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, here)
 # collect copies each inbound submission without following links (nbgrader's own copy follows them, as
 # you: a link to the kit's solution would be collected, graded and shown in the feedback).
 c.ExchangeFactory.collect = "lab03_grading.CollectWithoutLinks"
-c.GradeWithKit.kit = @KIT@
+c.GradeWithKit.kit = os.path.normpath(os.path.join(here, @KIT@))  # the kit, from this folder
 c.GradeWithKit.python = @PYTHON@  # empty: the kit's .venv/bin/python
 c.Autograde.autograde_preprocessors = [
     "lab03_grading.GradeWithKit",  # nbgrader's Execute, with the kit's grader scoring the graded cells
@@ -140,7 +169,7 @@ NO_PUBLIC_TEXT = {
               "their points count above the maximum."),
 }
 OTHER_PART_TEXT = ("Graded by hidden tests that have no public checks; ", "the grader's report appears here.")
-GRADED_INTRO = '''## Graded at autograde: gradients, the from-scratch rule, extra credit
+GRADED_INTRO = '''## Graded at autograde: {titles}
 
 The cells below stand for the parts of the grade that no earlier cell checks. Like every graded
 cell, nbgrader's autograde scores them with the kit's grader and shows its report in their output.'''
@@ -168,11 +197,11 @@ def graded_cell(part):
     from autograder.parts import PART_TITLES
     from autograder.grading.suite_points import core_max
 
-    points = 0 if part == EXTRA_PART else part_points()[part]
-    worth = (f"up to {part_points()[part]:g} points above the {core_max():g}" if part == EXTRA_PART
-             else f"{points:g} points")
-    if part in PUBLIC_PART:
-        now, body = NOW["public"], PUBLIC_BODY.format(public=PUBLIC_PART[part])
+    points = 0 if is_extra(part) else part_points()[part]
+    worth = f"up to {part_points()[part]:g} points above the {core_max():g}" if is_extra(part) else f"{points:g} points"
+    public = public_checks()
+    if part in public:
+        now, body = NOW["public"], PUBLIC_BODY.format(public=public[part])
     elif part == "rules":
         now, body = NOW["rules"], RULES_BODY
     else:
@@ -188,6 +217,21 @@ def course_notebook(nb):
     """The playground for nbgrader: otter checks become graded cells, Colab and otter set-up go."""
     import nbformat
 
+    from autograder.parts import PART_TITLES
+
+    for part in part_points():
+        if is_extra(part) and part != GRADING_EXTRA_PART:
+            raise CourseError(f"tests_hidden/parts.py: the nbgrader course records extra credit for a part named "
+                              f"{GRADING_EXTRA_PART!r} only, EXTRA_PARTS has {part!r}: name it {GRADING_EXTRA_PART!r}, or "
+                              "edit EXTRA_PART in autograder/platforms/nbgrader_grading.py (nothing was written)")
+
+    in_place = {f'grader.check("{check}")': part for part, check in public_checks().items()}  # {cell source: part}
+    checks = {cell.source.strip() for cell in nb.cells if "otter" in cell.metadata.get("tags", [])}
+    for part, check in public_checks().items():
+        if f'grader.check("{check}")' not in checks:
+            raise CourseError(f"tests_hidden/parts.py: PUBLIC_CHECKS gives part {part!r} the otter check {check!r}, "
+                              "which solution/playground.ipynb does not run: name one it runs, or remove the part "
+                              "from PUBLIC_CHECKS (nothing was written)")
     cells = []
     for cell in nb.cells:
         tags = cell.metadata.get("tags", [])
@@ -195,11 +239,11 @@ def course_notebook(nb):
             continue
         if "otter" in tags:
             source = cell.source.strip()
-            for public, part in GRADED_IN_PLACE.items():
-                if source == f'grader.check("{public}")':
-                    cells.append(graded_cell(part))
+            if source in in_place:
+                cells.append(graded_cell(in_place[source]))
             if source == "grader.check_all()":
-                cells.append(nbformat.v4.new_markdown_cell(GRADED_INTRO, id="graded-intro"))
+                titles = "; ".join(PART_TITLES.get(part, part) for part in graded_at_end())
+                cells.append(nbformat.v4.new_markdown_cell(GRADED_INTRO.format(titles=titles), id="graded-intro"))
                 cells += [graded_cell(part) for part in graded_at_end()]
             continue
         if "### BEGIN SOLUTION" in cell.source:
@@ -213,17 +257,19 @@ def course_notebook(nb):
     return nb
 
 
-def config_text():
+def config_text(out):
+    """The course's nbgrader_config.py: it names the kit relative to ``out``, never by its absolute path."""
     python = sys.executable
     own_venv = Path(python).parent == ROOT / ".venv" / "bin"
-    return CONFIG.replace("@KIT@", repr(str(ROOT))).replace("@PYTHON@", repr("" if own_venv else python))
+    kit = os.path.relpath(ROOT.resolve(), Path(out).resolve())
+    return CONFIG.replace("@KIT@", repr(kit)).replace("@PYTHON@", repr("" if own_venv else python))
 
 
-def course_files():
-    """{path in the course: bytes} of everything the kit writes into a course folder."""
+def course_files(out):
+    """{path in the course: bytes} of everything the kit writes into the course folder ``out``."""
     import nbformat
 
-    files = {"nbgrader_config.py": config_text().encode(),
+    files = {"nbgrader_config.py": config_text(out).encode(),
              GRADING_MODULE: (ROOT / "autograder" / "platforms" / "nbgrader_grading.py").read_bytes()}
     assignment = ROOT / "assignment"
     for path in sorted(assignment.rglob("*")):
@@ -294,11 +340,51 @@ def plan(out, files):
     return to_write, kept, stale
 
 
+def submitted_cells(out):
+    """The graded cells' names in ``out``'s gradebook when students have submitted the assignment, else None."""
+    import sqlite3
+
+    db = out / "gradebook.db"
+    if not db.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as con:
+            submissions = con.execute("SELECT count(*) FROM submitted_assignment JOIN assignment ON "
+                                      "submitted_assignment.assignment_id = assignment.id WHERE assignment.name = ?",
+                                      (ASSIGNMENT,)).fetchone()[0]
+            cells = {name for (name,) in con.execute(
+                "SELECT base_cell.name FROM grade_cells JOIN base_cell ON grade_cells.id = base_cell.id JOIN notebook "
+                "ON base_cell.notebook_id = notebook.id JOIN assignment ON notebook.assignment_id = assignment.id "
+                "WHERE assignment.name = ?", (ASSIGNMENT,))}
+    except sqlite3.Error:  # not nbgrader's gradebook (yet): nbgrader says what is wrong with it
+        return None
+    return cells if submissions else None
+
+
+def check_gradebook(out, files):
+    """CourseError if nbgrader could not follow the new notebook: its graded cells (one per part) changed
+    after students submitted, which nbgrader's generate_assignment refuses."""
+    old = submitted_cells(out)
+    if old is None:
+        return
+    try:
+        cells = json.loads(files[f"source/{ASSIGNMENT}/{NOTEBOOK}"])["cells"]
+    except (ValueError, KeyError, TypeError):
+        return
+    new = {c["metadata"]["nbgrader"]["grade_id"] for c in cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    if new != old:
+        changed = ", ".join([f"+{part}" for part in sorted(new - old)] + [f"-{part}" for part in sorted(old - new)])
+        raise CourseError(f"the parts changed ({changed}) but students have submitted {ASSIGNMENT} in {out}, and nbgrader "
+                          "cannot add or remove graded cells then: keep the parts for this course, or write a new "
+                          "course with NBGRADER_COURSE=DIR (nothing was written)")
+
+
 def build(out):
     """Write or update the course in ``out``; return (out, paths written, edited paths kept)."""
     out = Path(out)
-    files = course_files()
+    files = course_files(out)
     to_write, kept, stale = plan(out, files)
+    check_gradebook(out, files)
     for name in to_write:
         write_atomic(out / name, files[name])
     for name in stale:
@@ -323,6 +409,28 @@ def write_atomic(path, data):
         raise
 
 
+def release(out):
+    """``nbgrader generate_assignment lab03 --force`` in ``out``: release/lab03 and the gradebook's cells
+    (their points) follow source/lab03, so that autograde grades with the points the kit grades with.
+
+    nbgrader keeps gradebook.db, submitted/, autograded/ and feedback/. It refuses to add or remove a
+    graded cell once students have submitted, which ``build`` refuses first (``check_gradebook``);
+    any other failure of nbgrader is a CourseError (one line).
+    """
+    import subprocess
+
+    bin_dir = Path(sys.executable).parent  # nbgrader runs `alembic` from its own folder
+    env = {**os.environ, "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"],
+                          cwd=out, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        log = proc.stdout + proc.stderr
+        lines = [line.strip() for line in log.splitlines() if line.strip()]
+        raise CourseError(f"source/{ASSIGNMENT} is written but `nbgrader generate_assignment {ASSIGNMENT} --force` "
+                          f"failed in {out} (autograde would refuse every student until it runs): "
+                          f"{lines[-1] if lines else 'no output'}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder.platforms.nbgrader_course", description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the course folder to write or update")
@@ -343,14 +451,23 @@ def main(argv=None):
         print(f"error: {err.message('nothing was written')}", file=sys.stderr)
         return 3
     try:
+        first = not (Path(args.out) / "release" / ASSIGNMENT).is_dir()
         out, written, kept = build(args.out)
+        release(out)  # every time: a release or gradebook left stale by an earlier kit is brought up to date too
     except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"nbgrader course in {out}: {len(written)} files written, nbgrader's own files untouched")
     for name in kept:
         print(f"  kept your edit of {name} (the kit's version has not changed)")
-    print(f"next: cd {out}, then `nbgrader generate_assignment {ASSIGNMENT}`")
+    if first:
+        print(f"release/{ASSIGNMENT} written (`nbgrader generate_assignment {ASSIGNMENT} --force`); "
+              f"next: cd {out}, then `nbgrader release_assignment {ASSIGNMENT}` or hand out release/{ASSIGNMENT}")
+    else:
+        print(f"release/{ASSIGNMENT} and the gradebook's points regenerated (`nbgrader generate_assignment {ASSIGNMENT} "
+              "--force`), gradebook.db and submissions kept; from the course folder, `nbgrader autograde "
+              f"{ASSIGNMENT} --force` regrades what was graded before, and `nbgrader release_assignment {ASSIGNMENT} "
+              "--force` re-releases through the exchange")
     return 0
 
 

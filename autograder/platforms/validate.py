@@ -16,7 +16,7 @@ from autograder.paths import KIT_ROOT
 def part_problems(tests_dir=None):
     """Points and parts: each part of the suite is one the kit knows, and each core part has points."""
     from autograder.grading.suite_points import HIDDEN_TESTS, part_points
-    from autograder.parts import EXTRA_PARTS, PARTS
+    from autograder.parts import EXTRA_PARTS, PARTS, PUBLIC_CHECKS
 
     try:
         points = part_points(tests_dir or HIDDEN_TESTS)
@@ -26,6 +26,8 @@ def part_problems(tests_dir=None):
                 "module's pytest.mark.part" for part in points if part not in PARTS]
     problems += [f"tests_hidden: part {part!r} has no tests with points" for part in PARTS
                  if part not in EXTRA_PARTS and not points.get(part)]
+    problems += [f"tests_hidden/parts.py: PUBLIC_CHECKS names part {part!r}, which is not in PARTS: rename or remove "
+                 "it there too" for part in PUBLIC_CHECKS if part not in PARTS]
     return problems
 
 

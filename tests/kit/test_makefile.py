@@ -67,7 +67,7 @@ def snapshot(folder):
                          ids=["defaults", "overridden"])
 def test_clean_keeps_every_course_and_report_byte_for_byte(tmp_path, variables):
     kit = kit_copy(tmp_path)
-    kept = [fake_course(kit / variables.get("NBGRADER_COURSE", "dist/nbgrader-course")),
+    kept = [fake_course(kit / variables.get("NBGRADER_COURSE", "course")),
             fake_reports(kit / variables.get("OUT", "reports")), fake_reports(kit / "reports")]
     before = {folder: snapshot(folder) for folder in kept}
     write_all(kit, {name: b"rebuildable" for name in REBUILDABLE})

@@ -309,8 +309,8 @@ def course_with_nbgrader_data(tmp_path):
 
 def kit_changed(monkeypatch, name, text):
     """The kit now writes `text` to `name` (as a newer kit would)."""
-    files = nbgrader_course.course_files()
-    monkeypatch.setattr(nbgrader_course, "course_files", lambda: {**files, name: text.encode()})
+    course_files = nbgrader_course.course_files
+    monkeypatch.setattr(nbgrader_course, "course_files", lambda out: {**course_files(out), name: text.encode()})
 
 
 def test_regenerating_rewrites_the_kits_files_and_nothing_else(tmp_path, monkeypatch):
@@ -491,3 +491,196 @@ def test_no_file_of_the_kits_solution_or_hidden_tests_reaches_the_course(collect
     page = (course / "feedback" / student / LAB / "playground.html").read_text(encoding="utf-8")
     leaked = [line for line in lines if line in html.unescape(re.sub(r"<[^>]+>", "", page))]
     assert not leaked, f"the feedback shows the kit's lines: {leaked[:3]}"
+
+
+# --- the course follows the lab (issue 35, 5) ------------------------------------------------------
+
+def kit_copy(root):
+    """A copy of the kit's tracked files as they are in the working tree, sharing the kit's .venv."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, root / name)
+    (root / ".venv").symlink_to(ROOT / ".venv")
+    return root
+
+
+def kit_env(kit):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LAB03_KIT", "NBGRADER_COURSE")}
+    return {**env, "PATH": os.pathsep.join([str(BIN), env.get("PATH", "")]), "XDG_CACHE_HOME": str(kit / ".cache")}
+
+
+def make_course(kit, *variables):
+    """`make nbgrader-course` in the kit `kit`, as the instructor runs it."""
+    return subprocess.run(["make", "--no-print-directory", "nbgrader-course", *variables], cwd=kit, env=kit_env(kit),
+                          capture_output=True, text=True, timeout=900)
+
+
+def course_command(kit, course):
+    """What `make nbgrader-course` runs, without make's own error line: `python -m ...nbgrader_course COURSE`."""
+    return subprocess.run([str(kit / ".venv" / "bin" / "python"), "-m", "autograder.platforms.nbgrader_course",
+                           str(course)], cwd=kit, env=kit_env(kit), capture_output=True, text=True, timeout=900)
+
+
+def edit(path, old, new):
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path} no longer holds {old!r}: update this test and docs/instructor.md's steps"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def submission_score(course, student):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission(LAB, student)
+        return submission.score, submission.max_score
+
+
+@pytest.fixture(scope="module")
+def points_changed(tmp_path_factory):
+    """A kit copy's default course, with a student graded by nbgrader; then docs/instructor.md's "Change a
+    part's points" and `make nbgrader-course` alone, autograde again; then the whole kit folder moved."""
+    if not (BIN / "nbgrader").is_file():
+        pytest.skip(f"the nbgrader command is not installed in {BIN}")
+    base = tmp_path_factory.mktemp("term")
+    kit = kit_copy(base / "kit")
+    first = make_course(kit)
+    assert first.returncode == 0, f"make nbgrader-course failed:\n{first.stdout}\n{first.stderr}"
+    course = kit / "course"
+    student = course / "submitted" / "alice" / LAB
+    shutil.copytree(course / "release" / LAB, student)
+    hand_in(student, {name: (ROOT / "solution" / name).read_text(encoding="utf-8") for name in ("attention.py", "mha.py")})
+    nbgrader(course, "autograde", LAB)
+    before = submission_score(course, "alice")
+    submitted = snapshot(course / "submitted")
+    # "Change a part's points", step 1: the first test of tests_hidden/test_attention.py is worth one point more.
+    module = kit / "tests_hidden" / "test_attention.py"
+    module.write_text(re.sub(r"@pytest\.mark\.points\((\d+)\)", lambda m: f"@pytest.mark.points({int(m[1]) + 1})",
+                             module.read_text(encoding="utf-8"), count=1), encoding="utf-8")
+    again = make_course(kit)
+    assert again.returncode == 0, f"make nbgrader-course after the change failed:\n{again.stdout}\n{again.stderr}"
+    kept = submission_score(course, "alice"), snapshot(course / "submitted")
+    autograde = subprocess.run([str(BIN / "nbgrader"), "autograde", LAB, "--force"], cwd=course, env=kit_env(kit),
+                               capture_output=True, text=True, timeout=900)
+    after = submission_score(course, "alice")
+    moved = base / "moved" / "kit"
+    moved.parent.mkdir()
+    kit.rename(moved)
+    nbgrader(moved / "course", "autograde", LAB, "--force")
+    return {"kit": moved, "old_kit": kit, "before": before, "submitted": submitted, "kept": kept, "after": after,
+            "autograde": autograde, "after_move": submission_score(moved / "course", "alice")}
+
+
+def test_after_a_points_change_make_nbgrader_course_alone_lets_autograde_grade_the_new_points(points_changed):
+    before, after, autograde = points_changed["before"], points_changed["after"], points_changed["autograde"]
+    assert before == (full_marks(), core_max()), f"the reference scored {before} before the change"
+    assert autograde.returncode == 0 and "LAB-03" not in autograde.stdout + autograde.stderr, \
+        f"autograde refused the student after make nbgrader-course:\n{(autograde.stdout + autograde.stderr)[-3000:]}"
+    assert after == (before[0] + 1, before[1] + 1), f"after one more point: {after}, before: {before}"
+
+
+def test_regenerating_after_a_points_change_keeps_the_gradebook_and_the_submissions(points_changed):
+    (score, max_score), submitted = points_changed["kept"]
+    assert score == points_changed["before"][0], "the gradebook lost the student's grade"
+    assert max_score == points_changed["before"][1] + 1, "the gradebook's maximum is not the new one"
+    assert submitted == points_changed["submitted"], "make nbgrader-course changed submitted/"
+
+
+def test_the_default_course_moves_with_the_kit(points_changed):
+    assert points_changed["after_move"] == points_changed["after"], "autograde after moving the kit folder"
+
+
+def test_parts_changed_after_students_submitted_are_refused_in_one_line_before_anything_is_written(points_changed):
+    """nbgrader cannot add or remove graded cells once students have submitted: say so, and write nothing."""
+    kit = points_changed["kit"]
+    course = kit / "course"
+    ours = snapshot(course)
+    # "Rename a part", steps 1 and 2: gradients (a part graded at the end) becomes numerics.
+    edit(kit / "tests_hidden" / "parts.py", '"gradients",', '"numerics",')
+    edit(kit / "tests_hidden" / "parts.py", '"gradients":', '"numerics":')
+    module = next(p for p in (kit / "tests_hidden").glob("test_*.py") if 'pytest.mark.part("gradients")' in p.read_text())
+    edit(module, 'pytest.mark.part("gradients")', 'pytest.mark.part("numerics")')
+    run = course_command(kit, course)
+    assert run.returncode == 2, f"exit {run.returncode}:\n{run.stdout}\n{run.stderr}"
+    assert len(run.stderr.strip().splitlines()) == 1 and "nothing was written" in run.stderr, run.stderr
+    assert "numerics" in run.stderr and "gradients" in run.stderr and "submitted" in run.stderr, run.stderr
+    assert snapshot(course) == ours, "a refused regeneration changed the course"
+
+
+def test_the_default_course_holds_no_absolute_path_of_the_kit(points_changed):
+    course, kit = points_changed["kit"] / "course", points_changed["old_kit"]
+    written = json.loads((course / nbgrader_course.MANIFEST).read_text())["files"]
+    released = [str(p.relative_to(course)) for p in (course / "release").rglob("*") if p.is_file()]
+    assert written and released
+    for name in [*written, *released]:
+        text = (course / name).read_bytes().decode("utf-8", errors="replace")
+        assert str(kit) not in text and str(kit.resolve()) not in text, f"{name} holds the kit's path {kit}"
+
+
+def test_the_course_config_finds_the_kit_from_its_own_folder(tmp_path):
+    from traitlets.config import Config
+
+    course, _, _ = nbgrader_course.build(tmp_path / "somewhere" / "course")
+    config = Config()
+    path = course / "nbgrader_config.py"
+    exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: config, "__file__": str(path)})
+    assert Path(config.GradeWithKit.kit).resolve() == ROOT.resolve(), config.GradeWithKit.kit
+
+
+def test_the_default_course_folder_is_not_the_kits_build_output():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    default = re.search(r"^NBGRADER_COURSE\s*\?=\s*(\S+)", makefile, re.M).group(1)
+    rebuildable = re.search(r"^REBUILDABLE\s*:=(.*)$", makefile, re.M).group(1).split()
+    assert Path(default).parts[0] != "dist", f"the course's default folder {default} is in dist/, the kit's build output"
+    assert not any(Path(default) == Path(r) or Path(r) in Path(default).parents for r in rebuildable), rebuildable
+
+
+def renamed_course(tmp_path, *, public_checks=True):
+    """docs/instructor.md's "Rename a part" on a kit copy: mha_init (graded in place of an otter check)
+    becomes construction; then the course is written. public_checks=False skips PUBLIC_CHECKS (step 1)."""
+    kit = kit_copy(tmp_path / "kit")
+    parts = kit / "tests_hidden" / "parts.py"
+    edit(parts, '"mha_init",', '"construction",')
+    edit(parts, '"mha_init":', '"construction":')
+    if public_checks:
+        edit(parts, '"mha_init": "part2_init"', '"construction": "part2_init"')
+    edit(kit / "tests_hidden" / "test_mha_init.py", 'pytest.mark.part("mha_init")', 'pytest.mark.part("construction")')
+    return kit, course_command(kit, tmp_path / "course")
+
+
+def test_a_renamed_part_is_graded_in_place_of_its_public_check(tmp_path):
+    import nbformat
+
+    _, run = renamed_course(tmp_path)
+    assert run.returncode == 0, f"make nbgrader-course after renaming a part:\n{run.stdout}\n{run.stderr}"
+    nb = nbformat.read(tmp_path / "course" / "source" / LAB / NOTEBOOK, as_version=4)
+    graded = [c.metadata.nbgrader.grade_id for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert "construction" in graded and "mha_init" not in graded, graded
+    assert graded.index("construction") < graded.index("heads"), f"construction left its place: {graded}"
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "construction")
+    assert 'score("part2_init")' in cell.source, cell.source
+
+
+def test_a_part_renamed_everywhere_but_in_public_checks_is_named_in_one_line(tmp_path):
+    _, run = renamed_course(tmp_path, public_checks=False)
+    assert run.returncode == 2, f"exit {run.returncode}:\n{run.stdout}\n{run.stderr}"
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "tests_hidden/parts.py" in run.stderr and "PUBLIC_CHECKS" in run.stderr and "'mha_init'" in run.stderr, run.stderr
+    assert not (tmp_path / "course").exists(), "a refused course was written"
+
+
+def test_a_removed_part_as_documented_leaves_a_course_without_its_cell(tmp_path):
+    import nbformat
+
+    kit = kit_copy(tmp_path / "kit")
+    parts = kit / "tests_hidden" / "parts.py"
+    (kit / "tests_hidden" / "test_heads.py").unlink()  # "Remove a part", steps 1 and 2
+    edit(parts, '"heads", ', "")
+    edit(parts, '"heads": "Head split/merge", ', "")
+    edit(parts, '"heads": "part2_heads",', "")
+    run = course_command(kit, tmp_path / "course")
+    assert run.returncode == 0, f"make nbgrader-course after removing a part:\n{run.stdout}\n{run.stderr}"
+    nb = nbformat.read(tmp_path / "course" / "source" / LAB / NOTEBOOK, as_version=4)
+    graded = [c.metadata.nbgrader.grade_id for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert "heads" not in graded and len(graded) == len(set(graded)), graded
