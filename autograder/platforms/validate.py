@@ -48,18 +48,21 @@ def stub_problems(record):
 
 def grading_problems(config, zygote, level, layers):
     """The reference scores full marks (cached verdict or graded now); the stubs are graded and score 0.
-    Both in forked graders of one engine, on the ``zygote`` started (with ``level`` and ``layers``) by the caller."""
+    Both in forked graders of one engine, side by side, on the ``zygote`` started (with ``level`` and
+    ``layers``) by the caller."""
     from autograder.grading import fingerprint, reference_check
-    from autograder.grading.batch import grade_forked
+    from autograder.grading.batch import grade_forked, start_forked
     from autograder.grading.runner import HIDDEN_TESTS, Engine
 
     engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=2)  # the suite loaded once, here
+    stubs = start_forked(engine, os.path.join(KIT_ROOT, "assignment"), slot=1)  # beside the reference, if graded
     try:
         reference_check.verify(fingerprint.grader_parts(config, level, HIDDEN_TESTS),
-                               lambda: grade_forked(engine, fingerprint.REFERENCE_DIR))
+                               lambda: grade_forked(engine, fingerprint.REFERENCE_DIR, slot=0))
+        broken = []
     except reference_check.SuiteBroken as err:
-        return [f"the reference: {line}" for line in err.lines]
-    return stub_problems(grade_forked(engine, os.path.join(KIT_ROOT, "assignment")))
+        broken = [f"the reference: {line}" for line in err.lines]
+    return broken + stub_problems(stubs())
 
 
 def generated_problems(images=None):
