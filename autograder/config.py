@@ -23,11 +23,13 @@ class ConfigError(ValueError):
     """grading.yaml says something the grader cannot use; the message is one line."""
 
 
-def setting(key, default, help, choices=None, minimum=None, maximum=None, check=None):
+def setting(key, default, help, choices=None, minimum=None, maximum=None, check=None, grades=True):
     """A ``Config`` field read from grading.yaml's ``key`` ("section.name"); ``check``: a further test of the
-    value, returning what is wrong with it or None."""
+    value, returning what is wrong with it or None. ``grades``: whether the value decides a local report (what
+    ``make grade`` writes); one that does not (Gradescope's own options, the late policy applied after grading)
+    never makes a finished report regrade (``grading.fingerprint``)."""
     return field(default=default, metadata={"key": key, "help": help, "choices": choices, "minimum": minimum,
-                                            "maximum": maximum, "check": check})
+                                            "maximum": maximum, "check": check, "grades": grades})
 
 
 def _date_and_time(text):
@@ -56,14 +58,19 @@ class Config:
                                         "seconds of CPU time all calls of one submission may take together", minimum=1)
     memory_mb: int = setting("limits.memory_mb", 512, "MiB of memory a submission's processes may use", minimum=64)
     daily_submission_limit: int = setting(
-        "gradescope.daily_submission_limit", 0, "graded submissions per student per 24 h (0: no limit)", minimum=0)
+        "gradescope.daily_submission_limit", 0, "graded submissions per student per 24 h (0: no limit)", minimum=0,
+        grades=False)  # counted on Gradescope only, from its previous submissions
     stdout_visibility: str = setting("gradescope.stdout_visibility", "hidden",
-                                     "when students see the grader's console log", choices=VISIBILITIES)
-    late_due: str = setting("late.due", "", "the due date; empty: no late handling", check=_date_and_time)
+                                     "when students see the grader's console log", choices=VISIBILITIES,
+                                     grades=False)  # Gradescope's results.json only
+    late_due: str = setting("late.due", "", "the due date; empty: no late handling", check=_date_and_time,
+                            grades=False)  # the late policy is applied after grading (reports.lateness)
     late_percent_per_day: float = setting("late.percent_per_day", 0.0,
-                                          "percent of the raw total taken per day late", minimum=0, maximum=100)
+                                          "percent of the raw total taken per day late", minimum=0, maximum=100,
+                                          grades=False)
     late_cutoff_days: float = setting("late.cutoff_days", 0.0,
-                                      "days after the due date past which the total is 0 (0: no cut-off)", minimum=0)
+                                      "days after the due date past which the total is 0 (0: no cut-off)", minimum=0,
+                                      grades=False)
 
 
 SETTINGS = {f.metadata["key"]: f for f in dataclasses.fields(Config)}

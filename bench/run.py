@@ -6,7 +6,7 @@
 
 Every figure is the median of several runs, and the compared commands run side by side: each
 round runs every command once, in a rotated order, so machine noise lands on all of them alike
-(`--short-runs N` runs the short ones, torch import, one submission and `make test`, N times per
+(`--short-runs N` runs the short ones, torch import, one submission, `make test` and `make validate`, N times per
 round, interleaved, for steadier ratios).
 The first day (rows 8a-8c) is measured once, before the rounds: `make grade` in a fresh clone of
 HEAD (its venv included, with the pip cache as this machine has it), the venv's size on disk, then
@@ -147,6 +147,11 @@ def items(tmp, space, settings):
                                   "-p", "no:cacheprovider"] for s in space["naive"]], ok_codes=(0, 1)),
         Item("control", lambda n: [grade + [tmp / "control", "--out", out("control", n), "--jobs", "2"] + limit]),
         Item("hostile", lambda n: [grade + [tmp / "hostile", "--out", out("hostile", n), "--jobs", "2"] + limit]),
+        # make validate as an instructor runs it again on an unchanged lab (the reference's verdict cached),
+        # and after a change (a fresh, empty cache: the reference is graded too)
+        Item("validate", lambda n: [[PY, "-m", "autograder.platforms.validate"]], short=True),
+        Item("validate_fresh", lambda n: [["env", f"XDG_CACHE_HOME={tempfile.mkdtemp(dir=tmp)}", PY, "-m",
+                                           "autograder.platforms.validate"]], short=True),
     ] + uid_items(out, space) + half_cpu_items(space)
 
 
@@ -279,7 +284,7 @@ def table(by, settings, hostile, same_across_jobs, day=None):
     """The Markdown table: one row per figure, with its target and whether it is met."""
     rows = (timing_rows(by, settings) + memory_rows(by, settings)
             + [make_test_row(by, settings), hostile_row(by, settings, hostile)] + uid_rows(by, settings)
-            + [half_cpu_row(by, settings)] + first_day_rows(by, day))
+            + [half_cpu_row(by, settings)] + first_day_rows(by, day) + validate_rows(by, settings))
     rows.append(("", "reports identical with `--jobs 1` and `--jobs 2`", "yes" if same_across_jobs else "**NO**",
                  "", verdict(same_across_jobs, settings.smoke)))
     lines = ["| # | measure | result | target | |", "|---|---|---|---|---|"]
@@ -409,6 +414,21 @@ def first_day_rows(by, day):
          f"{day['again']:.2f} s = **{day['again'] / unit:.2f}x** torch import", "<= 1x",
          verdict(day["again"] <= unit, smoke)),
     ]
+
+
+def validate_rows(by, settings):
+    """`make validate` against a torch import (issue 35: at most 3x)."""
+    unit = by["torch"].wall()
+    rows = []
+    for number, key, when in (("9a", "validate", "the lab unchanged since the last check (the reference's verdict "
+                                                 "cached)"),
+                              ("9b", "validate_fresh", "after a change to the lab (no cached verdict: the reference "
+                                                       "is graded too)")):
+        ratio = by[key].wall() / unit
+        rows.append((number, f"make validate / torch import: `python -m autograder.platforms.validate`, {when}",
+                     f"{by[key].wall():.2f} s = **{ratio:.2f}x** torch import", "<= 3x",
+                     verdict(ratio <= 3, settings.smoke)))
+    return rows
 
 
 def hostile_row(by, settings, hostile):

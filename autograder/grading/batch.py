@@ -102,8 +102,18 @@ def grade_all(engine, sources, out_dir, jobs=1, force=False, progress=None):
 def grade_forked(engine, source_path, slot=0):
     """Grade one submission in a forked grader and return its record (Gradescope's single-submission path);
     past the grader's deadline it is stopped and the record says the submission timed out."""
+    return start_forked(engine, source_path, slot)()
+
+
+def start_forked(engine, source_path, slot=0):
+    """Fork ``grade_forked``'s grader now; returns a function that waits for its record (``make validate``
+    grades the reference and the stubs side by side, in two slots)."""
     fd, pid = _fork_grader(engine, source_path, slot)
     deadline = time.monotonic() + _grader_seconds(engine)
+    return lambda: _record_of(engine, fd, pid, deadline)
+
+
+def _record_of(engine, fd, pid, deadline):
     chunks = []
     try:
         while True:

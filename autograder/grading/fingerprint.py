@@ -37,8 +37,10 @@ CHANGED = {
 
 def grader_parts(config, level, tests_dir):
     """{part: digest} for the grader's side of a grade: suite, reference, settings, engine."""
-    # the late policy is applied after grading (reports.lateness): changing it regrades nothing
-    graded_by = {k: v for k, v in dataclasses.asdict(config).items() if not k.startswith("late_")}
+    # only the settings that decide a local report: not Gradescope's own options, nor the late policy
+    # (applied after grading, by reports.lateness); changing those regrades nothing
+    graded_by = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                 if f.metadata.get("grades", True)}
     settings = {"config": graded_by, "level": level}
     runtime = {"python": sys.version, "torch": _version("torch")}
     return {

@@ -105,8 +105,21 @@ CODE_STUB = "raise NotImplementedError"
 MANIFEST = "generated.sha256"
 
 
+def _skip_iri_grammar():
+    """Before nbformat is first imported: keep jsonschema from loading its optional IRI checker.
+
+    nbformat (which nbgrader imports too) imports jsonschema, which imports ``rfc3987_syntax`` when it is
+    installed and builds 38 parsers of RFC 3987's grammar at import: a second of the ``make validate``
+    this module serves. Neither nbformat's schema nor the kit checks an IRI, and jsonschema imports that
+    module only if it can (an ImportError leaves the "iri" formats unchecked), so it is marked absent,
+    here only, when nothing has imported it yet."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def clear_solutions_preprocessor():
     """nbgrader's ClearSolutions, set to replace each solution region with CODE_STUB."""
+    _skip_iri_grammar()
     from nbgrader.preprocessors import ClearSolutions  # slow import: keep it out of module load
 
     # enforce_metadata=False: regions may sit in plain code cells (our modules are not nbgrader
@@ -122,6 +135,7 @@ def clear_notebook(nb):
 
 def clear_solutions(source: str) -> str:
     """Python module source -> its student stub. Raises ValueError if the result is unusable."""
+    _skip_iri_grammar()
     import nbformat
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
@@ -138,6 +152,7 @@ def render_module(path: Path) -> str:
 
 def render_notebook(path: Path) -> str:
     """The student notebook: solution regions cleared, outputs and execution counts dropped."""
+    _skip_iri_grammar()
     import nbformat
     from nbgrader.preprocessors import ClearOutput
 
@@ -424,16 +439,20 @@ def _whole(source: str) -> bool:
     return source not in REGIONS and source != RULES_SOURCE
 
 
-def generate(check: bool = False, force: bool = False) -> list:
+def generate(check: bool = False, force: bool = False, images=None) -> list:
     """Bring every target in sync with its source; return the targets that were out of sync.
 
     Stray files in CHECKS count as out of sync and are deleted. With check=True nothing is written.
     A whole generated file that was edited by hand raises ``HandEdited`` before anything is written,
-    unless ``force``.
+    unless ``force``. ``images``: True for the image targets only (the lab text's figure: torch and
+    matplotlib), False for all the others (nbgrader's), None for all (``make validate`` checks the two
+    halves side by side).
     """
     recorded = read_manifest()
     manifest, planned, edits = dict(recorded), [], []
     for source, target in all_pairs():
+        if images is not None and target.endswith(".png") != images:
+            continue
         expected, path = render(source, target), ROOT / target
         if _whole(source):
             manifest[target] = _digest(expected)
@@ -442,7 +461,7 @@ def generate(check: bool = False, force: bool = False) -> list:
         planned.append((path, expected))
         if _whole(source) and _edited_by_hand(path, recorded):
             edits.append((target, source))
-    for path in stray_checks():
+    for path in stray_checks() if not images else []:
         planned.append((path, None))
         if _edited_by_hand(path, recorded):
             edits.append((path.relative_to(ROOT).as_posix(), CASES))

@@ -65,7 +65,36 @@ def upload_notes(config, tests_dir=None):
         f"{GRADER_MARGIN_MB} MiB; the default is {GRADESCOPE_MEMORY_MB} MiB)",
         f"  timeout: at least {minutes} minutes (limits.submission_seconds + {SUPERVISOR_MARGIN:g} s; "
         f"the default is {GRADESCOPE_TIMEOUT_MINUTES})",
+        *gradescope_policy_notes(config),
     ]
+
+
+# When Gradescope shows a test of each visibility (grading.yaml's visibility section), for the notes.
+SHOWN_WHEN = {"visible": "at once", "after_due_date": "after the due date", "after_published":
+              "once you publish the grades", "hidden": "never"}
+
+
+def gradescope_policy_notes(config):
+    """What grading.yaml assumes of the assignment's own settings on Gradescope: its due date (which
+    decides when ``after_due_date`` tests show), its late policy (Gradescope's: grading.yaml's ``late:``
+    is ``make grade``'s), and the daily limit (counted by the grader: nothing to set there)."""
+    visibilities = (config.public_visibility, config.hidden_visibility)
+    lines = ["settings to check on the assignment's own page:",
+             f"  due date{': set it; ' if 'after_due_date' in visibilities else ': '}public tests are shown "
+             f"{SHOWN_WHEN[config.public_visibility]}, the others {SHOWN_WHEN[config.hidden_visibility]} "
+             "(grading.yaml's visibility, sent with each result)"]
+    if config.late_due:
+        cutoff = f", cut-off after {config.late_cutoff_days:g} days" if config.late_cutoff_days else ""
+        lines.append(f"  late submissions: Gradescope's own policy; set it to match grading.yaml's (due "
+                     f"{config.late_due}, {config.late_percent_per_day:g}% a day{cutoff}), "
+                     "which only `make grade` applies")
+    else:
+        lines.append("  late submissions: Gradescope's own policy (grading.yaml sets none for `make grade`)")
+    limit = config.daily_submission_limit
+    lines.append(f"  daily limit: {limit} graded submissions per student per 24 h, counted by the autograder itself "
+                 "(gradescope.daily_submission_limit)" if limit else
+                 "  daily limit: none (gradescope.daily_submission_limit is 0)")
+    return lines
 
 
 def build(out_path):

@@ -7,8 +7,17 @@ It checks that the hidden suite's points and parts agree with the kit's table of
 marks on the hidden suite (``reference_check``, cached per grader) and the students' stubs
 (``assignment/``) import and score 0; and that every generated file is in sync with its source
 (``generate --check``). Exit 1 when anything is wrong, after naming each problem.
+
+The checks run side by side, for a check in seconds: the sandbox's zygote imports torch in its own
+process while this one collects the suite (which imports torch here); then two forked children check
+the generated files, the text files (nbgrader's import is most of it) and the lab text's figure
+(matplotlib's), while this process grades the reference and the stubs in forked graders, as
+``make grade`` does.
 """
+import json
+import os
 import sys
+import traceback
 
 from autograder.paths import KIT_ROOT
 
@@ -39,35 +48,93 @@ def stub_problems(record):
             for test in record["tests"] if test["passed"] and test["points"]]
 
 
-def grading_problems():
-    """The reference scores full marks (cached verdict or graded now); the stubs are graded and score 0."""
-    import os
+def grading_problems(config, zygote, level, layers):
+    """The reference scores full marks (cached verdict or graded now); the stubs are graded and score 0.
+    Both in forked graders of one engine, side by side, on the ``zygote`` started (with ``level`` and
+    ``layers``) by the caller."""
+    from autograder.grading import fingerprint, reference_check
+    from autograder.grading.batch import grade_forked, start_forked
+    from autograder.grading.runner import HIDDEN_TESTS, Engine
 
-    from autograder.config import ConfigError, load_config
-    from autograder.containment import isolation
-    from autograder.grading.batch import grade_alone, verify_suite
-    from autograder.grading.reference_check import SuiteBroken
-
+    engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=2)  # the suite loaded once, here
+    stubs = start_forked(engine, os.path.join(KIT_ROOT, "assignment"), slot=1)  # beside the reference, if graded
     try:
-        config = load_config()
-    except ConfigError as err:
-        return [f"grading.yaml: {err}"]
-    try:
-        verify_suite(config)
-    except SuiteBroken as err:
-        return [f"the reference: {line}" for line in err.lines]
-    return stub_problems(grade_alone(config, isolation.choose_level(), os.path.join(KIT_ROOT, "assignment")))
+        reference_check.verify(fingerprint.grader_parts(config, level, HIDDEN_TESTS),
+                               lambda: grade_forked(engine, fingerprint.REFERENCE_DIR, slot=0))
+        broken = []
+    except reference_check.SuiteBroken as err:
+        broken = [f"the reference: {line}" for line in err.lines]
+    return broken + stub_problems(stubs())
 
 
-def generated_problems():
+def generated_problems(images=None):
+    """Every generated file that is out of sync (``images``: as ``generate.generate`` takes it)."""
     from autograder.platforms import generate
 
     return [f"{path.relative_to(generate.ROOT)}: out of sync with its source: run `make stubs`"
-            for path in generate.generate(check=True)]
+            for path in generate.generate(check=True, images=images)]
+
+
+def in_child(check):
+    """Run ``check()`` (a list of lines) in a forked child; returns a function that waits for its lines."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_fd)
+            if "torch" in sys.modules:  # the parent's OpenMP threads are not in this fork: one thread, no pool
+                sys.modules["torch"].set_num_threads(1)  # (a pool the parent started would hang its first op)
+            try:
+                lines = check()
+            except Exception as err:  # a check that fails is a problem to name, like any other
+                lines = [f"checking the generated files failed: {type(err).__name__}: {err}",
+                         *traceback.format_exc().splitlines()[-3:]]
+            with os.fdopen(write_fd, "w") as out:
+                json.dump(lines, out)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+
+    def wait():
+        with os.fdopen(read_fd) as f:
+            text = f.read()
+        _, status = os.waitpid(pid, 0)
+        try:
+            return json.loads(text)
+        except ValueError:
+            return [f"checking the generated files: its process ended without an answer (wait status {status})"]
+    return wait
 
 
 def main(argv=None):
-    problems = part_problems() + grading_problems() + generated_problems()
+    from autograder.config import ConfigError, load_config
+    from autograder.containment import isolation
+    from autograder.containment.zygote import Zygote
+
+    try:
+        config, config_problems = load_config(), []
+    except ConfigError as err:
+        config, config_problems = None, [f"grading.yaml: {err}"]
+    zygote = None
+    if config is not None:
+        level = isolation.choose_level()
+        layers = isolation.detect_layers(level)
+        zygote = Zygote(level, layers=layers)  # imports torch in its own process while this one collects
+    try:
+        problems = part_problems() + config_problems  # imports torch here, while the zygote imports its own
+        # forked with torch loaded (the case table and the figure need it): neither imports it again
+        texts = in_child(lambda: generated_problems(images=False))  # nbgrader's import, most of it
+        figure = in_child(lambda: generated_problems(images=True))  # matplotlib's
+        if zygote is not None:
+            problems += grading_problems(config, zygote, level, layers)
+        problems += texts() + figure()
+    finally:
+        if zygote is not None:
+            zygote.stop()
+            zygote.kill_sandbox_users()
     for line in problems:
         print(line)
     if problems:

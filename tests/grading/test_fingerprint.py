@@ -120,3 +120,12 @@ def test_a_symlink_is_fingerprinted_by_its_target_not_followed(submission, tmp_p
     before = graded(submission)
     secret.write_text("two")
     assert graded(submission) == before
+
+
+@pytest.mark.parametrize("key, value", [("gradescope.daily_submission_limit", 3),
+                                        ("gradescope.stdout_visibility", "visible")])
+def test_a_setting_only_gradescope_uses_is_no_reason_to_regrade(submission, key, value):
+    from autograder.config import SETTINGS
+
+    changed = dataclasses.replace(Config(), **{SETTINGS[key].name: value})
+    assert fingerprint.stale_because(results_for(graded(submission)), graded(submission, config=changed)) is None

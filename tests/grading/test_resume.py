@@ -55,3 +55,35 @@ def test_force_grades_again_even_with_nothing_changed(graded):
     submissions, out = graded
     again = grade(submissions, "--out", out, "--force")
     assert "Graded 1, resumed 0" in again.stdout and "torch imported: True" in again.stdout, again.stdout
+
+
+def settings_with(folder, section, name, value):
+    """A copy of grading.yaml with one setting changed, as an instructor would edit it."""
+    import yaml
+
+    settings = yaml.safe_load((ROOT / "grading.yaml").read_text()) or {}
+    settings.setdefault(section, {})[name] = value
+    path = folder / "grading.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+@pytest.mark.parametrize("name, value", [("daily_submission_limit", 3), ("stdout_visibility", "visible")])
+def test_a_setting_only_gradescope_uses_makes_no_report_regrade(graded, open_tmp, name, value):
+    submissions, out = graded
+    changed = settings_with(open_tmp, "gradescope", name, value)
+
+    again = grade(submissions, "--out", out, "--config", changed)
+
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Graded 0, resumed 1" in again.stdout and "torch imported: False" in again.stdout, again.stdout
+
+
+def test_a_setting_that_decides_grades_still_regrades(graded, open_tmp):
+    submissions, out = graded
+    changed = settings_with(open_tmp, "limits", "call_seconds", 9)
+
+    again = grade(submissions, "--out", out, "--config", changed)
+
+    assert "Graded 1, resumed 0" in again.stdout, again.stdout
+    assert "the settings changed" in again.stderr, again.stderr

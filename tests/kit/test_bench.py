@@ -12,7 +12,7 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.slow  # runs the bench's smoke measurement (`make check-fast` skips it)
 
-ROWS = ("0", "1", "2a", "2b", "2c", "2d", "2e", "3a", "3b", "3c", "3d", "4", "5", "7", "8")
+ROWS = ("0", "1", "2a", "2b", "2c", "2d", "2e", "3a", "3b", "3c", "3d", "4", "5", "7", "8", "9a", "9b")
 KEPT_ABOVE, KEPT_BELOW = "# Results\n\nNotes above the table.\n\n", "\n\n## Analysis\n\nNotes below the table.\n"
 
 

@@ -146,6 +146,20 @@ def test_the_settings_follow_grading_yaml():
     assert f"memory: at least {1000 + GRADER_MARGIN_MB} MiB" in notes and "timeout: at least 12 minutes" in notes
 
 
+def test_the_build_names_the_assignment_settings_grading_yaml_assumes():
+    """The due date (after_due_date tests wait for it), Gradescope's late policy and the daily limit, from grading.yaml."""
+    from autograder.platforms.gradescope_zip import upload_notes
+
+    config = Config(hidden_visibility="after_due_date", late_due="2026-10-01 23:59", late_percent_per_day=10,
+                    daily_submission_limit=3)
+    notes = "\n".join(upload_notes(config))
+    assert "due date: set it" in notes and "the others after the due date" in notes, notes
+    assert "late submissions: Gradescope's own policy; set it to match" in notes and "10% a day" in notes, notes
+    assert "daily limit: 3 graded submissions per student per 24 h" in notes, notes
+    published = "\n".join(upload_notes(Config(public_visibility="after_published", hidden_visibility="after_published")))
+    assert "due date: set it" not in published and "once you publish the grades" in published, published
+
+
 def test_runtime_lock_is_in_sync_with_grade_lock_and_the_installed_packages():
     from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
 

@@ -52,6 +52,31 @@ def test_a_stale_generated_file_is_named(tmp_path, monkeypatch):
     assert validate.generated_problems() == ["assignment/mha.py: out of sync with its source: run `make stubs`"]
 
 
+def test_the_figure_and_the_text_files_are_checked_apart_and_together(tmp_path, monkeypatch):
+    """make validate checks the two halves in two processes: together they are every stale file."""
+    for folder in ("solution", "assignment"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    source = tmp_path / "solution" / "attention.py"
+    source.write_text(source.read_text() + "\n# changed\n")
+    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    texts, figure = validate.generated_problems(images=False), validate.generated_problems(images=True)
+    assert texts == ["assignment/attention.py: out of sync with its source: run `make stubs`"], texts
+    assert figure == [], "the figure is drawn from what the reference computes, which a comment does not change"
+    assert sorted(texts + figure) == sorted(validate.generated_problems())
+
+
+def test_a_check_run_in_a_child_process_sends_its_lines_back():
+    assert validate.in_child(lambda: ["one problem", "another"])() == ["one problem", "another"]
+
+
+def test_a_check_that_fails_in_its_child_process_is_a_problem_not_a_pass():
+    def broken():
+        raise OSError("disk gone")
+
+    lines = validate.in_child(broken)()
+    assert lines and "failed: OSError: disk gone" in lines[0], lines
+
+
 @pytest.mark.slow  # grades the stubs (and the reference, unless its verdict is cached)
 def test_the_kit_as_shipped_validates(capsys):
     assert validate.main([]) == 0, capsys.readouterr().out
