@@ -98,6 +98,7 @@ def rename_a_part(kit):
     """"Rename a part": mha_init becomes construction, in the parts table and in its module's marker."""
     kit.edit("tests_hidden/parts.py", '"mha_init", "heads"', '"construction", "heads"')
     kit.edit("tests_hidden/parts.py", '"mha_init": "MHA construction"', '"construction": "MHA construction"')
+    kit.edit("tests_hidden/parts.py", '"mha_init": "part2_init"', '"construction": "part2_init"')
     kit.edit("tests_hidden/test_mha_init.py", 'pytest.mark.part("mha_init")', 'pytest.mark.part("construction")')
 
 
@@ -106,6 +107,7 @@ def remove_a_part(kit):
     (kit.root / "tests_hidden" / "test_heads.py").unlink()
     kit.edit("tests_hidden/parts.py", ' "heads",', "")
     kit.edit("tests_hidden/parts.py", ' "heads": "Head split/merge",', "")
+    kit.edit("tests_hidden/parts.py", '"heads": "part2_heads", ', "")
 
 
 def remove_the_extra_credit(kit):
