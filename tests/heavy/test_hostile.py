@@ -678,16 +678,29 @@ def assert_disk_bounded(printed):
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="the uid level needs root")
+def closed_copy_of_the_kit(base):
+    """The kit's files (its sources, not its venv, caches or reports) copied into ``base``, a folder only
+    its owner can enter: what the uid level without Landlock requires (`chmod o-rwx`), whatever the mode of
+    this checkout (a fresh clone is readable by others)."""
+    assert not os.stat(base).st_mode & 0o077, f"{base} is open to other users"
+    kit = base / "kit"
+    built = {".git", ".venv", ".pytest_cache", "reports", "dist", "course", "bench"}  # at the top only
+
+    def ignore(folder, names):
+        return [n for n in names if n == "__pycache__" or (Path(folder) == ROOT and n in built)]
+    shutil.copytree(ROOT, kit, symlinks=True, ignore=ignore)
+    return kit
+
+
 def test_the_filter_alone_bounds_the_disk_at_the_uid_level():
-    """Where Landlock is refused (AUTOGRADER_LAYERS=seccomp), the seccomp filter refuses O_CREAT: the child
-    creates no file, in its own folder, /tmp, /var/tmp or /dev/shm; the student reads why, the grader is unharmed."""
+    """Where Landlock is refused (AUTOGRADER_LAYERS=seccomp), the seccomp filter refuses O_CREAT and mkdir:
+    the child creates nothing, in its own folder, /tmp, /var/tmp or /dev/shm; the student reads why, the
+    grader is unharmed. Graded from a closed copy of the kit, as the uid level without Landlock requires."""
     python, environment = grader_for("uid")
-    if os.stat(ROOT).st_mode & 0o007:  # without Landlock the grader refuses a kit others can read (tested below)
-        pytest.skip(f"the uid level without Landlock refuses to grade from {ROOT}, which other users can read: "
-                    "`chmod o-rwx` the checkout to run this test")
     environment["AUTOGRADER_LAYERS"] = "seccomp"
-    base = Path(tempfile.mkdtemp(prefix="disk-fill-"))
+    base = Path(tempfile.mkdtemp(prefix="disk-fill-"))  # mode 0700: the kit, batch and reports inside are closed
     try:
+        kit = closed_copy_of_the_kit(base)
         reference = without_markers((SOLUTION / "attention.py").read_text())
         payload = (HOSTILE / "disk_fill" / "attention.py.payload").read_text()
         batch, out = base / "batch", base / "reports"
@@ -695,7 +708,7 @@ def test_the_filter_alone_bounds_the_disk_at_the_uid_level():
                                                "mha.py": without_markers((SOLUTION / "mha.py").read_text())})
         command = [python, "-m", "autograder", "grade", "--batch", str(batch), "--out", str(out),
                    "--call-timeout", str(CALL_TIMEOUT)]
-        process = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
+        process = subprocess.run(command, cwd=kit, env=environment, capture_output=True, text=True, timeout=300)
         assert process.returncode == 0, process.stderr[-2000:]
         results = json.loads((out / "disk_fill" / "results.json").read_text())
         assert results["extra_data"]["isolation"] == "uid" and "landlock-fs" not in results["extra_data"]["containment"]
