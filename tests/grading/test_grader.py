@@ -1,6 +1,8 @@
 """The grader end to end on the bundled samples: scores, report formats, determinism, resuming, CLI errors."""
 import csv
+import hashlib
 import json
+import re
 import shutil
 
 import jsonschema
@@ -73,6 +75,36 @@ def test_buggy_samples_lose_points_in_the_part_of_their_bug(graded):
         pytest.skip("this term's suite has none of the modules the samples' bugs concern")
     for sample, part in graded_parts.items():
         assert by_part(results(out, sample), part) < part_points()[part], f"{sample} keeps every point of {part}"
+
+
+def suite_digest():
+    """The digest of tests_hidden/'s Python files that examples/submissions/README.md states its scores for."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "tests_hidden").rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            relative = path.relative_to(ROOT).as_posix()
+            digest.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def test_the_samples_score_what_their_readme_states_for_the_shipped_suite(graded):
+    """examples/submissions/README.md's table is each sample's grade, part by part, while the suite is the
+    shipped one; after a change to the lab (another digest) the table describes the kit as shipped."""
+    text = (SAMPLES / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- scores: suite (\w+) -->\n(.*?)<!-- scores: end -->", text, re.DOTALL)
+    assert block, "examples/submissions/README.md has no scores table between its markers"
+    if block[1] != suite_digest():
+        pytest.skip(f"tests_hidden/ is not the suite the samples' README states scores for ({block[1]}; now "
+                    f"{suite_digest()}): the lab was changed, or the suite and the README must be updated together")
+    header, _, *rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in block[2].splitlines()]
+    stated = {row[0]: dict(zip(header[1:], map(float, row[1:]))) for row in rows}
+    graded_now = {}
+    for sample in stated:
+        report = results(graded[0], sample)
+        scores = {part: sum(t["score"] for t in report["tests"] if t["tags"] == [part]) for part in header[1:-1]}
+        graded_now[sample] = {**scores, "total": report["score"]}
+    assert graded_now == stated
+    assert set(stated) == {p.name for p in SAMPLES.iterdir() if p.is_dir()}
 
 
 def test_hidden_tests_show_details_after_the_due_date_and_the_overview_says_so(graded):
