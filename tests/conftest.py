@@ -2,6 +2,7 @@
 import importlib
 import importlib.util
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections import namedtuple
@@ -111,3 +112,16 @@ def part_of_module(module):
     if not path.exists():
         pytest.skip(f"this term's lab has no tests_hidden/{module}")
     return re.search(r"pytest\.mark\.part\(\s*[\"'](\w+)[\"']\s*\)", path.read_text(encoding="utf-8"))[1]
+
+
+def copy_of_the_kit(root, venv=True):
+    """A copy of the kit's tracked files, as they are in the working tree, at ``root``; with ``venv``, it
+    shares the kit's .venv (a link)."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, root / name)
+    if venv:
+        (root / ".venv").symlink_to(ROOT / ".venv")
+    return root

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, copy_of_the_kit
 
 pytestmark = pytest.mark.slow  # make validate per change, and one make check-fast on a copy
 
@@ -40,12 +40,7 @@ class Kit:
 
     def __init__(self, root):
         self.root = root
-        tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-        for name in filter(None, tracked.decode().split("\0")):
-            if (ROOT / name).is_file():
-                (root / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / name, root / name)
-        (root / ".venv").symlink_to(ROOT / ".venv")
+        copy_of_the_kit(root)
         self.env = dict(os.environ, XDG_CACHE_HOME=str(root / ".cache"), GIT_AUTHOR_NAME="kit",
                         GIT_AUTHOR_EMAIL="kit@example.org", GIT_COMMITTER_NAME="kit",
                         GIT_COMMITTER_EMAIL="kit@example.org")

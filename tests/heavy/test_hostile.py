@@ -30,6 +30,7 @@ import pytest
 
 from autograder.config import WALL_BACKSTOP
 from autograder.grading.suite_points import full_marks
+from conftest import copy_of_the_kit
 from readable_runtime import readable_python
 from variant_builder import FILES, ROOT, SOLUTION, build_mutant, load_mutants, without_markers
 
@@ -683,13 +684,7 @@ def closed_copy_of_the_kit(base):
     its owner can enter: what the uid level without Landlock requires (`chmod o-rwx`), whatever the mode of
     this checkout (a fresh clone is readable by others)."""
     assert not os.stat(base).st_mode & 0o077, f"{base} is open to other users"
-    kit = base / "kit"
-    built = {".git", ".venv", ".pytest_cache", "reports", "dist", "course", "bench"}  # at the top only
-
-    def ignore(folder, names):
-        return [n for n in names if n == "__pycache__" or (Path(folder) == ROOT and n in built)]
-    shutil.copytree(ROOT, kit, symlinks=True, ignore=ignore)
-    return kit
+    return copy_of_the_kit(base / "kit", venv=False)
 
 
 def test_the_filter_alone_bounds_the_disk_at_the_uid_level():

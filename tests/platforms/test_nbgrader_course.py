@@ -26,7 +26,7 @@ pytest.importorskip("nbgrader", reason="nbgrader is not installed (requirements/
 
 pytestmark = pytest.mark.slow  # builds an nbgrader course and autogrades students with nbgrader (`make check-fast` skips it)
 
-from conftest import ROOT
+from conftest import ROOT, copy_of_the_kit
 
 BIN = Path(sys.executable).parent
 LAB = nbgrader_course.ASSIGNMENT
@@ -495,17 +495,6 @@ def test_no_file_of_the_kits_solution_or_hidden_tests_reaches_the_course(collect
 
 # --- the course follows the lab (issue 35, 5) ------------------------------------------------------
 
-def kit_copy(root):
-    """A copy of the kit's tracked files as they are in the working tree, sharing the kit's .venv."""
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for name in filter(None, tracked.decode().split("\0")):
-        if (ROOT / name).is_file():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, root / name)
-    (root / ".venv").symlink_to(ROOT / ".venv")
-    return root
-
-
 def kit_env(kit):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LAB03_KIT", "NBGRADER_COURSE")}
     return {**env, "PATH": os.pathsep.join([str(BIN), env.get("PATH", "")]), "XDG_CACHE_HOME": str(kit / ".cache")}
@@ -544,7 +533,7 @@ def points_changed(tmp_path_factory):
     if not (BIN / "nbgrader").is_file():
         pytest.skip(f"the nbgrader command is not installed in {BIN}")
     base = tmp_path_factory.mktemp("term")
-    kit = kit_copy(base / "kit")
+    kit = copy_of_the_kit(base / "kit")
     first = make_course(kit)
     assert first.returncode == 0, f"make nbgrader-course failed:\n{first.stdout}\n{first.stderr}"
     course = kit / "course"
@@ -639,7 +628,7 @@ def test_the_default_course_folder_is_not_the_kits_build_output():
 def renamed_course(tmp_path, *, public_checks=True):
     """docs/instructor.md's "Rename a part" on a kit copy: mha_init (graded in place of an otter check)
     becomes construction; then the course is written. public_checks=False skips PUBLIC_CHECKS (step 1)."""
-    kit = kit_copy(tmp_path / "kit")
+    kit = copy_of_the_kit(tmp_path / "kit")
     parts = kit / "tests_hidden" / "parts.py"
     edit(parts, '"mha_init",', '"construction",')
     edit(parts, '"mha_init":', '"construction":')
@@ -673,7 +662,7 @@ def test_a_part_renamed_everywhere_but_in_public_checks_is_named_in_one_line(tmp
 def test_a_removed_part_as_documented_leaves_a_course_without_its_cell(tmp_path):
     import nbformat
 
-    kit = kit_copy(tmp_path / "kit")
+    kit = copy_of_the_kit(tmp_path / "kit")
     parts = kit / "tests_hidden" / "parts.py"
     (kit / "tests_hidden" / "test_heads.py").unlink()  # "Remove a part", steps 1 and 2
     edit(parts, '"heads", ', "")
