@@ -82,6 +82,34 @@ def test_every_pin_of_a_source_is_in_its_lock(source, locks):
         f"requirements/{source} and its lock disagree: run `make lock`")
 
 
+OLDEST_PYTHON = "3.11.0"  # the oldest the kit runs on: Ubuntu 22.04's python3.11 (Gradescope's image)
+
+
+@pytest.mark.parametrize("lock", ["grade.lock", "tools.lock", "gradescope.lock"])
+def test_every_pin_runs_on_the_oldest_python(lock):
+    """A pin whose release needs a newer Python than the machine's cannot be installed there: pip finds no
+    version. Read from the installed packages' own metadata (Requires-Python), so no registry is needed."""
+    from importlib import metadata
+    from packaging.specifiers import SpecifierSet
+
+    refused, unread = [], []
+    for name, line in pins(lock).items():
+        try:
+            installed = metadata.metadata(name)
+        except metadata.PackageNotFoundError:
+            unread.append(name)
+            continue
+        if installed["Version"] != line.partition("==")[2].split(";")[0].strip():
+            unread.append(name)
+            continue
+        needs = installed.get("Requires-Python")
+        if needs and not SpecifierSet(needs).contains(OLDEST_PYTHON, prereleases=True):
+            refused.append(f"{line} (Requires-Python {needs})")
+    assert not refused, f"requirements/{lock} pins releases Python {OLDEST_PYTHON} cannot install: {refused}"
+    if len(unread) == len(pins(lock)):
+        pytest.skip(f"none of requirements/{lock}'s pins is installed here at its version: nothing to read")
+
+
 needs_linux_x86 = pytest.mark.skipif(f"{platform.system()} {platform.machine()}" != "Linux x86_64",
                                      reason="the CPU index is asked for on Linux x86_64 only")
 
