@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 FILE_NAME = "adjustments.csv"
 COLUMNS = ("student", "points", "override", "reason")
-MAX_BYTES = 4 * 2**20  # a term's adjustments are a few KB; past this, the file is not one
+MAX_BYTES = 4 * 2**20  # an instructor's file of a term is a few KB; past this, it is not one
 
 
 @dataclass(frozen=True)
@@ -48,35 +48,48 @@ class Applied:
 
 def ensure_template(out_dir):
     """Create adjustments.csv with its header alone if it does not exist; never touch one that does."""
-    path = os.path.join(out_dir, FILE_NAME)
+    ensure_header(out_dir, FILE_NAME, COLUMNS)
+
+
+def ensure_header(out_dir, name, columns):
+    """Create OUT/``name`` (an instructor's file) with its header alone if it does not exist; never touch one
+    that does."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fd = os.open(os.path.join(out_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         return
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        csv.writer(f).writerow(COLUMNS)
+        csv.writer(f).writerow(columns)
 
 
-def load(out_dir):
-    """(the usable rows, one message per row skipped) of OUT's adjustments.csv; none when it is missing."""
-    path = os.path.join(out_dir, FILE_NAME)
+def read_instructors_file(out_dir, name, nothing):
+    """(its text, []) of OUT/``name``, an instructor's CSV ("" when it is missing), or (None, [one line ending
+    with ``nothing``, what then happens]) when it cannot be used: unreadable, too large, not UTF-8."""
+    path = os.path.join(out_dir, name)
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        return [], []
+        return "", []
     except OSError as err:
-        return [], [f"{path}: cannot be read ({err.strerror}): no adjustment applied"]
+        return None, [f"{path}: cannot be read ({err.strerror}): {nothing}"]
     if len(raw) > MAX_BYTES:
-        return [], [f"{path}: larger than {MAX_BYTES >> 20} MiB: no adjustment applied"]
+        return None, [f"{path}: larger than {MAX_BYTES >> 20} MiB: {nothing}"]
     try:
-        text = raw.decode("utf-8-sig")  # Excel saves UTF-8 with a byte-order mark
+        return raw.decode("utf-8-sig"), []  # Excel saves UTF-8 with a byte-order mark
     except UnicodeDecodeError:
-        return [], [f"{path}: not UTF-8 text (save it as CSV UTF-8): no adjustment applied"]
+        return None, [f"{path}: not UTF-8 text (save it as CSV UTF-8): {nothing}"]
+
+
+def load(out_dir):
+    """(the usable rows, one message per row skipped) of OUT's adjustments.csv; none when it is missing."""
+    text, problems = read_instructors_file(out_dir, FILE_NAME, "no adjustment applied")
+    if not text:
+        return [], problems
     try:
         rows, skipped = _rows(text)
     except ValueError as err:
-        return [], [f"{path}: {err}: no adjustment applied"]
+        return [], [f"{os.path.join(out_dir, FILE_NAME)}: {err}: no adjustment applied"]
     return rows, [f"{FILE_NAME}:{number}: {problem}: row skipped" for number, problem in skipped]
 
 

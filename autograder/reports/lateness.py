@@ -22,7 +22,6 @@ from autograder.reports import adjustments
 
 FILE_NAME = "extensions.csv"
 COLUMNS = ("student", "due", "reason")
-MAX_BYTES = 4 * 2**20
 DAY = datetime.timedelta(days=1)
 
 
@@ -115,28 +114,19 @@ def assess_all(policy, entries, extensions):
 
 def ensure_template(out_dir):
     """Create extensions.csv with its header alone if it does not exist; never touch one that does."""
-    try:
-        fd = os.open(os.path.join(out_dir, FILE_NAME), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        csv.writer(f).writerow(COLUMNS)
+    adjustments.ensure_header(out_dir, FILE_NAME, COLUMNS)
 
 
 def load_extensions(out_dir):
     """([(line, who, due datetime, reason)], one message per row skipped) of OUT's extensions.csv."""
     path = os.path.join(out_dir, FILE_NAME)
+    text, problems = adjustments.read_instructors_file(out_dir, FILE_NAME, "no extension applied")
+    if not text:
+        return [], problems
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        return [], []
-    except OSError as err:
-        return [], [f"{path}: cannot be read ({err.strerror}): no extension applied"]
-    try:
-        rows = list(csv.reader(io.StringIO(raw[:MAX_BYTES].decode("utf-8-sig"))))
-    except (UnicodeDecodeError, csv.Error):
-        return [], [f"{path}: not UTF-8 CSV (save it as CSV UTF-8): no extension applied"]
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as err:
+        return [], [f"{path}: not CSV ({err}): no extension applied"]
     if not rows or [c.strip().lower() for c in rows[0][:len(COLUMNS)]] != list(COLUMNS):
         return [], [f"{path}: line 1 must be the header {','.join(COLUMNS)}: no extension applied"]
     found, messages = [], []

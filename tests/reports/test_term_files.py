@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from autograder.grading.discover import Submitter
-from autograder.reports import adjustments, history, report
+from autograder.reports import adjustments, history, lateness, report
 from autograder.reports.results import results_json
 from test_results import record, result
 
@@ -232,6 +232,16 @@ def test_an_extensions_file_is_created_with_its_header_and_a_bad_row_is_named(tm
     messages = run_late(tmp_path, [handed_in("2026-10-01 10:00 +00:00")], because={})
     assert messages == ["extensions.csv:2: due 'friday' is not a date and a time, such as 2026-10-03 23:59 or "
                         "2026-10-03 23:59 -07:00: row skipped"]
+
+
+@pytest.mark.parametrize("name, load, row, nothing", [
+    ("adjustments.csv", adjustments.load, "s0,-1,,late\n", "no adjustment applied"),
+    ("extensions.csv", lateness.load_extensions, "s0,2026-10-03 23:59,flu\n", "no extension applied")])
+def test_an_instructors_file_too_large_to_be_one_is_refused_whole_in_one_line(tmp_path, name, load, row, nothing):
+    """Not cut at the bound and read in part: the rows past the cut would be lost without a word."""
+    header = ",".join(adjustments.COLUMNS if name == "adjustments.csv" else lateness.COLUMNS)
+    (tmp_path / name).write_text(header + "\n" + row * (adjustments.MAX_BYTES // len(row) + 1))
+    assert load(str(tmp_path)) == ([], [f"{tmp_path / name}: larger than 4 MiB: {nothing}"])
 
 
 def test_an_extension_naming_two_submissions_names_them_as_an_adjustment_row_would(tmp_path):
