@@ -147,9 +147,6 @@ class Student:
 
     def _probe(self, mode, probe, allow_forbidden=False):
         target, module = probe.target, probe.module
-        hidden = self._hides(module, mode)
-        if hidden:  # a file the scanner refused never runs, in any child: the call fails with the scanner's line
-            return Failure(hidden_message(hidden, target), error=None, rule=True)
         try:
             meter = None
             if probe.measure_memory:  # a fresh child, warmed up by the kit, measured from before the student's import
@@ -175,6 +172,9 @@ class Student:
             raise
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
+        hidden = self._hides(module, mode)
+        if hidden:
+            return Failure(hidden_message(hidden, target), error=None, rule=True)
         refused = refused_builtins(answer.error)
         if (answer.forbidden or refused) and not allow_forbidden:
             named = sorted(set(answer.forbidden) | refused)

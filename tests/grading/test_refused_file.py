@@ -3,7 +3,6 @@
 The "oracle" child lends mha.py a working attention, and loads the student's attention.py only for
 names beyond the four of the contract (a helper). A refused attention.py is not copied into that
 child at all: such a name fails with the scanner's line, so MHA earns nothing from the refused code.
-A file that hides what it calls is run by no child, the student's own included.
 """
 import os
 import textwrap
@@ -87,28 +86,3 @@ def test_the_oracle_child_never_holds_a_refused_attention_py(tmp_path, zygote):
     finally:
         student.close()
     assert scratch and all(not os.path.exists(tmp_path / name / "attention.py") for name in scratch), scratch
-
-
-# Code the scanner cannot prove harmless ("hidden": a computed name on torch), which announces its import.
-HIDING_ATTENTION = """\
-    import torch
-    print("ATTENTION.PY RAN")
-
-    def causal_mask(seq_len):
-        return getattr(torch, "tr" + "il")(torch.ones(seq_len, seq_len, dtype=torch.bool))
-    """
-
-
-@pytest.mark.parametrize("mode", ["student", "oracle"])
-def test_a_file_that_hides_what_it_calls_never_runs_in_any_child(tmp_path, zygote, mode):
-    """Its tests fail with the scanner's line before any child imports it: nothing it does at import time
-    (a patch of torch that another test's code would meet) happens anywhere."""
-    student = student_over(tmp_path, zygote, HIDING_ATTENTION, "from attention import causal_mask\n")
-    try:
-        outcome = student.try_call("attention.causal_mask", 3, mode=mode)
-        through_mha = student.try_call("mha.causal_mask", 3, mode="student")
-    finally:
-        student.close()
-    assert isinstance(outcome, Failure) and outcome.rule, outcome
-    assert isinstance(through_mha, Failure) and through_mha.rule, "mha.py runs attention.py in the student's child"
-    assert "ATTENTION.PY RAN" not in "".join(student.output), student.output
