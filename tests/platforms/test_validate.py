@@ -43,22 +43,24 @@ def test_stubs_the_grader_fails_on_are_named():
     assert "the grader failed on them: SyntaxError in attention.py" in line
 
 
-def test_a_stale_generated_file_is_named(tmp_path, monkeypatch):
+def lab_with_a_changed_source(tmp_path, monkeypatch, name):
+    """solution/ and assignment/ copied to ``tmp_path``, a comment added to solution/``name``, and the
+    generator pointed there."""
     for folder in ("solution", "assignment"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    source = tmp_path / "solution" / "mha.py"
+    source = tmp_path / "solution" / name
     source.write_text(source.read_text() + "\n# changed\n")
     monkeypatch.setattr(generate, "ROOT", tmp_path)
+
+
+def test_a_stale_generated_file_is_named(tmp_path, monkeypatch):
+    lab_with_a_changed_source(tmp_path, monkeypatch, "mha.py")
     assert validate.generated_problems() == ["assignment/mha.py: out of sync with its source: run `make stubs`"]
 
 
 def test_the_figure_and_the_text_files_are_checked_apart_and_together(tmp_path, monkeypatch):
     """make validate checks the two halves in two processes: together they are every stale file."""
-    for folder in ("solution", "assignment"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    source = tmp_path / "solution" / "attention.py"
-    source.write_text(source.read_text() + "\n# changed\n")
-    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    lab_with_a_changed_source(tmp_path, monkeypatch, "attention.py")
     texts, figure = validate.generated_problems(images=False), validate.generated_problems(images=True)
     assert texts == ["assignment/attention.py: out of sync with its source: run `make stubs`"], texts
     assert figure == [], "the figure is drawn from what the reference computes, which a comment does not change"
