@@ -13,13 +13,31 @@ process while this one collects the suite (which imports torch here); then two f
 the generated files, the text files (nbgrader's import is most of it) and the lab text's figure
 (matplotlib's), while this process grades the reference and the stubs in forked graders, as
 ``make grade`` does.
+
+Like the reference's verdict, the generated files' verdict "all in sync" is cached, under a digest of
+everything that decides it (``generated_key``: solution/, assignment/ whole, the parts table, the
+manifest, the kit's code, the versions of Python and of the packages that render): a run whose inputs
+are all unchanged since the files were last found in sync checks nothing again and imports neither
+nbgrader nor matplotlib. Any other run checks every file.
 """
 import json
 import os
 import sys
 import traceback
+from pathlib import Path
 
 from autograder.paths import KIT_ROOT
+
+# What decides whether every generated file is in sync (``generated_key``), relative to the kit: the
+# folders whole (sources, targets, strays in assignment/checks/, the lab text) and single files. The
+# generator's own code (its templates are in it) is the imported ``autograder`` package, also whole.
+GENERATED_FOLDERS = ("solution", "assignment")
+GENERATED_FILES = ("tests_hidden/parts.py", "generated.sha256")
+# The packages whose code renders a generated file: nbgrader's ClearSolutions, nbformat (and its schema's
+# jsonschema), matplotlib and what it draws and writes the figure with, torch (the figure's weights).
+GENERATED_BY = ("nbgrader", "nbformat", "jsonschema", "traitlets", "matplotlib", "numpy", "pillow",
+                "kiwisolver", "fonttools", "torch")
+CODE = Path(__file__).resolve().parent.parent  # the autograder package: generate.py, lab_figure.py, the grader's tables
 
 
 def part_problems(tests_dir=None):
@@ -75,6 +93,43 @@ def generated_problems(images=None):
             for path in generate.generate(check=True, images=images)]
 
 
+def generated_key(root=None, code=CODE):
+    """One digest of every input that decides ``generated_problems()``: the files under ``root`` (the kit;
+    ``generate.ROOT`` by default) named by GENERATED_FOLDERS and GENERATED_FILES, the generator's code
+    (every file of the package ``code``), and the versions of Python and of the GENERATED_BY packages."""
+    from autograder.grading import fingerprint
+    from autograder.platforms import generate
+
+    root = Path(root or generate.ROOT)
+    parts = {folder: fingerprint._folder_digest(str(root / folder), endings=("",)) for folder in GENERATED_FOLDERS}
+    parts["files"] = fingerprint._files_digest(str(root), GENERATED_FILES)
+    parts["code"] = fingerprint._folder_digest(str(code), endings=("",))
+    parts["runtime"] = {"python": sys.version, **{name: fingerprint._version(name) for name in GENERATED_BY}}
+    return fingerprint._text_digest(json.dumps(parts, sort_keys=True))
+
+
+def generated_cache_dir():
+    from autograder.grading import reference_check
+
+    return os.path.join(os.path.dirname(reference_check.cache_dir()), "generated-in-sync")
+
+
+def generated_in_sync_known(key):
+    """Whether every generated file was found in sync when the inputs were those of ``key`` (a file named by it)."""
+    return os.path.isfile(os.path.join(generated_cache_dir(), key))
+
+
+def remember_generated_in_sync(key):
+    """Keep the verdict "all in sync" under ``key``; a cache that cannot be written only costs the check next time."""
+    folder = generated_cache_dir()
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, key), "w", encoding="utf-8"):
+            pass
+    except OSError:
+        pass
+
+
 def in_child(check):
     """Run ``check()`` (a list of lines) in a forked child; returns a function that waits for its lines."""
     read_fd, write_fd = os.pipe()
@@ -124,13 +179,21 @@ def main(argv=None):
         layers = isolation.detect_layers(level)
         zygote = Zygote(level, layers=layers)  # imports torch in its own process while this one collects
     try:
+        # Before the checks read anything: an input edited while they run makes a verdict stored under the
+        # old key, which the next run does not find.
+        key = generated_key()
         problems = part_problems() + config_problems  # imports torch here, while the zygote imports its own
-        # forked with torch loaded (the case table and the figure need it): neither imports it again
-        texts = in_child(lambda: generated_problems(images=False))  # nbgrader's import, most of it
-        figure = in_child(lambda: generated_problems(images=True))  # matplotlib's
+        if generated_in_sync_known(key):  # every input the same as when all was last found in sync
+            texts = figure = list
+        else:  # forked with torch loaded (the case table and the figure need it): neither imports it again
+            texts = in_child(lambda: generated_problems(images=False))  # nbgrader's import, most of it
+            figure = in_child(lambda: generated_problems(images=True))  # matplotlib's
         if zygote is not None:
             problems += grading_problems(config, zygote, level, layers)
-        problems += texts() + figure()
+        generated = texts() + figure()
+        if not generated:
+            remember_generated_in_sync(key)
+        problems += generated
     finally:
         if zygote is not None:
             zygote.stop()

@@ -80,3 +80,82 @@ def test_a_check_that_fails_in_its_child_process_is_a_problem_not_a_pass():
 @pytest.mark.slow  # grades the stubs (and the reference, unless its verdict is cached)
 def test_the_kit_as_shipped_validates(capsys):
     assert validate.main([]) == 0, capsys.readouterr().out
+
+
+@pytest.fixture
+def kit_copy(tmp_path):
+    """The inputs of the generated files' verdict, copied: the lab's folders, the parts table, the manifest, the code."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    for folder in validate.GENERATED_FOLDERS:
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=ignore)
+    for name in validate.GENERATED_FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(validate.CODE, tmp_path / "code", ignore=ignore)
+    return tmp_path
+
+
+@pytest.mark.parametrize("edited", [
+    "solution/attention.py",  # a source of the stubs and the figure
+    "solution/playground.ipynb",  # the notebook's source
+    "assignment/tests/cases.py",  # the case table of the otter checks
+    "assignment/tests/checks.py",  # the case table's neighbour, and the regions' target
+    "assignment/README.md",  # the lab text (the rule's tables)
+    "assignment/submit.py",  # the rule's tables' source
+    "assignment/mha.py",  # a target itself
+    "tests_hidden/parts.py",  # the parts table
+    "generated.sha256",  # the manifest
+    "code/platforms/generate.py",  # the generator and its templates
+    "code/reports/lab_figure.py",  # the figure's drawing
+    "code/grading/catalogue.py",  # a region's source
+])
+def test_editing_any_input_of_the_generated_files_changes_their_verdicts_key(kit_copy, edited):
+    before = validate.generated_key(kit_copy, kit_copy / "code")
+    path = kit_copy / edited
+    path.write_bytes(path.read_bytes() + b"\n")
+    assert validate.generated_key(kit_copy, kit_copy / "code") != before
+
+
+def test_a_new_file_among_the_checks_changes_their_verdicts_key(kit_copy):
+    """A stray otter check (a part renamed in the table) is a problem the cached verdict must not hide."""
+    before = validate.generated_key(kit_copy, kit_copy / "code")
+    (kit_copy / "assignment" / "checks" / "renamed_part.py").write_text("")
+    assert validate.generated_key(kit_copy, kit_copy / "code") != before
+
+
+@pytest.mark.parametrize("package", validate.GENERATED_BY)
+def test_another_version_of_a_rendering_package_changes_the_verdicts_key(kit_copy, monkeypatch, package):
+    from autograder.grading import fingerprint
+
+    before = validate.generated_key(kit_copy, kit_copy / "code")
+    real = fingerprint._version
+    monkeypatch.setattr(fingerprint, "_version", lambda name: "0.0-other" if name == package else real(name))
+    assert validate.generated_key(kit_copy, kit_copy / "code") != before
+
+
+def test_an_unchanged_lab_has_the_same_key_and_a_remembered_verdict_is_found(kit_copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    key = validate.generated_key(kit_copy, kit_copy / "code")
+    assert not validate.generated_in_sync_known(key)
+    validate.remember_generated_in_sync(key)
+    assert validate.generated_in_sync_known(validate.generated_key(kit_copy, kit_copy / "code"))
+
+
+def test_a_stale_file_is_never_remembered_as_in_sync(monkeypatch, tmp_path):
+    """main() caches only the verdict "all in sync": a run that found a stale file checks again next time."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    stale = ["assignment/mha.py: out of sync with its source: run `make stubs`"]
+    monkeypatch.setattr(validate, "generated_problems", lambda images=None: stale if images else [])
+    monkeypatch.setattr(validate, "grading_problems", lambda *args: [])
+    assert validate.main([]) == 1
+    assert not validate.generated_in_sync_known(validate.generated_key())
+
+
+def test_a_remembered_verdict_skips_the_generated_files_check(monkeypatch, tmp_path):
+    """With every input as when all was last found in sync, main() does not check the files again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    validate.remember_generated_in_sync(validate.generated_key())
+    stale = ["assignment/mha.py: out of sync with its source: run `make stubs`"]
+    monkeypatch.setattr(validate, "generated_problems", lambda images=None: stale)  # what a check would say
+    monkeypatch.setattr(validate, "grading_problems", lambda *args: [])
+    assert validate.main([]) == 0
