@@ -93,6 +93,15 @@ def generated_problems(images=None):
             for path in generate.generate(check=True, images=images)]
 
 
+def text_problems():
+    """The generated text files out of sync, checked in a child process that ends after it: with nbgrader's
+    preprocessors imported without the rest of nbgrader (``generate.import_clearing_preprocessors_only``)."""
+    from autograder.platforms import generate
+
+    generate.import_clearing_preprocessors_only()
+    return generated_problems(images=False)
+
+
 def generated_key(root=None, code=CODE):
     """One digest of every input that decides ``generated_problems()``: the files under ``root`` (the kit;
     ``generate.ROOT`` by default) named by GENERATED_FOLDERS and GENERATED_FILES, the generator's code
@@ -164,7 +173,72 @@ def in_child(check):
     return wait
 
 
-def main(argv=None):
+# --- one torch import for this process and the zygote ---------------------------------------------
+#
+# ``python -m autograder.platforms.validate`` starts itself again with the zygote's allow-listed
+# environment (``zygote.child_environment``), as the Gradescope command does, and the instructor's
+# environment in an anonymous file (memfd) that only this process reads. The restarted process imports
+# torch and the probes (``zygote.preload``) and forks the zygote (``Zygote(preloaded=True)``) before it
+# reads anything: at the fork it holds the kit's code, torch, the probes, the isolation level and its
+# argv (the kit's path, the anonymous file's number, the isolation settings), which is what an exec'd
+# zygote holds too. Nothing of tests_hidden/, solution/, grading.yaml or the instructor's environment has
+# been read yet: the suite is collected, the settings loaded and the environment read back only after the
+# fork, and the forked zygote closes every descriptor but its socket and stdio (the anonymous file too).
+# So its children, which grade the reference and the stubs, see what they would see from an exec'd zygote.
+
+_RESTARTED = ("import sys; sys.path.insert(0, sys.argv[1]); from autograder.platforms.validate import restarted; "
+              "sys.exit(restarted(int(sys.argv[2]), sys.argv[3]))")
+
+
+def restart_with_allow_listed_environment():
+    """Exec this command again (``restarted``) with the allow-listed environment, this one kept in an anonymous
+    file. Returns only when that cannot be done (no memfd, or exec failed): then the zygote is exec'd."""
+    from autograder.containment.zygote import child_environment
+    from autograder.platforms.gradescope import ISOLATION_SETTINGS
+
+    if not hasattr(os, "memfd_create") or not hasattr(os, "environb"):
+        return
+    settings = {k: os.environ[k] for k in ISOLATION_SETTINGS if k in os.environ}
+    fd = os.memfd_create("validate-environment", 0)  # no close-on-exec: the restarted process reads it
+    try:
+        with open(fd, "wb", closefd=False) as f:
+            f.write(b"\0".join(k + b"=" + v for k, v in os.environb.items()))
+        os.lseek(fd, 0, os.SEEK_SET)
+        sys.stdout.flush(), sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, "-E", "-s", "-B", "-c", _RESTARTED, KIT_ROOT, str(fd),
+                                   json.dumps(settings)], child_environment())
+    except OSError as err:
+        os.close(fd)
+        print(f"validate: could not restart with the allow-listed environment ({err}): the zygote is exec'd",
+              file=sys.stderr)
+
+
+def read_environment(fd):
+    """Replace this process's environment with the one kept in the anonymous file ``fd`` (then closed)."""
+    with open(fd, "rb") as f:
+        entries = [entry.partition(b"=") for entry in f.read().split(b"\0") if entry]
+    os.environb.clear()
+    os.environb.update({name: value for name, _, value in entries})
+
+
+def restarted(environment_fd, settings):
+    """The restarted command: fork the zygote first (one torch import for both), then read the instructor's
+    environment back and check as ``main`` does."""
+    from autograder.platforms.gradescope import start_zygote
+
+    try:
+        zygote = start_zygote(json.loads(settings))  # forked when this environment is the allow-list
+    except Exception as err:  # checked all the same, with an exec'd zygote
+        print(f"validate: could not fork the sandbox's zygote ({type(err).__name__}: {err}): it is exec'd",
+              file=sys.stderr)
+        zygote = None
+    finally:
+        read_environment(environment_fd)
+    return main(zygote=zygote)
+
+
+def main(argv=None, zygote=None):
+    """The check (``argv``: none); ``zygote``: one already started (``restarted``), else one is exec'd here."""
     from autograder.config import ConfigError, load_config
     from autograder.containment import isolation
     from autograder.containment.zygote import Zygote
@@ -173,8 +247,12 @@ def main(argv=None):
         config, config_problems = load_config(), []
     except ConfigError as err:
         config, config_problems = None, [f"grading.yaml: {err}"]
-    zygote = None
-    if config is not None:
+    if config is None and zygote is not None:
+        zygote.stop()
+        zygote = None
+    if zygote is not None:
+        level, layers = zygote.level, zygote.layers
+    elif config is not None:
         level = isolation.choose_level()
         layers = isolation.detect_layers(level)
         zygote = Zygote(level, layers=layers)  # imports torch in its own process while this one collects
@@ -186,7 +264,7 @@ def main(argv=None):
         if generated_in_sync_known(key):  # every input the same as when all was last found in sync
             texts = figure = list
         else:  # forked with torch loaded (the case table and the figure need it): neither imports it again
-            texts = in_child(lambda: generated_problems(images=False))  # nbgrader's import, most of it
+            texts = in_child(text_problems)  # nbgrader's preprocessors' import, most of it
             figure = in_child(lambda: generated_problems(images=True))  # matplotlib's
         if zygote is not None:
             problems += grading_problems(config, zygote, level, layers)
@@ -208,4 +286,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    restart_with_allow_listed_environment()
     sys.exit(main())

@@ -1,5 +1,7 @@
 """`make validate`: one line per problem with the lab, and none on the kit as shipped."""
+import os
 import shutil
+import sys
 
 import pytest
 
@@ -159,3 +161,62 @@ def test_a_remembered_verdict_skips_the_generated_files_check(monkeypatch, tmp_p
     monkeypatch.setattr(validate, "generated_problems", lambda images=None: stale)  # what a check would say
     monkeypatch.setattr(validate, "grading_problems", lambda *args: [])
     assert validate.main([]) == 0
+
+
+LIGHT_RENDER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from autograder.platforms import generate
+generate.import_clearing_preprocessors_only()
+print(json.dumps([generate.render_module(generate.ROOT / "solution" / "mha.py"),
+                  generate.render_notebook(generate.ROOT / "solution" / "playground.ipynb"),
+                  "nbgrader.apps" in sys.modules]))
+"""
+
+
+def test_nbgrader_preprocessors_imported_alone_render_what_the_whole_of_nbgrader_renders():
+    """make validate's text check imports only nbgrader's two preprocessors (in its child process, which ends)."""
+    import json
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-c", LIGHT_RENDER, str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    *rendered, whole_package_imported = json.loads(run.stdout)
+    assert not whole_package_imported
+    assert rendered == [generate.render_module(ROOT / "solution" / "mha.py"),
+                        generate.render_notebook(ROOT / "solution" / "playground.ipynb")]
+
+
+def test_the_text_check_in_its_child_process_names_a_stale_file(tmp_path, monkeypatch):
+    for folder in ("solution", "assignment"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    source = tmp_path / "solution" / "playground.ipynb"
+    source.write_text(source.read_text().replace("attention", "attention!", 1))
+    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    assert validate.in_child(validate.text_problems)() == [
+        "assignment/playground.ipynb: out of sync with its source: run `make stubs`"]
+
+
+def test_the_restarted_check_forks_its_zygote_in_the_allow_listed_environment_then_reads_the_instructors_back():
+    """The zygote is started before the instructor's environment is read back (from an anonymous file)."""
+    from autograder.containment.zygote import child_environment
+    from autograder.platforms import gradescope
+
+    instructor = {"HOME": "/home/instructor", "AG_SECRET": "a=b", "PATH": "/usr/bin"}
+    fd = os.memfd_create("test-environment", 0)
+    os.write(fd, b"\0".join(f"{k}={v}".encode() for k, v in instructor.items()))
+    os.lseek(fd, 0, os.SEEK_SET)
+
+    def run():
+        seen = {}
+        os.environ.clear()
+        os.environ.update(child_environment())  # as the restart exec'd it
+        gradescope.start_zygote = lambda settings: seen.setdefault("zygote", dict(os.environ))
+        validate.main = lambda zygote: seen.setdefault("check", dict(os.environ)) and 0
+        validate.restarted(fd, "{}")
+        return [seen["zygote"], seen["check"]]
+
+    at_fork, checking = validate.in_child(run)()
+    os.close(fd)
+    assert at_fork == child_environment()
+    assert checking == instructor
