@@ -8,11 +8,13 @@ marks on the hidden suite (``reference_check``, cached per grader) and the stude
 (``assignment/``) import and score 0; and that every generated file is in sync with its source
 (``generate --check``). Exit 1 when anything is wrong, after naming each problem.
 
-The checks run side by side, for a check in seconds: the sandbox's zygote imports torch in its own
-process while this one collects the suite (which imports torch here); then two forked children check
-the generated files, the text files (nbgrader's import is most of it) and the lab text's figure
-(matplotlib's), while this process grades the reference and the stubs in forked graders, as
-``make grade`` does.
+The checks run side by side, for a check in seconds. The command starts itself again with the
+allow-listed environment (``restart_with_allow_listed_environment``, below), imports torch once and
+forks the sandbox's zygote from itself before it reads anything of the lab; then two forked children
+check the generated files, the text files (nbgrader's two preprocessors, imported alone) and the lab
+text's figure (matplotlib's), while this process reads the suite and grades the reference and the
+stubs in forked graders, as ``make grade`` does. Where it cannot restart (no memfd), or when ``main``
+is called in-process, the zygote is exec'd and imports torch while this process does.
 
 Like the reference's verdict, the generated files' verdict "all in sync" is cached, under a digest of
 everything that decides it (``generated_key``: solution/, assignment/ whole, the parts table, the
@@ -100,6 +102,12 @@ def text_problems():
 
     generate.import_clearing_preprocessors_only()
     return generated_problems(images=False)
+
+
+def start_generated_checks():
+    """The two halves of ``generated_problems`` in two forked children; returns a function per half that waits
+    for its lines. Forked with torch loaded (the case table and the figure need it): neither imports it again."""
+    return in_child(text_problems), in_child(lambda: generated_problems(images=True))  # nbgrader's, matplotlib's
 
 
 def generated_key(root=None, code=CODE):
@@ -260,12 +268,13 @@ def main(argv=None, zygote=None):
         # Before the checks read anything: an input edited while they run makes a verdict stored under the
         # old key, which the next run does not find.
         key = generated_key()
-        problems = part_problems() + config_problems  # imports torch here, while the zygote imports its own
+        checks = None
         if generated_in_sync_known(key):  # every input the same as when all was last found in sync
-            texts = figure = list
-        else:  # forked with torch loaded (the case table and the figure need it): neither imports it again
-            texts = in_child(text_problems)  # nbgrader's preprocessors' import, most of it
-            figure = in_child(lambda: generated_problems(images=True))  # matplotlib's
+            checks = (list, list)
+        elif "torch" in sys.modules:  # (the forked zygote's preload): the checks start before the suite is read
+            checks = start_generated_checks()
+        problems = part_problems() + config_problems  # imports torch here unless loaded (an exec'd zygote imports its own)
+        texts, figure = checks or start_generated_checks()
         if zygote is not None:
             problems += grading_problems(config, zygote, level, layers)
         generated = texts() + figure()
