@@ -220,3 +220,15 @@ def test_the_restarted_check_forks_its_zygote_in_the_allow_listed_environment_th
     os.close(fd)
     assert at_fork == child_environment()
     assert checking == instructor
+
+
+@pytest.mark.slow  # grades the reference and the stubs, checks every generated file
+def test_the_command_restarted_with_the_allow_listed_environment_validates_the_kit_as_shipped(tmp_path):
+    """`python -m autograder.platforms.validate` restarts itself and forks its zygote: the check is the same."""
+    import subprocess
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "AG_INSTRUCTOR_ONLY": "kept"}
+    run = subprocess.run([sys.executable, "-m", "autograder.platforms.validate"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "could not" not in run.stderr, run.stderr  # neither the restart nor the fork fell back
