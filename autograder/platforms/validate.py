@@ -35,10 +35,11 @@ from autograder.paths import KIT_ROOT
 # generator's own code (its templates are in it) is the imported ``autograder`` package, also whole.
 GENERATED_FOLDERS = ("solution", "assignment")
 GENERATED_FILES = ("tests_hidden/parts.py", "generated.sha256")
-# The packages whose code renders a generated file: nbgrader's ClearSolutions, nbformat (and its schema's
-# jsonschema), matplotlib and what it draws and writes the figure with, torch (the figure's weights).
-GENERATED_BY = ("nbgrader", "nbformat", "jsonschema", "traitlets", "matplotlib", "numpy", "pillow",
-                "kiwisolver", "fonttools", "torch")
+# The packages whose code renders a generated file: nbgrader's ClearSolutions and ClearOutput (on nbconvert's
+# preprocessors and traitlets), nbformat (and its schema's jsonschema), matplotlib and what it lays out, draws
+# and writes the figure with, torch (the figure's weights, the case table).
+GENERATED_BY = ("nbgrader", "nbconvert", "nbformat", "jsonschema", "traitlets", "matplotlib", "numpy", "pillow",
+                "kiwisolver", "fonttools", "pyparsing", "cycler", "torch")
 CODE = Path(__file__).resolve().parent.parent  # the autograder package: generate.py, lab_figure.py, the grader's tables
 
 
