@@ -465,19 +465,22 @@ def _whole(source: str) -> bool:
     return source not in REGIONS and source != RULES_SOURCE
 
 
-def generate(check: bool = False, force: bool = False, images=None) -> list:
+def generate(check: bool = False, force: bool = False, images=None, nbgrader=None) -> list:
     """Bring every target in sync with its source; return the targets that were out of sync.
 
     Stray files in CHECKS count as out of sync and are deleted. With check=True nothing is written.
     A whole generated file that was edited by hand raises ``HandEdited`` before anything is written,
     unless ``force``. ``images``: True for the image targets only (the lab text's figure: torch and
     matplotlib), False for all the others (nbgrader's), None for all (``make validate`` checks the two
-    halves side by side).
+    halves side by side). ``nbgrader``: True for the PAIRS only (nbgrader's renderings, no torch needed),
+    False for all the others, None for all.
     """
     recorded = read_manifest()
     manifest, planned, edits = dict(recorded), [], []
-    for source, target in all_pairs():
+    for source, target in PAIRS if nbgrader else all_pairs():  # (the case table imports torch)
         if images is not None and target.endswith(".png") != images:
+            continue
+        if nbgrader is not None and ((source, target) in PAIRS) != nbgrader:
             continue
         expected, path = render(source, target), ROOT / target
         if _whole(source):
@@ -487,7 +490,7 @@ def generate(check: bool = False, force: bool = False, images=None) -> list:
         planned.append((path, expected))
         if _whole(source) and _edited_by_hand(path, recorded):
             edits.append((target, source))
-    for path in stray_checks() if not images else []:
+    for path in stray_checks() if not images and not nbgrader else []:
         planned.append((path, None))
         if _edited_by_hand(path, recorded):
             edits.append((path.relative_to(ROOT).as_posix(), CASES))

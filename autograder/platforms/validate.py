@@ -88,27 +88,43 @@ def grading_problems(config, zygote, level, layers):
     return broken + stub_problems(stubs())
 
 
-def generated_problems(images=None):
-    """Every generated file that is out of sync (``images``: as ``generate.generate`` takes it)."""
+def generated_problems(images=None, nbgrader=None):
+    """Every generated file that is out of sync (``images``, ``nbgrader``: as ``generate.generate`` takes them)."""
     from autograder.platforms import generate
 
     return [f"{path.relative_to(generate.ROOT)}: out of sync with its source: run `make stubs`"
-            for path in generate.generate(check=True, images=images)]
+            for path in generate.generate(check=True, images=images, nbgrader=nbgrader)]
 
 
-def text_problems():
-    """The generated text files out of sync, checked in a child process that ends after it: with nbgrader's
-    preprocessors imported without the rest of nbgrader (``generate.import_clearing_preprocessors_only``)."""
+def nbgrader_problems():
+    """nbgrader's generated files (the stubs, the notebook) out of sync, checked in a child process that ends
+    after it: with nbgrader's preprocessors imported alone (``generate.import_clearing_preprocessors_only``).
+    Needs no torch."""
     from autograder.platforms import generate
 
     generate.import_clearing_preprocessors_only()
-    return generated_problems(images=False)
+    return generated_problems(images=False, nbgrader=True)
 
 
-def start_generated_checks():
-    """The two halves of ``generated_problems`` in two forked children; returns a function per half that waits
-    for its lines. Forked with torch loaded (the case table and the figure need it): neither imports it again."""
-    return in_child(text_problems), in_child(lambda: generated_problems(images=True))  # nbgrader's, matplotlib's
+def other_problems():
+    """Every other generated file out of sync: the figure (matplotlib), the otter checks, the regions, the lab
+    text's tables (torch needed: the case table, the figure's weights)."""
+    return generated_problems(images=True) + generated_problems(images=False, nbgrader=False)
+
+
+def start_generated_checks(with_nbgrader=True):
+    """The generated files' checks in forked children, nbgrader's apart (unless ``with_nbgrader`` is false:
+    ``early_check`` made it); returns a function per child that waits for its lines. Forked with torch loaded."""
+    return ([in_child(nbgrader_problems)] if with_nbgrader else []) + [in_child(other_problems)]
+
+
+def early_check(environment_fd):
+    """In a child forked before torch is imported (``restarted``), beside the parent's torch import: with the
+    instructor's environment, {"key": ``generated_key()``, "lines": nbgrader's files out of sync}, or lines
+    None when the verdict for that key is cached (nothing checked)."""
+    read_environment(environment_fd)
+    key = generated_key()
+    return {"key": key, "lines": None if generated_in_sync_known(key) else nbgrader_problems()}
 
 
 def generated_key(root=None, code=CODE):
@@ -223,9 +239,11 @@ def restart_with_allow_listed_environment():
 
 
 def read_environment(fd):
-    """Replace this process's environment with the one kept in the anonymous file ``fd`` (then closed)."""
-    with open(fd, "rb") as f:
-        entries = [entry.partition(b"=") for entry in f.read().split(b"\0") if entry]
+    """Replace this process's environment with the one kept in the anonymous file ``fd`` (then closed here; read
+    from its start, whatever another process sharing it read)."""
+    data = os.pread(fd, os.fstat(fd).st_size, 0)
+    os.close(fd)
+    entries = [entry.partition(b"=") for entry in data.split(b"\0") if entry]
     os.environb.clear()
     os.environb.update({name: value for name, _, value in entries})
 
@@ -235,6 +253,7 @@ def restarted(environment_fd, settings):
     environment back and check as ``main`` does."""
     from autograder.platforms.gradescope import start_zygote
 
+    early = in_child(lambda: early_check(environment_fd))  # (a sibling of the zygote, never its parent)
     try:
         zygote = start_zygote(json.loads(settings))  # forked when this environment is the allow-list
     except Exception as err:  # checked all the same, with an exec'd zygote
@@ -243,11 +262,12 @@ def restarted(environment_fd, settings):
         zygote = None
     finally:
         read_environment(environment_fd)
-    return main(zygote=zygote)
+    return main(zygote=zygote, early=early)
 
 
-def main(argv=None, zygote=None):
-    """The check (``argv``: none); ``zygote``: one already started (``restarted``), else one is exec'd here."""
+def main(argv=None, zygote=None, early=None):
+    """The check (``argv``: none); ``zygote``: one already started (``restarted``), else one is exec'd here;
+    ``early``: waits for ``early_check``'s answer, when it runs."""
     from autograder.config import ConfigError, load_config
     from autograder.containment import isolation
     from autograder.containment.zygote import Zygote
@@ -266,21 +286,31 @@ def main(argv=None, zygote=None):
         layers = isolation.detect_layers(level)
         zygote = Zygote(level, layers=layers)  # imports torch in its own process while this one collects
     try:
-        # Before the checks read anything: an input edited while they run makes a verdict stored under the
-        # old key, which the next run does not find.
+        # Computed before the checks read anything and again after: a verdict is kept only when no input
+        # changed meanwhile (the early check's key, computed before it read anything, must agree too).
         key = generated_key()
-        checks = None
-        if generated_in_sync_known(key):  # every input the same as when all was last found in sync
-            checks = (list, list)
-        elif "torch" in sys.modules:  # (the forked zygote's preload): the checks start before the suite is read
-            checks = start_generated_checks()
+        cached, checks = generated_in_sync_known(key), None
+        if not cached and "torch" in sys.modules:  # (the forked zygote's preload): started before the suite is read
+            checks = start_generated_checks(with_nbgrader=early is None)
         problems = part_problems() + config_problems  # imports torch here unless loaded (an exec'd zygote imports its own)
-        texts, figure = checks or start_generated_checks()
+        if not cached and checks is None:
+            checks = start_generated_checks(with_nbgrader=early is None)
         if zygote is not None:
             problems += grading_problems(config, zygote, level, layers)
-        generated = texts() + figure()
-        if not generated:
-            remember_generated_in_sync(key)
+        generated, keys = [], {key}
+        answer = early() if early is not None else None  # always waited for
+        if not cached:
+            if isinstance(answer, dict) and answer["lines"] is not None:
+                generated += answer["lines"]
+                keys.add(answer["key"])
+            elif isinstance(answer, dict):  # cached under its key, not this one (an input changed): checked now
+                generated += in_child(nbgrader_problems)()
+            elif answer is not None:  # it failed: its lines say how
+                generated += answer
+            for wait in checks:
+                generated += wait()
+            if not generated and keys == {generated_key()}:
+                remember_generated_in_sync(key)
         problems += generated
     finally:
         if zygote is not None:

@@ -187,13 +187,13 @@ def test_nbgrader_preprocessors_imported_alone_render_what_the_whole_of_nbgrader
                         generate.render_notebook(ROOT / "solution" / "playground.ipynb")]
 
 
-def test_the_text_check_in_its_child_process_names_a_stale_file(tmp_path, monkeypatch):
+def test_nbgraders_check_in_its_child_process_names_a_stale_file(tmp_path, monkeypatch):
     for folder in ("solution", "assignment"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     source = tmp_path / "solution" / "playground.ipynb"
     source.write_text(source.read_text().replace("attention", "attention!", 1))
     monkeypatch.setattr(generate, "ROOT", tmp_path)
-    assert validate.in_child(validate.text_problems)() == [
+    assert validate.in_child(validate.nbgrader_problems)() == [
         "assignment/playground.ipynb: out of sync with its source: run `make stubs`"]
 
 
@@ -212,7 +212,8 @@ def test_the_restarted_check_forks_its_zygote_in_the_allow_listed_environment_th
         os.environ.clear()
         os.environ.update(child_environment())  # as the restart exec'd it
         gradescope.start_zygote = lambda settings: seen.setdefault("zygote", dict(os.environ))
-        validate.main = lambda zygote: seen.setdefault("check", dict(os.environ)) and 0
+        validate.generated_in_sync_known = lambda key: True  # the early check: quick
+        validate.main = lambda zygote, early: seen.setdefault("check", dict(os.environ)) and early() and 0
         validate.restarted(fd, "{}")
         return [seen["zygote"], seen["check"]]
 
@@ -220,6 +221,38 @@ def test_the_restarted_check_forks_its_zygote_in_the_allow_listed_environment_th
     os.close(fd)
     assert at_fork == child_environment()
     assert checking == instructor
+
+
+def test_nbgraders_files_and_all_the_others_are_checked_apart_and_together(tmp_path, monkeypatch):
+    """The early check (nbgrader's files, no torch) and the others' child: together they are every stale file."""
+    for folder in ("solution", "assignment"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    source = tmp_path / "solution" / "mha.py"
+    source.write_text(source.read_text() + "\n# changed\n")
+    (tmp_path / "assignment" / "checks" / "renamed_part.py").write_text("")
+    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    nbgraders, others = validate.in_child(validate.nbgrader_problems)(), validate.other_problems()
+    assert nbgraders == ["assignment/mha.py: out of sync with its source: run `make stubs`"], nbgraders
+    assert others == ["assignment/checks/renamed_part.py: out of sync with its source: run `make stubs`"], others
+    assert sorted(nbgraders + others) == sorted(validate.generated_problems())
+
+
+NBGRADER_CHECK = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from autograder.platforms import validate
+print(json.dumps([validate.nbgrader_problems(), "torch" in sys.modules]))
+"""
+
+
+def test_nbgraders_check_needs_no_torch():
+    """So it runs beside the torch import of `make validate`, before the zygote is forked."""
+    import json
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-c", NBGRADER_CHECK, str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout) == [[], False]
 
 
 @pytest.mark.slow  # grades the reference and the stubs, checks every generated file
