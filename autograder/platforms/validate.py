@@ -9,12 +9,13 @@ marks on the hidden suite (``reference_check``, cached per grader) and the stude
 (``generate --check``). Exit 1 when anything is wrong, after naming each problem.
 
 The checks run side by side, for a check in seconds. The command starts itself again with the
-allow-listed environment (``restart_with_allow_listed_environment``, below), imports torch once and
-forks the sandbox's zygote from itself before it reads anything of the lab; then two forked children
-check the generated files, the text files (nbgrader's two preprocessors, imported alone) and the lab
-text's figure (matplotlib's), while this process reads the suite and grades the reference and the
-stubs in forked graders, as ``make grade`` does. Where it cannot restart (no memfd), or when ``main``
-is called in-process, the zygote is exec'd and imports torch while this process does.
+allow-listed environment (``restart_with_allow_listed_environment``, below); a first child checks
+nbgrader's files (the stubs, the notebook: nbgrader's two preprocessors, imported alone, and no torch)
+while this process imports torch once and forks the sandbox's zygote from itself, before it reads
+anything of the lab; then a second child checks the other generated files (the figure, matplotlib's
+import most of it) while this process reads the suite and grades the reference and the stubs in
+forked graders, as ``make grade`` does. Where it cannot restart (no memfd), or when ``main`` is called
+in-process, the zygote is exec'd and imports torch while this process does.
 
 Like the reference's verdict, the generated files' verdict "all in sync" is cached, under a digest of
 everything that decides it (``generated_key``: solution/, assignment/ whole, the parts table, the
@@ -210,6 +211,9 @@ def in_child(check):
 # been read yet: the suite is collected, the settings loaded and the environment read back only after the
 # fork, and the forked zygote closes every descriptor but its socket and stdio (the anonymous file too).
 # So its children, which grade the reference and the stubs, see what they would see from an exec'd zygote.
+# The early check (``early_check``) does read the environment, solution/ and assignment/, in its own child
+# forked before torch's import: only its answer reaches this process, through a pipe read after the fork
+# (the zygote closes that pipe with every other descriptor).
 
 _RESTARTED = ("import sys; sys.path.insert(0, sys.argv[1]); from autograder.platforms.validate import restarted; "
               "sys.exit(restarted(int(sys.argv[2]), sys.argv[3]))")
