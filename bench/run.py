@@ -147,8 +147,8 @@ def items(tmp, space, settings):
                                   "-p", "no:cacheprovider"] for s in space["naive"]], ok_codes=(0, 1)),
         Item("control", lambda n: [grade + [tmp / "control", "--out", out("control", n), "--jobs", "2"] + limit]),
         Item("hostile", lambda n: [grade + [tmp / "hostile", "--out", out("hostile", n), "--jobs", "2"] + limit]),
-        # make validate as an instructor runs it again on an unchanged lab (the reference's verdict cached),
-        # and after a change (a fresh, empty cache: the reference is graded too)
+        # make validate as an instructor runs it again on an unchanged lab (the verdicts on the reference and
+        # the generated files cached), and after a change (a fresh, empty cache: everything is checked again)
         Item("validate", lambda n: [[PY, "-m", "autograder.platforms.validate"]], short=True),
         Item("validate_fresh", lambda n: [["env", f"XDG_CACHE_HOME={tempfile.mkdtemp(dir=tmp)}", PY, "-m",
                                            "autograder.platforms.validate"]], short=True),
@@ -420,10 +420,10 @@ def validate_rows(by, settings):
     """`make validate` against a torch import (issue 35: at most 3x)."""
     unit = by["torch"].wall()
     rows = []
-    for number, key, when in (("9a", "validate", "the lab unchanged since the last check (the reference's verdict "
-                                                 "cached)"),
+    for number, key, when in (("9a", "validate", "the lab unchanged since the last check (the verdicts "
+                                                 "on the reference and the generated files cached)"),
                               ("9b", "validate_fresh", "after a change to the lab (no cached verdict: the reference "
-                                                       "is graded too)")):
+                                                       "is graded and every generated file checked)")):
         ratio = by[key].wall() / unit
         rows.append((number, f"make validate / torch import: `python -m autograder.platforms.validate`, {when}",
                      f"{by[key].wall():.2f} s = **{ratio:.2f}x** torch import", "<= 3x",
