@@ -687,31 +687,82 @@ def closed_copy_of_the_kit(base):
     return copy_of_the_kit(base / "kit", venv=False)
 
 
+def grade_closed_at_the_uid_level_without_landlock(base, attention_tail, others=()):
+    """Grade, at the uid level with seccomp and no Landlock, from a closed copy of the kit in ``base`` (mode 0700,
+    as that level requires): one submission, the reference with ``attention_tail`` appended, named "attack", and
+    a reference submission per name in ``others``, two graders side by side. Returns (results, printed) of "attack"."""
+    python, environment = grader_for("uid")
+    environment["AUTOGRADER_LAYERS"] = "seccomp"
+    kit = closed_copy_of_the_kit(base)
+    reference = without_markers((SOLUTION / "attention.py").read_text())
+    mha = without_markers((SOLUTION / "mha.py").read_text())
+    batch, out = base / "batch", base / "reports"
+    write_submission(batch / "attack", {"attention.py": reference + attention_tail, "mha.py": mha})
+    for name in others:
+        write_submission(batch / name, {"attention.py": reference, "mha.py": mha})
+    command = [python, "-m", "autograder", "grade", "--batch", str(batch), "--out", str(out), "--jobs", "2",
+               "--call-timeout", str(CALL_TIMEOUT)]
+    process = subprocess.run(command, cwd=kit, env=environment, capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr[-2000:]
+    results = json.loads((out / "attack" / "results.json").read_text())
+    assert results["extra_data"]["isolation"] == "uid" and "landlock-fs" not in results["extra_data"]["containment"]
+    assert not results["extra_data"]["grader_error"], results["output"][-1000:]
+    printed = re.search(r"## What your code printed\n\n```\n(.*?)\n```",
+                        (out / "attack" / "feedback.md").read_text(), re.DOTALL).group(1)
+    return results, printed
+
+
 def test_the_filter_alone_bounds_the_disk_at_the_uid_level():
     """Where Landlock is refused (AUTOGRADER_LAYERS=seccomp), the seccomp filter refuses O_CREAT and mkdir:
     the child creates nothing, in its own folder, /tmp, /var/tmp or /dev/shm; the student reads why, the
-    grader is unharmed. Graded from a closed copy of the kit, as the uid level without Landlock requires."""
-    python, environment = grader_for("uid")
-    environment["AUTOGRADER_LAYERS"] = "seccomp"
+    grader is unharmed."""
     base = Path(tempfile.mkdtemp(prefix="disk-fill-"))  # mode 0700: the kit, batch and reports inside are closed
     try:
-        kit = closed_copy_of_the_kit(base)
-        reference = without_markers((SOLUTION / "attention.py").read_text())
-        payload = (HOSTILE / "disk_fill" / "attention.py.payload").read_text()
-        batch, out = base / "batch", base / "reports"
-        write_submission(batch / "disk_fill", {"attention.py": reference + payload,
-                                               "mha.py": without_markers((SOLUTION / "mha.py").read_text())})
-        command = [python, "-m", "autograder", "grade", "--batch", str(batch), "--out", str(out),
-                   "--call-timeout", str(CALL_TIMEOUT)]
-        process = subprocess.run(command, cwd=kit, env=environment, capture_output=True, text=True, timeout=300)
-        assert process.returncode == 0, process.stderr[-2000:]
-        results = json.loads((out / "disk_fill" / "results.json").read_text())
-        assert results["extra_data"]["isolation"] == "uid" and "landlock-fs" not in results["extra_data"]["containment"]
-        assert not results["extra_data"]["grader_error"], results["output"][-1000:]
-        printed = re.search(r"## What your code printed\n\n```\n(.*?)\n```",
-                            (out / "disk_fill" / "feedback.md").read_text(), re.DOTALL).group(1)
+        _, printed = grade_closed_at_the_uid_level_without_landlock(
+            base, (HOSTILE / "disk_fill" / "attention.py.payload").read_text())
         assert_disk_bounded(printed)
         assert "DISK wrote=0 error=Operation not permitted" in printed, printed[:500]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# Read every process's command line, name, environment and working folder, and print what names another
+# submission of the batch (the marker is in those submissions' folder names only).
+PROC_SCAN = """
+
+def _scan_proc(marker):
+    import os
+    found, scanned = [], 0
+    for pid in [name for name in os.listdir("/proc") if name.isdigit()]:
+        scanned += 1
+        for entry in ("cmdline", "comm", "environ", "cwd", "root", "exe"):
+            try:
+                path = f"/proc/{pid}/{entry}"
+                text = os.readlink(path).encode() if entry in ("cwd", "root", "exe") else open(path, "rb").read()
+            except OSError:
+                continue
+            if marker.encode() in text:
+                found.append(f"{pid}/{entry}")
+    print(f"PROCSCAN scanned={scanned} found={found}", flush=True)
+
+
+_scan_proc(%r)
+"""
+
+
+def test_without_landlock_the_processes_a_submission_sees_name_no_other_submission():
+    """The uid level without Landlock cannot hide /proc (no mount, no Landlock): the child lists every process
+    and reads their command lines. What it reads there names no other submission: the graders are forked, not
+    started with a submission's path, and another uid's environment and folders are refused by the kernel."""
+    marker = "peer" + secrets.token_hex(4)
+    base = Path(tempfile.mkdtemp(prefix="proc-scan-"))
+    try:
+        _, printed = grade_closed_at_the_uid_level_without_landlock(
+            base, PROC_SCAN % marker, others=[f"{marker}_one", f"{marker}_two", f"{marker}_three"])
+        scan = re.search(r"^PROCSCAN scanned=(\d+) found=(.*)$", printed, re.MULTILINE)
+        assert scan, f"the /proc scan did not finish:\n{printed[:1000]}"
+        assert int(scan.group(1)) > 1, "the scan saw no other process: the test proves nothing here"
+        assert scan.group(2) == "[]", f"another submission is named in /proc: {scan.group(2)}"
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
