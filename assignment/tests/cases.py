@@ -22,7 +22,7 @@ from typing import Callable
 
 import torch
 
-from checks import (MISTAKES, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (MISTAKES, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
@@ -713,7 +713,8 @@ def tiled_attention_matches_pytorch(attention):
 
 def tiled_hint(query, key, value, causal, block_size):
     """Hint for a wrong tiled output, in the grade's words when it is PyTorch's attention under the causal mask of
-    a mistake it names: the boundary one key late, or each block's keys numbered from 0."""
+    a mistake it names (the boundary one key late, or each block's keys numbered from 0), or the output of a
+    running sum never rescaled."""
     rows, cols = torch.arange(query.size(-2))[:, None], torch.arange(key.size(-2))[None, :]
     named = [(cols <= rows + 1, "tiled_causal_off_by_one"), (cols % block_size <= rows, "tiled_block_offset_forgotten")]
 
@@ -721,8 +722,10 @@ def tiled_hint(query, key, value, causal, block_size):
         for allowed, name in named if causal else []:
             if torch.allclose(got.double(), torch_attention(query, key, value, allowed)[0].double(), atol=1e-6):
                 return MISTAKES["tiled"][name]
-        return ("rescale the running sum and output by exp(m - m_new) whenever the max grows; "
-                "with causal=True, key j of a block sits at position start + j")
+        named_bug = likely_bug(got, [(lambda: output_without_rescaling(query, key, value, causal, block_size)
+                                      if key.size(-2) > block_size else None, MISTAKES["tiled"]["tiled_no_rescale"])])
+        return named_bug or ("rescale the running sum and output by exp(m - m_new) whenever the max grows; "
+                             "with causal=True, key j of a block sits at position start + j")
     return hint
 
 

@@ -590,6 +590,22 @@ def _weights_with_blocked_scores_zero(query, key, mask):
     return torch_attention(query.unsqueeze(-2), keys, keys, scale=1 / math.sqrt(d_k))[1].squeeze(-2)
 
 
+def output_without_rescaling(query, key, value, causal, block_size):
+    """What a tiled attention gives when it never rescales: key j of block b is weighed by exp(s_j - m_b), with m_b
+    the running max after block b, not the final max m. That is PyTorch's attention with m - m_b added to the
+    scores of block b (a softmax does not see a shift common to a row): no tiled loop needed to name the mistake."""
+    t_q, t_k = query.size(-2), key.size(-2)
+    allowed = lower_triangle(t_q, t_k) if causal else torch.ones(t_q, t_k, dtype=torch.bool)  # (T_q, T_k)
+    scores = (query @ key.mT / math.sqrt(query.size(-1))).masked_fill(~allowed, float("-inf"))  # (..., T_q, T_k)
+    blocks = -(-t_k // block_size)
+    padded = torch.nn.functional.pad(scores, (0, blocks * block_size - t_k), value=float("-inf"))
+    block_max = padded.unflatten(-1, (blocks, block_size)).amax(dim=-1)  # (..., T_q, blocks)
+    running = block_max.cummax(dim=-1).values  # the max after each block
+    shift = (running[..., -1:] - running).masked_fill(running.isinf(), 0.0)  # a block with no key allowed yet: 0
+    shift = shift.repeat_interleave(block_size, dim=-1)[..., :t_k]  # (..., T_q, T_k), per key
+    return torch_attention(query, key, value, shift.masked_fill(~allowed, float("-inf")), additive=True)[0]
+
+
 def _nonbinary(mask):
     """A numeric mask with nonzero values other than 1."""
     return mask is not None and mask.dtype != torch.bool and bool(((mask != 0) & (mask != 1)).any())

@@ -66,17 +66,7 @@ def test_the_defect_loses_points_in_exactly_its_parts(graded, defect):
         + "; ".join(f"{part}: {tests}" for part, tests in charged.items()))
 
 
-# Defects whose words `make test` does not say yet (issue 34 item 3: the public tests run the catalogue). Strict:
-# once the public tests name one, its test passes and this list must lose it.
-NOT_YET_NAMED_LOCALLY = {
-    # Naming it needs the running max of each block's scores, which only a tiled attention written here could give.
-    'tiled_no_rescale',
-}
-
-
-@pytest.mark.parametrize("defect", [pytest.param(name, marks=pytest.mark.xfail(
-    name in NOT_YET_NAMED_LOCALLY, reason="issue 34 item 3: `make test` does not name it yet", strict=True))
-    for name in sorted(PLANTED)])
+@pytest.mark.parametrize("defect", sorted(PLANTED))
 def test_make_test_names_the_defect(graded, defect):
     run, _ = graded[defect]
     local = "\n".join([run.output, *run.skipped.values()])

@@ -185,6 +185,11 @@ def test_wrong_extra_credit_fails_on_its_own_line_and_leaves_the_points(runs):
     assert run.returncode == 0, "an optional test alone never fails the run (make test would say Error 1)"
 
 
+def test_a_tiled_attention_that_never_rescales_is_named_in_the_graders_words(runs):
+    text = failure(runs["tiled_no_rescale"], "tiled_attention_matches_pytorch")
+    assert f"hint: {words('tiled', 'tiled_no_rescale')}" in text, text
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_under_make_a_failing_run_ends_its_output_with_the_score_and_exits_non_zero(tmp_path):
     lab = tmp_path / "lab"
