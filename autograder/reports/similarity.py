@@ -43,6 +43,8 @@ def documents(out_dir, entries):
 def compare(texts, boilerplate_texts):
     """[(a, b, share of a, share of b, shared tokens, a's marked html, b's marked html)] for every pair of
     ``texts`` ({id: code}), the most similar first; ``boilerplate_texts``: code whose fingerprints never count."""
+    if len(texts) < 2:  # no pair: copydetect's import (matplotlib's, most of it) would double a one-submission grade
+        return []
     import numpy as np
     from copydetect import CodeFingerprint, compare_files
     from copydetect.utils import highlight_overlap

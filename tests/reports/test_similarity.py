@@ -2,6 +2,8 @@
 stubs' code left out, the pairs above the threshold listed and shown side by side; never a grade."""
 import csv
 import io
+import subprocess
+import sys
 
 from autograder.reports import similarity
 from conftest import ROOT
@@ -89,3 +91,11 @@ def test_the_report_is_the_owners_alone_and_touches_no_grade_file(tmp_path):
     similarity.write(str(tmp_path), entries, STUBS, {})
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["similarity.csv", "similarity.html"]
     assert all((tmp_path / n).stat().st_mode & 0o077 == 0 for n in ("similarity.csv", "similarity.html"))
+
+
+def test_one_submission_has_no_pair_and_costs_no_import_of_copydetect():
+    """copydetect imports matplotlib (about 0.6 s): a one-submission grade, with no pair to compare, never pays it."""
+    code = ("import sys; from autograder.reports import similarity; "
+            "print(similarity.compare({'alone': 'x = 1'}, []), 'copydetect' in sys.modules)")
+    process = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert process.stdout.split() == ["[]", "False"], process.stdout + process.stderr
