@@ -42,30 +42,71 @@ def documents(out_dir, entries):
 
 def compare(texts, boilerplate_texts):
     """[(a, b, share of a, share of b, shared tokens, a's marked html, b's marked html)] for every pair of
-    ``texts`` ({id: code}), the most similar first; ``boilerplate_texts``: code whose fingerprints never count."""
+    ``texts`` ({id: code}), the most similar first; ``boilerplate_texts``: code whose fingerprints never count.
+    The marked html is None but for the first SIDE_BY_SIDE listed pairs, the ones the page shows."""
     if len(texts) < 2:  # no pair: copydetect's import (matplotlib's, most of it) would double a one-submission grade
         return []
-    import numpy as np
     from copydetect import CodeFingerprint, compare_files
     from copydetect.utils import highlight_overlap
 
-    def fingerprint(name, text, boilerplate, window):
-        return CodeFingerprint(f"{name}.py", NOISE, window, boilerplate, fp=io.StringIO(text))
-
-    boilerplate = np.unique(np.array([h for i, t in enumerate(boilerplate_texts)
-                                      for h in fingerprint(f"stub{i}", t, None, 1).hashes], dtype=np.int64))
-    prints = {i: fingerprint("s", text, boilerplate, WINDOW) for i, text in sorted(texts.items())}
+    boilerplate = boilerplate_hashes(boilerplate_texts)
+    prints = {i: CodeFingerprint("s.py", NOISE, WINDOW, boilerplate, fp=io.StringIO(text))
+              for i, text in sorted(texts.items())}
+    occurrences = {i: _occurrences(fp) for i, fp in prints.items()}
     ids = list(prints)
-    pairs = []
+    compared = []
     for n, a in enumerate(ids):
         for b in ids[n + 1:]:
-            overlap, (share_a, share_b), (slices_a, slices_b) = compare_files(prints[a], prints[b])
-            marked_a = marked_b = None
-            if overlap:
-                marked_a, _ = highlight_overlap(prints[a].raw_code, slices_a, "<mark>", "</mark>", escape_html=True)
-                marked_b, _ = highlight_overlap(prints[b].raw_code, slices_b, "<mark>", "</mark>", escape_html=True)
-            pairs.append((a, b, float(share_a), float(share_b), int(overlap), marked_a, marked_b))
-    return sorted(pairs, key=lambda p: (-max(p[2], p[3]), p[0], p[1]))
+            overlap, share_a, share_b = _shares(prints[a], prints[b], occurrences[a], occurrences[b])
+            compared.append((a, b, share_a, share_b, overlap))
+    compared.sort(key=lambda p: (-max(p[2], p[3]), p[0], p[1]))
+    pairs, shown = [], 0
+    for a, b, share_a, share_b, overlap in compared:
+        marked_a = marked_b = None
+        if overlap and listed((a, b, share_a, share_b)) and shown < SIDE_BY_SIDE:  # the pairs the page shows
+            shown += 1
+            _, _, (slices_a, slices_b) = compare_files(prints[a], prints[b])
+            marked_a, _ = highlight_overlap(prints[a].raw_code, slices_a, "<mark>", "</mark>", escape_html=True)
+            marked_b, _ = highlight_overlap(prints[b].raw_code, slices_b, "<mark>", "</mark>", escape_html=True)
+        pairs.append((a, b, share_a, share_b, overlap, marked_a, marked_b))
+    return pairs
+
+
+def boilerplate_hashes(texts):
+    """Every fingerprint of ``texts`` (window 1: all of them), as copydetect takes boilerplate."""
+    import numpy as np
+    from copydetect import CodeFingerprint
+
+    return np.unique(np.array([h for i, text in enumerate(texts) for h in CodeFingerprint(
+        f"stub{i}.py", NOISE, 1, None, fp=io.StringIO(text)).hashes], dtype=np.int64))
+
+
+def _occurrences(fp):
+    """A fingerprint's (distinct hashes, the hash at each winnowed position, those positions) as arrays."""
+    import numpy as np
+
+    hashes = np.fromiter(fp.hash_idx.keys(), dtype=np.int64, count=len(fp.hash_idx))
+    counts = [len(positions) for positions in fp.hash_idx.values()]
+    positions = np.fromiter((i for ps in fp.hash_idx.values() for i in ps), dtype=np.int64, count=sum(counts))
+    return hashes, np.repeat(hashes, counts), positions
+
+
+def _shares(fp_a, fp_b, occ_a, occ_b):
+    """copydetect's compare_files (token overlap, each side's share), the overlap found with arrays instead of a
+    Python loop over every shared hash: quadratic in the class, so most of a batch's class files otherwise.
+    Same copydetect helpers and arithmetic (tests/reports/test_similarity.py checks it against compare_files)."""
+    import numpy as np
+    from copydetect.utils import get_copied_slices
+
+    common = np.intersect1d(occ_a[0], occ_b[0], assume_unique=True)
+    if len(common) == 0:
+        return 0, 0.0, 0.0
+    slices_a = get_copied_slices(occ_a[2][np.isin(occ_a[1], common)], fp_a.k)
+    slices_b = get_copied_slices(occ_b[2][np.isin(occ_b[1], common)], fp_b.k)
+    tokens_a, tokens_b = int(np.sum(slices_a[1] - slices_a[0])), int(np.sum(slices_b[1] - slices_b[0]))
+    share_a = tokens_a / fp_a.token_coverage if len(fp_a.filtered_code) > 0 else 0.0
+    share_b = tokens_b / fp_b.token_coverage if len(fp_b.filtered_code) > 0 else 0.0
+    return tokens_a, float(share_a), float(share_b)
 
 
 def listed(pair):

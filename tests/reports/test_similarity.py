@@ -5,6 +5,8 @@ import io
 import subprocess
 import sys
 
+import pytest
+
 from autograder.reports import similarity
 from conftest import ROOT
 
@@ -99,3 +101,24 @@ def test_one_submission_has_no_pair_and_costs_no_import_of_copydetect():
             "print(similarity.compare({'alone': 'x = 1'}, []), 'copydetect' in sys.modules)")
     process = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert process.stdout.split() == ["[]", "False"], process.stdout + process.stderr
+
+
+def test_every_pairs_shares_are_copydetects_own():
+    """The pairs' overlap is found with arrays, not copydetect's loop over every shared hash: the numbers must be
+    the ones copydetect's compare_files gives, on the samples' code, with and without the stubs left out."""
+    from copydetect import CodeFingerprint, compare_files
+
+    samples = sorted((ROOT / "examples" / "submissions").glob("*/*.py"))
+    texts = {f"{path.parent.name}/{path.name}": path.read_text(encoding="utf-8") for path in samples}
+    texts["other"] = OTHER
+    texts["other_renamed"] = OTHER.replace("table", "memo").replace("items", "stock")
+    for boilerplate_texts in (STUBS, []):
+        pairs = similarity.compare(texts, boilerplate_texts)
+        boilerplate = similarity.boilerplate_hashes(boilerplate_texts)
+        prints = {i: CodeFingerprint(f"{i}.py", similarity.NOISE, similarity.WINDOW, boilerplate,
+                                     fp=io.StringIO(text)) for i, text in texts.items()}
+        assert len(pairs) == len(texts) * (len(texts) - 1) // 2
+        assert any(pair[4] for pair in pairs), "no pair overlaps: the comparison proves nothing"
+        for a, b, share_a, share_b, overlap, _, _ in pairs:
+            expected_overlap, (expected_a, expected_b), _ = compare_files(prints[a], prints[b])
+            assert (overlap, share_a, share_b) == pytest.approx((expected_overlap, expected_a, expected_b)), (a, b)
