@@ -418,6 +418,19 @@ def test_scanner_allows_harmless_idioms_of_published_code(case):
     assert submit.find_forbidden_calls(PUBLISHED_IDIOMS[case], "mha.py") == []
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_a_finding_quotes_the_code_exactly_as_the_parser_placed_it(newline):
+    """The quoted code is ``ast.get_source_segment``'s for every node, whatever the line endings, with
+    form feeds, non-ASCII names and nodes that span lines (the checker splits the file once, not per node)."""
+    import ast
+
+    source = ((SOLUTION / "mha.py").read_text() + "\n\x0cé = {'ü': (1,\n  2)}\nx = f(a,\n\tb)[0]\n").replace("\n", newline)
+    checker = submit._Checker(source, "mha.py", None)
+    nodes = [node for node in ast.walk(ast.parse(source)) if getattr(node, "end_lineno", None) is not None]
+    assert any(node.end_lineno > node.lineno for node in nodes) and len(nodes) > 300
+    assert all(checker.segment(node) == ast.get_source_segment(source, node) for node in nodes)
+
+
 def test_a_refusal_names_the_construct_and_what_to_write_instead():
     found = submit.find_forbidden_calls("import torch\ny = torch.softmx(x, -1)\n", "attention.py")
     assert len(found) == 1 and "torch.softmx" in found[0].message and "did you mean softmax" in found[0].message
