@@ -388,8 +388,10 @@ def gradients_flow_back_to_query_key_and_value(attention):
         fail(case, "no gradient flows from output and weights back to query, key and value",
              hint=NO_GRADIENT_HINT)
     try:
-        grads = torch.autograd.grad((output, weights), (query, key, value), (grad_output, grad_weights),
-                                    allow_unused=True)
+        # The gradient of this one number is what autograd.grad((output, weights), ..., (grad_output, grad_weights))
+        # gives, exactly; passing grad_outputs would import sympy on first use, 2-3 s of every `make test`.
+        weighted = (output * grad_output).sum() + (weights * grad_weights).sum()
+        grads = torch.autograd.grad(weighted, (query, key, value), allow_unused=True)
     except RuntimeError as exc:
         text = " ".join(str(exc).split())
         edits = []

@@ -84,6 +84,16 @@ def test_public_suite_is_fast(reference):
     assert reference.test_seconds < 5, f"the public tests took {reference.test_seconds:.1f} s on the reference"
 
 
+def test_the_public_suite_never_imports_sympy():
+    """torch.autograd.grad given grad_outputs imports sympy on first use: 2-3 s, more than every public test
+    together takes. The gradient case differentiates one weighted sum instead, as the sandbox does."""
+    probe = ("import sys, pytest; code = pytest.main(['-q', '-p', 'no:cacheprovider', '-c', sys.argv[1], sys.argv[2], "
+             "'--submission=' + sys.argv[3]]); print('exit', int(code), 'sympy', 'sympy' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe, str(PUBLIC / "pytest.ini"), str(PUBLIC), str(SOLUTION)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.stdout.rstrip().splitlines()[-1] == "exit 0 sympy False", proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
 @pytest.mark.slow  # runs the public tests on the stubs
 def test_every_public_test_fails_on_the_stubs(stubs, reference):
     assert stubs.returncode == 1, stubs.output
