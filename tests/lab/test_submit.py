@@ -421,10 +421,13 @@ def test_scanner_allows_harmless_idioms_of_published_code(case):
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_a_finding_quotes_the_code_exactly_as_the_parser_placed_it(newline):
     """The quoted code is ``ast.get_source_segment``'s for every node, whatever the line endings, with
-    form feeds, non-ASCII names and nodes that span lines (the checker splits the file once, not per node)."""
+    form feeds, non-ASCII names, nodes that span lines, and the characters str.splitlines() breaks at but the
+    parser does not (the checker splits the file once, not per node)."""
     import ast
 
-    source = ((SOLUTION / "mha.py").read_text() + "\n\x0cé = {'ü': (1,\n  2)}\nx = f(a,\n\tb)[0]\n").replace("\n", newline)
+    others = "# \u2028 \u2029 \x85 \x1c \x0b\ns = 'a\u2028b\x85c' + f('d\x1c')\n"
+    source = ((SOLUTION / "mha.py").read_text() + "\n\x0cé = {'ü': (1,\n  2)}\nx = f(a,\n\tb)[0]\n" + others
+              ).replace("\n", newline)
     checker = submit._Checker(source, "mha.py", None)
     nodes = [node for node in ast.walk(ast.parse(source)) if getattr(node, "end_lineno", None) is not None]
     assert any(node.end_lineno > node.lineno for node in nodes) and len(nodes) > 300
