@@ -7,7 +7,7 @@ import torch
 
 from autograder.grading import catalogue
 from autograder.grading.compare import diagnosed, expect_close, expect_pair
-from autograder.containment.probes import CONTRACT
+from autograder.grading.oracle import CONTRACT
 from autograder.rules import read_source
 from autograder.grading.student import Failure, RuleViolation, StudentError
 from cases import AttentionCase

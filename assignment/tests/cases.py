@@ -146,6 +146,9 @@ def known_good_attention_module():
         return (tokens != pad_id)[:, None, None, :]
 
     class ScaledDotProductAttention(torch.nn.Module):
+        def __init__(self, *args, **kwargs):  # built as your MHA builds it (a dropout, a temperature): ignored
+            super().__init__()
+
         def forward(self, query, key, value, mask=None):
             return known_good_attention(query, key, value, mask)
 

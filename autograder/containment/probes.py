@@ -11,7 +11,7 @@ What a request may ask and what a reply holds is defined in ``autograder.contain
 import ctypes
 import dataclasses
 import importlib
-import importlib.util
+import linecache
 import math
 import os
 import sys
@@ -219,95 +219,16 @@ class OpRecord:
             self.forbidden |= {name for name in rules.watched_builtins() if error.message.startswith(f"{name} ")}
 
 
-# --- attention from built-ins, for grading MHA with a known-good attention ----------------
-
-CONTRACT = ("causal_mask", "padding_mask", "scaled_dot_product_attention", "ScaledDotProductAttention")
-
-
-class RefusedFile(ImportError):
-    """mha.py asked the oracle for a name of an attention.py the grader refused (and never copied here)."""
-
-
-def _oracle_attention_module(folder, refused=None):
-    """A stand-in ``attention`` module for "oracle" mode, so an attention.py bug does not also sink
-    MultiHeadAttention: the four contract names are built from torch built-ins (the lab text's
-    formula), and any other name (a helper, a constant, a class) comes from the student's own
-    attention.py, which is loaded only when mha.py asks for such a name. Loaded that way, its
-    contract names are replaced too, so its helpers call the known-good attention.
-
-    ``refused`` ({"attention.py": the scanner's line}, from the parent): the scanner refused the file,
-    which the parent then left out of this child's folder. Any other name fails with that line: the
-    parts of mha.py that need it get no points from a refused file's code."""
-    module = types.ModuleType("attention")
-
-    def causal_mask(seq_len, device=None):
-        return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
-
-    def padding_mask(tokens, pad_id):
-        return (tokens != pad_id)[:, None, None, :]
-
-    def scaled_dot_product_attention(query, key, value, mask=None):
-        scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(query.size(-1))
-        if mask is not None:
-            allowed = mask if mask.dtype == torch.bool else mask != 0
-            scores = scores.masked_fill(~allowed, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        return torch.matmul(weights, value), weights
-
-    class ScaledDotProductAttention(torch.nn.Module):
-        def forward(self, query, key, value, mask=None):
-            return scaled_dot_product_attention(query, key, value, mask)
-
-    oracle = {"causal_mask": causal_mask, "padding_mask": padding_mask,
-              "scaled_dot_product_attention": scaled_dot_product_attention,
-              "ScaledDotProductAttention": ScaledDotProductAttention}
-    vars(module).update(oracle)
-    own = {}  # the student's module and its original contract objects, once loaded
-
-    def load_own(name):
-        if "attention.py" in (refused or {}):
-            raise RefusedFile(f"mha.py uses {name} from attention.py, which the grader refused: "
-                              f"{refused['attention.py']}")
-        if "error" in own:
-            raise own["error"]
-        if "module" not in own:
-            spec = importlib.util.spec_from_file_location("attention", os.path.join(folder, "attention.py"))
-            student = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(student)
-            except BaseException as err:  # remembered: every later lookup fails the same way
-                own["error"] = err
-                raise
-            own["originals"] = [(getattr(student, name), name) for name in CONTRACT if hasattr(student, name)]
-            vars(student).update(oracle)
-            own["module"] = student
-        return own["module"]
-
-    def __getattr__(name):
-        if name.startswith("__") and name != "__all__":
-            raise AttributeError(name)  # import machinery probes (__path__, ...): no need to load the file
-        if name == "__all__":  # `from attention import *`: the student's public names, or the contract's
-            try:
-                student = load_own(name)
-            except Exception:
-                return list(CONTRACT)
-            return getattr(student, "__all__", [n for n in vars(student) if not n.startswith("_")])
-        student = load_own(name)
-        value = getattr(student, name)  # AttributeError: the name is not in the student's file either
-        alias = next((n for original, n in own["originals"] if original is value), None)
-        return oracle[alias] if alias else value  # an alias such as `attention = scaled_dot_product_attention`
-
-    module.__getattr__ = __getattr__
-    return module
-
-
 # --- importing the submission --------------------------------------------------------------
 
 class Submission:
-    """The student's modules, imported lazily; an import failure is remembered and reported."""
+    """The student's modules, imported lazily from the child's folder; an import failure is remembered
+    and reported. The folder is whatever the grader wrote: the student's two files, or (oracle mode,
+    ``autograder/grading/oracle.py``) mha.py beside the reference's attention. This process holds no
+    attention of its own."""
 
-    def __init__(self, folder, mode, refused=None):
-        self.folder, self.mode, self.refused = folder, mode, dict(refused or {})
+    def __init__(self, folder):
+        self.folder = folder
         self.modules, self.failures = {}, {}
 
     def module(self, name):
@@ -316,8 +237,6 @@ class Submission:
         if name in self.failures:
             raise ImportFailed(self.failures[name])
         if name not in self.modules:
-            if self.mode == "oracle" and "attention" not in sys.modules:
-                sys.modules["attention"] = _oracle_attention_module(self.folder, self.refused)
             try:
                 self.modules[name] = sys.modules.get(name) or importlib.import_module(name)
             except BaseException as err:  # SystemExit and KeyboardInterrupt at import count too
@@ -497,14 +416,22 @@ def object_attrs(obj):
 
 # --- errors as the parent reads them ------------------------------------------------------
 
+# The files whose lines an error may point at: the student's, and their attention.py as an oracle child
+# keeps it (autograder/grading/oracle.py); the oracle's own attention.py is marked, and never pointed at.
+SHOWN_AS = {"attention.py": "attention.py", "mha.py": "mha.py", "student_attention.py": "attention.py"}
+ORACLE_MARKER = "__kit_oracle__"
+
+
 def describe_exception(err, phase):
     """Exception type, message and the student's line it came from (never the full traceback)."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__)
-              if os.path.basename(f.filename) in ("attention.py", "mha.py")]
+    frames = [(frame, lineno) for frame, lineno in traceback.walk_tb(err.__traceback__)
+              if os.path.basename(frame.f_code.co_filename) in SHOWN_AS and ORACLE_MARKER not in frame.f_globals]
     where = None
     if frames:
-        f = frames[-1]
-        where = Where(os.path.basename(f.filename), f.lineno, f.name, (f.line or "")[:200])
+        frame, lineno = frames[-1]
+        filename = SHOWN_AS[os.path.basename(frame.f_code.co_filename)]
+        line = linecache.getline(frame.f_code.co_filename, lineno).strip()
+        where = Where(filename, lineno, frame.f_code.co_name, line[:200])
     return ErrorInfo(type=type(err).__name__[:80], mro=[c.__name__ for c in type(err).__mro__][:12],
                      message=_safe_str(err)[:MAX_TEXT], phase=phase, where=where)
 
@@ -518,14 +445,14 @@ def _safe_str(err):
 
 # --- the serve loop ---------------------------------------------------------------------------
 
-def serve(request_fd, response_fd, submission_dir, mode, refused=None):
+def serve(request_fd, response_fd, submission_dir):
     """Answer requests until the parent closes the pipe; each reply echoes its request's ``seq``."""
     sys.path.insert(0, submission_dir)
     os.chdir(submission_dir)
     single_threaded()
     install_tripwires()
     block_forbidden_kernels()
-    submission = Submission(submission_dir, mode, refused)
+    submission = Submission(submission_dir)
     while True:
         try:
             body = wire.recv_blocking(request_fd)

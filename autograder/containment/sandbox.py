@@ -173,7 +173,7 @@ def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     try:
-        probes.serve(REQUEST_FD, RESPONSE_FD, submission_dir, config["mode"], config.get("refused", {}))
+        probes.serve(REQUEST_FD, RESPONSE_FD, submission_dir)
     finally:
         os._exit(0)
 

@@ -92,17 +92,17 @@ class Zygote:
         count = int.from_bytes(self.ledger[:4], "little")
         return [int.from_bytes(self.ledger[4 * i:4 * (i + 1)], "little") for i in range(1, count + 1)]
 
-    def spawn(self, submission_dir, mode, limits, uid, cgroup_procs=(), refused=None):
+    def spawn(self, submission_dir, limits, uid, cgroup_procs=()):
         """Start a sandboxed child for one submission folder, as ``uid`` (from ``next_uid``), in the
         submission's cgroup when there is one (``cgroups.SubmissionCgroup.procs``); returns a ``sandbox.Child``.
-        ``refused``: {file name: the scanner's line} for files the folder leaves out (``probes.Submission``)."""
+        The folder holds everything the child may import of the course: the grader chose its files."""
         from autograder.containment.sandbox import Child  # imports torch (replies are tensors): not needed to start
 
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
         output_r, output_w = os.pipe()
         status_r, status_w = os.pipe()
-        config = {"dir": submission_dir, "mode": mode, "refused": dict(refused or {}), "uid": uid,
+        config = {"dir": submission_dir, "uid": uid,
                   "cgroups": list(cgroup_procs),
                   "memory_mb": limits.memory_mb,
                   "max_processes": limits.max_processes, "cpu_seconds": limits.cpu_seconds}

@@ -6,8 +6,8 @@ the decoded result. Anything that goes wrong on the student's side raises ``Stud
 message written for the student. Children are started lazily, one per mode:
 
 * ``student``: the student's attention.py and mha.py;
-* ``oracle``: the student's mha.py on top of attention from torch built-ins, so a bug in
-  attention.py does not also cost the MHA points.
+* ``oracle``: the student's mha.py on top of the reference's attention (``oracle``), so a bug in
+  attention.py does not also cost the MHA points. Only that child's folder holds a correct attention.
 
 Every field of a child's reply is a claim: the student's code runs in that process and can
 rewrite whatever answers. The parent compares results itself, checks that the op record carries
@@ -31,6 +31,7 @@ import torch
 from autograder import rules
 from autograder.bounds import SUBMISSION_OUTPUT
 from autograder.config import GRADER_MARGIN_MB, WALL_BACKSTOP
+from autograder.grading import oracle
 from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
 from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
                                  untag)
@@ -289,25 +290,34 @@ class Student:
                 self._retire(entry["child"])
             self._fit_memory_to_container()
             uid = self.zygote.next_uid(self.slot)
-            refused = self._refused_for_oracle() if mode == "oracle" else {}
-            scratch = self._fresh_scratch(uid, leave_out=refused)
+            scratch = self._fresh_scratch(uid, self._files(mode))
             cgroup = self._submission_cgroup()
-            child = self.zygote.spawn(scratch, mode, self.limits, uid, cgroup.procs if cgroup else (), refused=refused)
+            child = self.zygote.spawn(scratch, self.limits, uid, cgroup.procs if cgroup else ())
             if cgroup is not None:  # its CPU time counts every process of the submission's, a forked helper too
                 child.cpu_clock = cgroup.cpu_seconds
             entry = self.children[mode] = {"child": child, "imported": set()}
         return entry["child"]
 
-    def _refused_for_oracle(self):
-        """{"attention.py": the scanner's first line} when the scanner refused attention.py, else {}. The oracle
-        child lends mha.py a working attention and would load the student's attention.py for any other name
-        (a helper): a refused file is not copied into that child at all, so it never runs there, and the
-        child fails such a name with this line (``probes._oracle_attention_module``)."""
+    def _files(self, mode):
+        """{file name: bytes} for a child of ``mode``: the staged files, or for "oracle" the student's mha.py
+        beside the reference's attention (``oracle.oracle_files``). Only an oracle child holds that attention."""
+        if mode == "oracle":
+            return oracle.oracle_files(self.staged.dir, self._refused_attention())
+        files = {}
+        for name in os.listdir(self.staged.dir):
+            with open(os.path.join(self.staged.dir, name), "rb") as handle:
+                files[name] = handle.read()
+        return files
+
+    def _refused_attention(self):
+        """The scanner's first line when it refused attention.py, else None. The oracle child would load the
+        student's attention.py for a name beyond the contract (a helper): a refused file is not copied into
+        that child at all, so it never runs there, and such a name fails with this line."""
         try:
             findings = rules.forbidden_calls(os.path.join(self.staged.dir, "attention.py"))
         except (OSError, SyntaxError, ValueError):  # missing or unreadable: its import fails on its own
-            return {}
-        return {"attention.py": findings[0].message[:MAX_REFUSAL]} if findings else {}
+            return None
+        return findings[0].message[:MAX_REFUSAL] if findings else None
 
     def _fit_memory_to_container(self):
         """Inside a memory-limited container (Gradescope's 768 MiB) the grader and a child must fit
@@ -337,9 +347,9 @@ class Student:
             self.cgroup = cgroups.create(self.limits.memory_mb << 20, self.limits.max_processes)
         return self.cgroup
 
-    def _fresh_scratch(self, uid, leave_out=()):
-        """Each child gets its own copy of the two files (but those in ``leave_out``), so nothing one child
-        writes reaches the next.
+    def _fresh_scratch(self, uid, files):
+        """Each child gets its own copy of its ``files`` ({name: bytes}), so nothing one child writes
+        reaches the next.
 
         The folder is new and filled by the grader before anyone else may enter it (O_EXCL and
         O_NOFOLLOW through the folder's descriptor); only then is it handed to the child's uid, a uid
@@ -350,11 +360,7 @@ class Student:
         os.mkdir(scratch, 0o700)  # fails if it exists: never reuse a folder
         folder = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
-            for name in os.listdir(self.staged.dir):
-                if name in leave_out:
-                    continue
-                with open(os.path.join(self.staged.dir, name), "rb") as src:
-                    data = src.read()
+            for name, data in files.items():
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
                 with open(fd, "wb") as dst:
                     dst.write(data)

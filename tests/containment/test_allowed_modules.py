@@ -48,7 +48,7 @@ uid = zygote.next_uid()
 if os.getuid() == 0:
     for path in (scratch, f"{scratch}/attention.py"):
         os.chown(path, uid, uid)
-child = zygote.spawn(scratch, "student", Limits(call_seconds=60), uid)
+child = zygote.spawn(scratch, Limits(call_seconds=60), uid)
 try:
     outcomes = {}
     assert Answer.from_body(child.call(request_body(Import("attention"), record="r"))).ok

@@ -41,15 +41,15 @@ def write(folder, attention=None, mha=None):
     return folder
 
 
-def reference(folder, mode="student"):
-    return Submission(str(write(folder)), mode)
+def reference(folder):
+    return Submission(str(write(folder)))
 
 
 # --- importing the submission --------------------------------------------------------------------
 
 def test_a_module_is_imported_from_the_submission_folder_once(folder):
     write(folder, attention="ANSWER = 42\n")
-    submission = Submission(str(folder), "student")
+    submission = Submission(str(folder))
     module = submission.module("attention")
     assert module.ANSWER == 42 and module.__file__ == str(folder / "attention.py")
     assert submission.module("attention") is module
@@ -58,7 +58,7 @@ def test_a_module_is_imported_from_the_submission_folder_once(folder):
 def test_an_import_that_raises_is_described_with_the_students_line(folder):
     write(folder, attention="import torch\nraise ValueError('broken at import')\n")
     with pytest.raises(ImportFailed) as failed:
-        Submission(str(folder), "student").module("attention")
+        Submission(str(folder)).module("attention")
     info = failed.value.info
     assert (info.type, info.message, info.phase) == ("ValueError", "broken at import", "importing attention.py")
     assert info.where == Where("attention.py", 2, "<module>", "raise ValueError('broken at import')")
@@ -71,7 +71,7 @@ def test_a_failed_import_runs_once_and_fails_the_same_way_on_every_later_lookup(
             runs.write("x")
         raise ValueError("broken at import")
         """)
-    submission = Submission(str(folder), "student")
+    submission = Submission(str(folder))
     infos = []
     for _ in range(3):
         with pytest.raises(ImportFailed) as failed:
@@ -86,96 +86,21 @@ def test_a_failed_import_runs_once_and_fails_the_same_way_on_every_later_lookup(
 def test_leaving_the_interpreter_at_import_is_an_import_failure_too(folder, statement, kind):
     write(folder, attention=statement + "\n")
     with pytest.raises(ImportFailed) as failed:
-        Submission(str(folder), "student").module("attention")
+        Submission(str(folder)).module("attention")
     assert failed.value.info.type == kind and failed.value.info.phase == "importing attention.py"
 
 
 def test_only_the_two_student_modules_can_be_looked_up(folder):
     write(folder)
     with pytest.raises(LookupError, match="unknown module 'os'"):
-        Submission(str(folder), "student").module("os")
+        Submission(str(folder)).module("os")
 
 
 def test_in_student_mode_mha_runs_on_the_students_own_attention(folder):
     write(folder, attention="def scaled_dot_product_attention(q, k, v, mask=None):\n    return 'mine', None\n",
           mha="from attention import scaled_dot_product_attention\n")
-    mha = Submission(str(folder), "student").module("mha")
+    mha = Submission(str(folder)).module("mha")
     assert mha.scaled_dot_product_attention(1, 2, 3) == ("mine", None)
-
-
-# --- oracle mode: mha.py on top of attention from torch built-ins --------------------------------
-
-BROKEN_ATTENTION = "raise RuntimeError('attention.py is broken')\n"
-
-
-def test_the_oracle_attention_follows_the_lab_contract(tmp_path, reference):
-    oracle = probes._oracle_attention_module(str(tmp_path))  # no attention.py there: none is needed
-    torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 2, 5, 4, dtype=torch.float64) for _ in range(3))
-    tokens = torch.tensor([[3, 1, 0, 0, 0], [4, 4, 4, 2, 0]])
-    assert torch.equal(oracle.causal_mask(5), reference.attention.causal_mask(5))
-    assert torch.equal(oracle.padding_mask(tokens, 0), reference.attention.padding_mask(tokens, 0))
-    for mask in (None, oracle.causal_mask(5), oracle.padding_mask(tokens, 0), oracle.causal_mask(5).double()):
-        for got, expected in zip(oracle.scaled_dot_product_attention(q, k, v, mask),
-                                 reference.attention.scaled_dot_product_attention(q, k, v, mask)):
-            torch.testing.assert_close(got, expected)
-    torch.testing.assert_close(oracle.ScaledDotProductAttention()(q, k, v)[0],
-                               reference.attention.scaled_dot_product_attention(q, k, v)[0])
-
-
-def test_in_oracle_mode_mha_imports_even_when_attention_py_is_broken(folder):
-    write(folder, attention=BROKEN_ATTENTION, mha="""\
-        from attention import causal_mask, scaled_dot_product_attention
-
-        def attend(x):
-            return scaled_dot_product_attention(x, x, x, causal_mask(x.size(-2)))[1]
-        """)
-    weights = Submission(str(folder), "oracle").module("mha").attend(torch.randn(1, 3, 4))
-    assert torch.equal(weights[0, 0, 1:], torch.zeros(2)), "the oracle's causal mask hides the future"
-
-
-def test_in_oracle_mode_a_helper_comes_from_the_students_file_and_calls_the_oracle(folder):
-    write(folder, attention="""\
-        import torch
-
-        def scaled_dot_product_attention(q, k, v, mask=None):
-            return torch.zeros_like(q), None  # wrong: the oracle replaces it
-
-        attention = scaled_dot_product_attention
-
-        def doubled(q, k, v):
-            return 2 * scaled_dot_product_attention(q, k, v)[0]
-        """, mha="from attention import attention, doubled\n")
-    mha = Submission(str(folder), "oracle").module("mha")
-    x = torch.randn(1, 3, 4)
-    expected = torch.softmax(x @ x.transpose(-2, -1) / 2, dim=-1) @ x
-    torch.testing.assert_close(mha.doubled(x, x, x), 2 * expected)
-    torch.testing.assert_close(mha.attention(x, x, x)[0], expected, msg="an alias of a contract name is the oracle's")
-
-
-def test_in_oracle_mode_a_helper_from_a_broken_attention_py_fails_the_mha_import(folder):
-    write(folder, attention=BROKEN_ATTENTION, mha="from attention import helper\n")
-    with pytest.raises(ImportFailed) as failed:
-        Submission(str(folder), "oracle").module("mha")
-    info = failed.value.info
-    assert (info.type, info.message, info.phase) == ("RuntimeError", "attention.py is broken", "importing mha.py")
-
-
-def test_in_oracle_mode_a_helper_from_a_refused_attention_py_fails_with_the_scanners_line(folder):
-    """The parent says the scanner refused attention.py: the file is not loaded, even where it lies."""
-    write(folder, attention="raise RuntimeError('attention.py ran')\n", mha="from attention import helper\n")
-    refused = {"attention.py": "attention.py, line 3: torch.nn.MultiheadAttention is not allowed"}
-    with pytest.raises(ImportFailed) as failed:
-        Submission(str(folder), "oracle", refused).module("mha")
-    assert (failed.value.info.type, failed.value.info.message) == (
-        "RefusedFile", "mha.py uses helper from attention.py, which the grader refused: "
-                       "attention.py, line 3: torch.nn.MultiheadAttention is not allowed")
-
-
-def test_in_oracle_mode_a_refused_attention_py_still_lends_the_contracts_names(folder):
-    write(folder, attention="raise RuntimeError('attention.py ran')\n", mha="from attention import *\n")
-    mha = Submission(str(folder), "oracle", {"attention.py": "refused"}).module("mha")
-    assert torch.equal(mha.causal_mask(2), torch.tensor([[True, False], [True, True]]))
 
 
 # --- one probe -------------------------------------------------------------------------------
@@ -209,7 +134,7 @@ def test_a_construct_only_probe_calls_nothing_after_the_constructor(folder):
                 raise AssertionError("called")
         """)
     probe = Probe("mha.MultiHeadAttention", None, init=Construct([8, 2]))
-    assert probes.run_probe(Submission(str(folder), "student"), probe) == {}
+    assert probes.run_probe(Submission(str(folder)), probe) == {}
 
 
 def test_attrs_report_the_sizes_and_the_parameters(folder):
@@ -228,7 +153,7 @@ def test_a_size_that_is_not_an_int_is_reported_as_its_repr(folder):
                 self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model / n_heads
         """)
     probe = Probe("mha.MultiHeadAttention", None, init=Construct([8, 2]), attrs=True)
-    attrs = probes.run_probe(Submission(str(folder), "student"), probe)["attrs"]
+    attrs = probes.run_probe(Submission(str(folder)), probe)["attrs"]
     assert (attrs["d_k"], attrs["type_mro"]) == ("4.0", ["MultiHeadAttention", "object"])
     assert "parameters" not in attrs, "not an nn.Module: no parameters to report"
 
@@ -296,14 +221,14 @@ def test_gradients_are_not_connected_when_no_output_requires_them(folder, grad_o
     x = torch.randn(1, 2, 4)
     grad_outputs = [torch.ones(1, 2, 4), None] if grad_outputs == "detached" else grad_outputs
     probe = Probe("attention.scaled_dot_product_attention", [x, x, x], grad=Gradients(grad_outputs, inputs=[0, 2]))
-    grads = probes.run_probe(Submission(str(folder), "student"), probe)["grads"]
+    grads = probes.run_probe(Submission(str(folder)), probe)["grads"]
     assert grads == {"inputs": [None, None], "params": {}, "connected": False}
 
 
 def test_an_input_the_student_modified_in_place_comes_back_modified(folder):
     write(folder, attention="def scale(x, times):\n    x.mul_(times)\n    return x.sum()\n")
     sent = torch.ones(3)
-    reply = probes.run_probe(Submission(str(folder), "student"), Probe("attention.scale", [sent.clone(), 2]))
+    reply = probes.run_probe(Submission(str(folder)), Probe("attention.scale", [sent.clone(), 2]))
     assert torch.equal(reply["inputs_after"][0], 2 * sent) and reply["inputs_after"][1] is None
 
 
@@ -333,7 +258,7 @@ REPROJECTING_MHA = """\
 def test_decoding_feeds_step_one_token_at_a_time_and_records_what_reached_the_projections(folder):
     write(folder, mha=REPROJECTING_MHA)
     probe = Probe("mha.MultiHeadAttention", None, init=Construct([4, 1]), decode=torch.randn(2, 3, 4))
-    reply = probes.run_probe(Submission(str(folder), "student"), probe)
+    reply = probes.run_probe(Submission(str(folder)), probe)
     assert sys.modules["mha"].STEPS == [(2, 1, 4)] * 3
     assert reply["projected"] == {"w_k": [[2, 1, 4], [2, 2, 4], [2, 3, 4]], "w_v": [[2, 1, 4], [2, 2, 4], [2, 3, 4]]}
     assert [tuple(c.shape) for c in reply["caches"]] == [(2, 1, 4), (2, 2, 4), (2, 3, 4)]
@@ -342,7 +267,7 @@ def test_decoding_feeds_step_one_token_at_a_time_and_records_what_reached_the_pr
 
 def test_decoding_removes_its_hooks_even_when_step_raises(folder):
     write(folder, mha=REPROJECTING_MHA)
-    module = Submission(str(folder), "student").module("mha").MultiHeadAttention(4, 1)
+    module = Submission(str(folder)).module("mha").MultiHeadAttention(4, 1)
     sys.modules["mha"].STEPS.extend([None] * 9)  # the next step raises
     with pytest.raises(ValueError, match="one token"):
         decode_token_by_token(module, torch.randn(1, 2, 4))
@@ -361,7 +286,7 @@ def test_an_exception_names_the_students_last_line_not_torchs_or_the_graders(fol
         def product(a, b):
             return helper(a, b)
         """)
-    error = answer(Submission(str(folder), "student"),
+    error = answer(Submission(str(folder)),
                    Probe("attention.product", [torch.randn(2, 3), torch.randn(2, 3)]), 1, "n").error
     assert error.where == Where("attention.py", 4, "helper", 'return torch.einsum("ij,jk->ik", a, b)')
     assert (error.type, error.phase) == ("RuntimeError", "calling attention.product")
@@ -402,7 +327,7 @@ def test_an_import_request_answers_ok_with_the_marker(folder):
 
 def test_a_warm_up_runs_the_kits_ops_and_no_student_code(folder):
     write(folder, attention="raise ValueError('student code ran')\n")
-    reply = answer(Submission(str(folder), "student"), WarmUp([[96, 8], [96, 8], [96, 8]]), 2, None)
+    reply = answer(Submission(str(folder)), WarmUp([[96, 8], [96, 8], [96, 8]]), 2, None)
     assert (reply.ok, reply.value, reply.forbidden) == (True, {}, []) and "attention" not in sys.modules
 
 
@@ -462,7 +387,7 @@ def test_what_a_measured_call_frees_goes_back_to_the_kernel():
 
 def test_a_failed_import_answers_with_the_imports_error_in_every_later_probe(folder):
     write(folder, attention="raise ValueError('broken at import')\n")
-    submission = Submission(str(folder), "student")
+    submission = Submission(str(folder))
     first = answer(submission, Import("attention"), 1, "a")
     later = answer(submission, Probe("attention.causal_mask", [3]), 2, "b")
     assert not first.ok and not later.ok
@@ -471,7 +396,7 @@ def test_a_failed_import_answers_with_the_imports_error_in_every_later_probe(fol
 
 def test_a_probe_that_raises_answers_with_the_error_and_the_calls_phase(folder):
     write(folder, attention="def causal_mask(n):\n    raise NotImplementedError\n")
-    reply = answer(Submission(str(folder), "student"), Probe("attention.causal_mask", [3]), 7, "m")
+    reply = answer(Submission(str(folder)), Probe("attention.causal_mask", [3]), 7, "m")
     assert (reply.seq, reply.ok, reply.value, reply.record) == (7, False, None, "m")
     assert isinstance(reply.error, ErrorInfo) and reply.error.phase == "calling attention.causal_mask"
 
@@ -511,14 +436,14 @@ FORBIDDEN_CALLER = """\
                                              ("attend_by_hand", [])])
 def test_the_op_record_names_a_forbidden_kernel_however_it_is_reached(folder, function, named):
     write(folder, attention=FORBIDDEN_CALLER)
-    reply = answer(Submission(str(folder), "student"), Probe(f"attention.{function}", [torch.randn(1, 2, 4)]),
+    reply = answer(Submission(str(folder)), Probe(f"attention.{function}", [torch.randn(1, 2, 4)]),
                    1, "nonce")
     assert reply.ok and reply.forbidden == named and reply.record == "nonce"
 
 
 def test_a_request_that_measures_memory_is_not_op_recorded(folder):
     write(folder, attention=FORBIDDEN_CALLER)
-    reply = answer(Submission(str(folder), "student"),
+    reply = answer(Submission(str(folder)),
                    Probe("attention.attend", [torch.randn(1, 2, 4)], measure_memory=True), 1, "nonce")
     assert reply.ok and reply.forbidden == [] and reply.record == "nonce"
 
@@ -527,7 +452,7 @@ def test_a_tripwired_builtin_is_named_in_the_answer(folder, monkeypatch):
     monkeypatch.setattr(torch.nn.MultiheadAttention, "__init__",
                         probes._tripwire(probes.MHA_CLASS, torch.nn.MultiheadAttention.__init__))
     write(folder, mha="import torch\n\ndef build():\n    return torch.nn.MultiheadAttention(8, 2) is not None\n")
-    submission = Submission(str(folder), "student")
+    submission = Submission(str(folder))
     assert answer(submission, Probe("mha.build", []), 1, "n").forbidden == [probes.MHA_CLASS]
     assert answer(submission, Import("mha"), 2, "n").forbidden == [], "each request starts a fresh record"
 

@@ -111,7 +111,7 @@ def test_a_child_dies_with_the_grader_that_holds_its_pipes(tmp_path):
         grader = os.fork()
         if grader == 0:  # the per-submission grader: spawns the child, then is killed holding its pipes
             try:
-                child = zygote.spawn(str(scratch), "student", config.Limits(call_seconds=10), uid)
+                child = zygote.spawn(str(scratch), config.Limits(call_seconds=10), uid)
                 child.call({"import": "attention"})
                 os.write(report_w, str(child.pid).encode())
                 time.sleep(600)

@@ -464,7 +464,7 @@ def test_the_graders_memory_stays_bounded_when_a_child_sends_250_mib(open_tmp):
         if os.getuid() == 0:
             for path in (folder, *folder.iterdir()):
                 os.chown(path, uid, uid)
-        child = zygote.spawn(str(folder), "student", Limits(call_seconds=30), uid)
+        child = zygote.spawn(str(folder), Limits(call_seconds=30), uid)
         assert child.call({"import": "attention"})["ok"]
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # resets this process's peak RSS (VmHWM) to its current RSS

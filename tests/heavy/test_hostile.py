@@ -124,6 +124,8 @@ EXPECTED = {
     "disk_fill": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     "inherited_fds": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     "proc_peek": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
+    # Issue 45: the child that runs the student's attention holds no correct attention to borrow.
+    "oracle_hunt": Expect(ATTENTION_PARTS, (HIDDEN, "importing gc is not allowed")),
     # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
     # the pipe through stack frames, which the source rule also fails (every test that runs the file).
     "huge_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "more than 8 MiB")),
@@ -570,6 +572,17 @@ def test_gc_and_stack_frames_hold_nothing_from_the_reference(run):
     assert not leaks, f"the submission's process holds parts of the reference or the hidden tests: {leaks}"
 
 
+def test_no_correct_attention_is_within_reach_of_the_students_attention(run):
+    """Issue 45: the oracle MHA is graded with lives only in an oracle child's folder (autograder/grading/oracle.py)."""
+    match = re.search(r"^ORACLE-HUNT (\{.*\})$", run.printed("oracle_hunt"), re.MULTILINE)
+    assert match, f"the oracle hunt did not report: {run.printed('oracle_hunt')[:500]}"
+    found = json.loads(match.group(1))
+    assert any(name.startswith("scaled_dot_product_attention") for name in found["own"]), (
+        f"the hunt did not even find the file's own attention, so it proves nothing: {found}")
+    assert not found["found"] and not found["modules"] and not found["readable"], (
+        f"the child that runs the student's attention holds an attention it did not write: {found}")
+
+
 def memory_hunt(printed):
     """(secrets found, bytes scanned) as the grader_memory payload reports them."""
     match = re.search(r"^MEMORY-HUNT found=(\[.*?\]) scanned=(\d+)$", printed, re.MULTILINE)
@@ -814,7 +827,7 @@ def test_concurrent_grader_runs_do_not_share_a_sandbox_uid(tmp_path):
             scratch.mkdir(mode=0o755)
             uid = zygote.next_uid(slot=0)
             os.chown(scratch, uid, uid)
-            child = zygote.spawn(str(scratch), "student", config.Limits(call_seconds=10), uid)
+            child = zygote.spawn(str(scratch), config.Limits(call_seconds=10), uid)
             children.append(child)
             child.call({"import": "attention"})  # answered once the child has dropped its privileges
         uids = [real_uid(child.pid) for child in children]
@@ -878,7 +891,7 @@ def test_closing_a_uid_level_child_kills_the_daemons_it_started(open_tmp, daemon
         (scratch / "attention.py").write_text(DAEMON.format(body=DAEMONS[daemon]))
         uid = zygote.next_uid(slot=0)
         os.chown(scratch, uid, uid)
-        child = zygote.spawn(str(scratch), "student", config.Limits(call_seconds=10), uid)
+        child = zygote.spawn(str(scratch), config.Limits(call_seconds=10), uid)
         try:
             child.call({"import": "attention"})
         except sandbox.ChildDied:
