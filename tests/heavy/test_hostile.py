@@ -63,7 +63,7 @@ RULE_DODGES = {"rule_aten_ops": "attention.py", "rule_private_getattr": "attenti
                "rule_pydoc_thread": "attention.py", "rule_type_hints": "attention.py",
                "rule_torch_reexports": "attention.py", "rule_dead_branch_alias": "attention.py",
                "rule_module_in_list": "attention.py", "rule_deep_expression": "attention.py",
-               "rule_kernel_forged_record": "attention.py"}
+               "rule_kernel_forged_record": "attention.py", "rule_array_interface": "attention.py"}
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,8 @@ EXPECTED = {
     "proc_peek": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     # Issue 45: the child that runs the student's attention holds no correct attention to borrow.
     "oracle_hunt": Expect(ATTENTION_PARTS, (HIDDEN, "importing gc is not allowed")),
+    # Issue 45's route: a protocol hook (numpy's __array_interface__) defined by the student's own class.
+    "rule_array_interface": Expect(ATTENTION_PARTS, (HIDDEN, "__array_interface__")),
     # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
     # the pipe through stack frames, which the source rule also fails (every test that runs the file).
     "huge_reply": Expect(ATTENTION_PARTS, ("sent a malformed reply", "more than 8 MiB")),
