@@ -1,3 +1,5 @@
+# Generated from autograder/rule/ (tables.py, source.py, checker.py, submit_cli.py): do not edit.
+# This is the rule the grader applies, as one script; a change to it is made there.
 """Check attention.py and mha.py, then pack them into submission.zip for Gradescope.
 
     python submit.py          # the files next to this script
@@ -8,8 +10,9 @@ use only what the lab allows (README.md, section 5): the modules and names in MO
 public API, the built-ins that compute, getattr with a written name only. The zip is written to the current folder and
 holds exactly the two files.
 
-The grader reuses :func:`find_forbidden_calls` by importing this file, so it uses
-the standard library only and does nothing at import time.
+The public tests reuse :func:`file_findings` by importing this file, so it uses the standard
+library only and does nothing at import time. The grader applies the same rule: this file is
+generated from it.
 """
 import argparse
 import ast
@@ -27,10 +30,10 @@ import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
-FILES = ("attention.py", "mha.py")
-ZIP_NAME = "submission.zip"
-IMPORT_TIMEOUT = 120  # seconds: a cold `import torch` can be slow on a laptop
-UPLOAD = "upload it to the LAB-03 'Attention from Scratch' assignment on Gradescope"
+
+# ============================================================================= autograder/rule/tables.py
+
+FILES = ("attention.py", "mha.py")  # the pair of student files; each is checked with the other beside it
 
 # What each forbidden name really is, for messages.
 FORBIDDEN = {
@@ -247,26 +250,9 @@ MAX_NODES = 200_000
 ANNOTATION_SYNTAX = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.Load,
                      ast.BinOp, ast.BitOr, ast.Slice)
 
-BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
-HIDDEN_HINT = "write the call out plainly, e.g. torch.softmax(scores, dim=-1)"
-IMPORT_HINT = f"this lab's files may import only {ALLOWED_IMPORTS}"
-MEMBER_HINT = "use the tensor and layer methods listed in README.md section 5, or your own attributes"
-TOP_IMPORT_HINT = "import modules once, at the top of the file (import torch.nn.functional as F)"
 
 
-class Violation(NamedTuple):
-    filename: str
-    line: int
-    name: str  # what is not allowed, e.g. "torch.nn.MultiheadAttention" or "exec"
-    message: str  # one line, ready to show to the student
-    # "builtin": one of torch's attention built-ins, named in the code;
-    # "hidden": code the checker cannot prove harmless (every test that runs the file gets no points).
-    kind: str = "builtin"
-
-
-class SubmitError(Exception):
-    """A problem with the submission, explained in one line."""
-
+# ============================================================================= autograder/rule/source.py
 
 class UnreadableSource(ValueError):
     """Bytes Python would not read as source code; the message is one line for the student."""
@@ -314,6 +300,27 @@ def _python_reads(data):
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+
+# ============================================================================= autograder/rule/checker.py
+
+# The hint a finding ends with when its check gives none of its own; every refusal says what to write.
+BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
+HIDDEN_HINT = "write the call out plainly, e.g. torch.softmax(scores, dim=-1)"
+IMPORT_HINT = f"this lab's files may import only {ALLOWED_IMPORTS}"
+MEMBER_HINT = "use the tensor and layer methods listed in README.md section 5, or your own attributes"
+TOP_IMPORT_HINT = "import modules once, at the top of the file (import torch.nn.functional as F)"
+
+
+class Violation(NamedTuple):
+    filename: str
+    line: int
+    name: str  # what is not allowed, e.g. "torch.nn.MultiheadAttention" or "exec"
+    message: str  # one line, ready to show to the student
+    # "builtin": one of torch's attention built-ins, named in the code;
+    # "hidden": code the checker cannot prove harmless (every test that runs the file gets no points).
+    kind: str = "builtin"
 
 
 # ----------------------------------------------------------------------------- the from-scratch rule
@@ -895,6 +902,18 @@ def file_findings(folder, filename) -> "list[Violation]":
     return find_forbidden_calls(read_source(folder / filename), filename, sibling)
 
 
+
+# ============================================================================= autograder/rule/submit_cli.py
+
+ZIP_NAME = "submission.zip"
+IMPORT_TIMEOUT = 120  # seconds: a cold `import torch` can be slow on a laptop
+UPLOAD = "upload it to the LAB-03 'Attention from Scratch' assignment on Gradescope"
+
+
+class SubmitError(Exception):
+    """A problem with the submission, explained in one line."""
+
+
 # ----------------------------------------------------------------------------- checks
 
 # Runs in a child process, so a crash or a hang at import time cannot take submit.py down.
@@ -1024,6 +1043,7 @@ def main(argv=None):
     if extra:
         print(f"Optional extra credit not written (this costs nothing else): {', '.join(extra)}.")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
