@@ -36,7 +36,7 @@ def builtin_name(path):
     "torch.nn.functional.scaled_dot_product_attention"); ValueError if the scanner allows it."""
     name = checker._builtin(path)
     if name is None:
-        raise ValueError(f"{path} is not one of the rule's forbidden built-ins (autograder/rule/checker.py)")
+        raise ValueError(f"{path} is not one of the forbidden built-ins of the rule (autograder/rule/checker.py)")
     return name
 
 
