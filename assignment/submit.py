@@ -419,19 +419,21 @@ def _exports(source):
             elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                 names.add(child.id)
     names |= set(modules)
-    classes = frozenset(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
-    return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(tree)), classes)
+    nodes = list(ast.walk(tree))
+    return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(nodes)),
+                    frozenset(_classes(nodes)))
 
 
 def _own_names_of(node):
     """The attribute names ``node`` itself defines (for the line of a finding)."""
-    names = set(_own_names(ast.Module(body=[node], type_ignores=[]))) if isinstance(node, ast.stmt) else set()
+    names = set(_own_names(ast.walk(node))) if isinstance(node, ast.stmt) else set()
     return names | ({node.attr} if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) else set())
 
 
-def _own_names(tree):
-    """Attribute names a file defines: self.x = ..., methods and class attributes, setattr(obj, "x", ...)."""
-    for node in ast.walk(tree):
+def _own_names(nodes):
+    """Attribute names the ``nodes`` of a file (``ast.walk``'s) define: self.x = ..., methods and class
+    attributes, setattr(obj, "x", ...)."""
+    for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             yield node.attr
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -456,6 +458,11 @@ def _own_names(tree):
                 yield from (e.value for e in fields.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
 
 
+def _classes(nodes):
+    """The classes the ``nodes`` of a file define."""
+    return {node.name for node in nodes if isinstance(node, ast.ClassDef)}
+
+
 def _top_level(tree):
     """The statements run when the module loads: the body, and the bodies of its top-level if and try."""
     pending = list(tree.body)
@@ -469,8 +476,10 @@ def _top_level(tree):
 
 
 class _Checker:
-    """Checks one file against the rule. It reads the tree once with an explicit stack (no recursion)
-    and decides every name, attribute and call by the tables above; anything else is a finding."""
+    """Checks one file against the rule. It reads the tree once with an explicit stack (no recursion),
+    then passes over its nodes, listed once in ``ast.walk``'s order, to bind names, to collect the file's
+    own attributes and to check each node; every name, attribute and call is decided by the tables;
+    anything else is a finding. (The order matters: a line keeps its first "hidden" finding.)"""
 
     def __init__(self, source, filename, sibling):
         self.source, self.filename, self.sibling = source, filename, sibling
@@ -485,6 +494,7 @@ class _Checker:
         self.own_prefixes = set()  # "w_" for setattr(self, f"w_{name}", ...): its names are your own too
         self.classes = set()  # the classes the two files define
         self.lines = None  # the file's lines as bytes, split once, for the code a finding quotes
+        self.nodes = []  # every node of the tree, in ast.walk's order
 
     # -- findings
 
@@ -527,8 +537,9 @@ class _Checker:
     def run(self, tree):
         if not self.index(tree):
             return
+        self.nodes = list(ast.walk(tree))
         self.bind(tree)
-        for node in ast.walk(tree):
+        for node in self.nodes:
             self.check(node)
 
     def index(self, tree):
@@ -560,12 +571,12 @@ class _Checker:
 
     def bind(self, tree):
         top = {id(node) for node in _top_level(tree)}
-        for node in ast.walk(tree):
+        for node in self.nodes:
             if isinstance(node, ast.Import):
                 self.bind_import(node, id(node) in top)
             elif isinstance(node, ast.ImportFrom):
                 self.bind_from(node, id(node) in top)
-        for node in ast.walk(tree):
+        for node in self.nodes:
             for name in self.binds(node):
                 self.bound.add(name)
                 if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
@@ -575,7 +586,7 @@ class _Checker:
                     self.add(node, name, f"{name} is the module {self.modules.get(name, name)} (imported at the "
                                          "top of the file) and may not be bound to anything else",
                              hint="give the other value another name")
-        self.collect_own(tree)
+        self.collect_own()
 
     def binds(self, node):
         """The names ``node`` binds, other than by an import (those are bound in bind_import/bind_from)."""
@@ -664,11 +675,11 @@ class _Checker:
         else:
             self.bind_name(node, name, None, "value", top)
 
-    def collect_own(self, tree):
+    def collect_own(self):
         """Your files' attribute names (this one's and the other's); a name of the interpreter's is refused."""
-        for name in set(_own_names(tree)):
+        for name in set(_own_names(self.nodes)):
             if name in INTERPRETER_MEMBERS:
-                line = next(getattr(n, "lineno", 1) for n in ast.walk(tree) if name in _own_names_of(n))
+                line = next(getattr(n, "lineno", 1) for n in self.nodes if name in _own_names_of(n))
                 self.add(types.SimpleNamespace(lineno=line), name,
                          f"the attribute name {name} is one of Python's own (it reaches the interpreter's frames "
                          "and code)", hint="give your attribute another name")
@@ -676,9 +687,9 @@ class _Checker:
                 self.own.add(name)
         if self.sibling is not None:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
-        self.classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)} | (
+        self.classes = _classes(self.nodes) | (
             self.sibling.classes if self.sibling is not None else frozenset())
-        self.own_prefixes = {node.args[1].values[0].value for node in ast.walk(tree)
+        self.own_prefixes = {node.args[1].values[0].value for node in self.nodes
                              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                              and node.func.id == "setattr" and len(node.args) == 3 and _own_name_pattern(node.args[1])}
 
