@@ -293,6 +293,21 @@ def test_submit_py_carries_the_engines_tables():
         assert getattr(script, name) == getattr(tables, name), name
 
 
+@pytest.mark.parametrize("imports", ["import torch", "from autograder.paths import KIT_ROOT",
+                                     "from autograder.rule.tables import FILES as PAIR"])
+def test_a_rule_module_the_one_script_could_not_hold_is_refused(imports):
+    """Beyond the standard library, the engine outside the rule, or a renamed name of the rule: students'
+    submit.py would not run, or would run with another meaning."""
+    with pytest.raises(ValueError):
+        generate._split_module(f'"""A module of the rule."""\n{imports}\n\nX = 1\n', "autograder/rule/x.py")
+
+
+def test_a_rule_module_keeps_its_docstring_imports_and_code_apart():
+    doc, imports, body, needs = generate._split_module(
+        '"""Doc."""\nimport ast\nfrom autograder.rule.tables import FILES\n\n# why\nX = FILES\n', "x.py")
+    assert (doc, imports, body, needs) == ("Doc.", ["import ast"], "# why\nX = FILES\n", [("tables", ["FILES"])])
+
+
 def test_a_hand_edited_submit_py_is_refused_and_the_rule_named(lab_copy):
     script = lab_copy / generate.SUBMIT_TARGET
     text = script.read_text()
