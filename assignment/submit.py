@@ -1,3 +1,5 @@
+# Generated from autograder/rule/ (tables.py, source.py, checker.py, submit_cli.py): do not edit.
+# This is the rule the grader applies, as one script; a change to it is made there.
 """Check attention.py and mha.py, then pack them into submission.zip for Gradescope.
 
     python submit.py          # the files next to this script
@@ -8,8 +10,9 @@ use only what the lab allows (README.md, section 5): the modules and names in MO
 public API, the built-ins that compute, getattr with a written name only. The zip is written to the current folder and
 holds exactly the two files.
 
-The grader reuses :func:`find_forbidden_calls` by importing this file, so it uses
-the standard library only and does nothing at import time.
+The public tests reuse :func:`file_findings` by importing this file, so it uses the standard
+library only and does nothing at import time. The grader applies the same rule: this file is
+generated from it.
 """
 import argparse
 import ast
@@ -27,10 +30,10 @@ import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
-FILES = ("attention.py", "mha.py")
-ZIP_NAME = "submission.zip"
-IMPORT_TIMEOUT = 120  # seconds: a cold `import torch` can be slow on a laptop
-UPLOAD = "upload it to the LAB-03 'Attention from Scratch' assignment on Gradescope"
+
+# ============================================================================= autograder/rule/tables.py
+
+FILES = ("attention.py", "mha.py")  # the pair of student files; each is checked with the other beside it
 
 # What each forbidden name really is, for messages.
 FORBIDDEN = {
@@ -247,26 +250,9 @@ MAX_NODES = 200_000
 ANNOTATION_SYNTAX = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.Load,
                      ast.BinOp, ast.BitOr, ast.Slice)
 
-BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
-HIDDEN_HINT = "write the call out plainly, e.g. torch.softmax(scores, dim=-1)"
-IMPORT_HINT = f"this lab's files may import only {ALLOWED_IMPORTS}"
-MEMBER_HINT = "use the tensor and layer methods listed in README.md section 5, or your own attributes"
-TOP_IMPORT_HINT = "import modules once, at the top of the file (import torch.nn.functional as F)"
 
 
-class Violation(NamedTuple):
-    filename: str
-    line: int
-    name: str  # what is not allowed, e.g. "torch.nn.MultiheadAttention" or "exec"
-    message: str  # one line, ready to show to the student
-    # "builtin": one of torch's attention built-ins, named in the code;
-    # "hidden": code the checker cannot prove harmless (every test that runs the file gets no points).
-    kind: str = "builtin"
-
-
-class SubmitError(Exception):
-    """A problem with the submission, explained in one line."""
-
+# ============================================================================= autograder/rule/source.py
 
 class UnreadableSource(ValueError):
     """Bytes Python would not read as source code; the message is one line for the student."""
@@ -314,6 +300,27 @@ def _python_reads(data):
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+
+# ============================================================================= autograder/rule/checker.py
+
+# The hint a finding ends with when its check gives none of its own; every refusal says what to write.
+BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
+HIDDEN_HINT = "write the call out plainly, e.g. torch.softmax(scores, dim=-1)"
+IMPORT_HINT = f"this lab's files may import only {ALLOWED_IMPORTS}"
+MEMBER_HINT = "use the tensor and layer methods listed in README.md section 5, or your own attributes"
+TOP_IMPORT_HINT = "import modules once, at the top of the file (import torch.nn.functional as F)"
+
+
+class Violation(NamedTuple):
+    filename: str
+    line: int
+    name: str  # what is not allowed, e.g. "torch.nn.MultiheadAttention" or "exec"
+    message: str  # one line, ready to show to the student
+    # "builtin": one of torch's attention built-ins, named in the code;
+    # "hidden": code the checker cannot prove harmless (every test that runs the file gets no points).
+    kind: str = "builtin"
 
 
 # ----------------------------------------------------------------------------- the from-scratch rule
@@ -412,19 +419,21 @@ def _exports(source):
             elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                 names.add(child.id)
     names |= set(modules)
-    classes = frozenset(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
-    return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(tree)), classes)
+    nodes = list(ast.walk(tree))
+    return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(nodes)),
+                    frozenset(_classes(nodes)))
 
 
 def _own_names_of(node):
     """The attribute names ``node`` itself defines (for the line of a finding)."""
-    names = set(_own_names(ast.Module(body=[node], type_ignores=[]))) if isinstance(node, ast.stmt) else set()
+    names = set(_own_names(ast.walk(node))) if isinstance(node, ast.stmt) else set()
     return names | ({node.attr} if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) else set())
 
 
-def _own_names(tree):
-    """Attribute names a file defines: self.x = ..., methods and class attributes, setattr(obj, "x", ...)."""
-    for node in ast.walk(tree):
+def _own_names(nodes):
+    """Attribute names the ``nodes`` of a file (``ast.walk``'s) define: self.x = ..., methods and class
+    attributes, setattr(obj, "x", ...)."""
+    for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             yield node.attr
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -449,6 +458,11 @@ def _own_names(tree):
                 yield from (e.value for e in fields.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
 
 
+def _classes(nodes):
+    """The classes the ``nodes`` of a file define."""
+    return {node.name for node in nodes if isinstance(node, ast.ClassDef)}
+
+
 def _top_level(tree):
     """The statements run when the module loads: the body, and the bodies of its top-level if and try."""
     pending = list(tree.body)
@@ -462,8 +476,10 @@ def _top_level(tree):
 
 
 class _Checker:
-    """Checks one file against the rule. It reads the tree once with an explicit stack (no recursion)
-    and decides every name, attribute and call by the tables above; anything else is a finding."""
+    """Checks one file against the rule. It reads the tree once with an explicit stack (no recursion),
+    then passes over its nodes, listed once in ``ast.walk``'s order, to bind names, to collect the file's
+    own attributes and to check each node; every name, attribute and call is decided by the tables;
+    anything else is a finding. (The order matters: a line keeps its first "hidden" finding.)"""
 
     def __init__(self, source, filename, sibling):
         self.source, self.filename, self.sibling = source, filename, sibling
@@ -478,6 +494,7 @@ class _Checker:
         self.own_prefixes = set()  # "w_" for setattr(self, f"w_{name}", ...): its names are your own too
         self.classes = set()  # the classes the two files define
         self.lines = None  # the file's lines as bytes, split once, for the code a finding quotes
+        self.nodes = []  # every node of the tree, in ast.walk's order
 
     # -- findings
 
@@ -520,8 +537,9 @@ class _Checker:
     def run(self, tree):
         if not self.index(tree):
             return
+        self.nodes = list(ast.walk(tree))
         self.bind(tree)
-        for node in ast.walk(tree):
+        for node in self.nodes:
             self.check(node)
 
     def index(self, tree):
@@ -553,12 +571,12 @@ class _Checker:
 
     def bind(self, tree):
         top = {id(node) for node in _top_level(tree)}
-        for node in ast.walk(tree):
+        for node in self.nodes:
             if isinstance(node, ast.Import):
                 self.bind_import(node, id(node) in top)
             elif isinstance(node, ast.ImportFrom):
                 self.bind_from(node, id(node) in top)
-        for node in ast.walk(tree):
+        for node in self.nodes:
             for name in self.binds(node):
                 self.bound.add(name)
                 if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
@@ -568,7 +586,7 @@ class _Checker:
                     self.add(node, name, f"{name} is the module {self.modules.get(name, name)} (imported at the "
                                          "top of the file) and may not be bound to anything else",
                              hint="give the other value another name")
-        self.collect_own(tree)
+        self.collect_own()
 
     def binds(self, node):
         """The names ``node`` binds, other than by an import (those are bound in bind_import/bind_from)."""
@@ -657,11 +675,11 @@ class _Checker:
         else:
             self.bind_name(node, name, None, "value", top)
 
-    def collect_own(self, tree):
+    def collect_own(self):
         """Your files' attribute names (this one's and the other's); a name of the interpreter's is refused."""
-        for name in set(_own_names(tree)):
+        for name in set(_own_names(self.nodes)):
             if name in INTERPRETER_MEMBERS:
-                line = next(getattr(n, "lineno", 1) for n in ast.walk(tree) if name in _own_names_of(n))
+                line = next(getattr(n, "lineno", 1) for n in self.nodes if name in _own_names_of(n))
                 self.add(types.SimpleNamespace(lineno=line), name,
                          f"the attribute name {name} is one of Python's own (it reaches the interpreter's frames "
                          "and code)", hint="give your attribute another name")
@@ -669,9 +687,9 @@ class _Checker:
                 self.own.add(name)
         if self.sibling is not None:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
-        self.classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)} | (
+        self.classes = _classes(self.nodes) | (
             self.sibling.classes if self.sibling is not None else frozenset())
-        self.own_prefixes = {node.args[1].values[0].value for node in ast.walk(tree)
+        self.own_prefixes = {node.args[1].values[0].value for node in self.nodes
                              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                              and node.func.id == "setattr" and len(node.args) == 3 and _own_name_pattern(node.args[1])}
 
@@ -895,6 +913,18 @@ def file_findings(folder, filename) -> "list[Violation]":
     return find_forbidden_calls(read_source(folder / filename), filename, sibling)
 
 
+
+# ============================================================================= autograder/rule/submit_cli.py
+
+ZIP_NAME = "submission.zip"
+IMPORT_TIMEOUT = 120  # seconds: a cold `import torch` can be slow on a laptop
+UPLOAD = "upload it to the LAB-03 'Attention from Scratch' assignment on Gradescope"
+
+
+class SubmitError(Exception):
+    """A problem with the submission, explained in one line."""
+
+
 # ----------------------------------------------------------------------------- checks
 
 # Runs in a child process, so a crash or a hang at import time cannot take submit.py down.
@@ -1024,6 +1054,7 @@ def main(argv=None):
     if extra:
         print(f"Optional extra credit not written (this costs nothing else): {', '.join(extra)}.")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,35 +1,24 @@
 """The from-scratch rule, read from the source text by the trusted parent (the run-time op
 record, collected in the child, is only a second opinion: the child can tamper with it).
 
-The scanner is ``find_forbidden_calls`` in ``assignment/submit.py``, the same code students
-run before they submit, loaded here by path so the two can never disagree. Its findings are of
+The rule is the package ``autograder/rule/``: its checker ``find_forbidden_calls`` is the one
+students run before they submit too, since their ``assignment/submit.py`` is generated from that
+package, so the two can never disagree. Its findings are of
 two kinds: "builtin" (one of torch's attention built-ins, named in the code: the rule's points
 are lost, and the tests whose run used it fail) and "hidden" (code that can hide what it calls,
 such as exec or computed names on torch: every test that runs the file fails too).
 
-Every reading of a submitted file's text goes through the script's ``read_source`` too (here,
+Every reading of a submitted file's text goes through the rule's ``read_source`` too (here,
 in staging and in ``student.source_classes``), so a byte-order mark, CRLF line endings or a
 coding line are read as Python reads them, everywhere, and bytes Python refuses get one message.
 
-The same script also names the built-ins (``builtin_name``), for the op record of the child
+The same rule also names the built-ins (``builtin_name``), for the op record of the child
 (``autograder/containment/probes.py``) too, so a call reads the same whichever opinion found it.
 """
 import functools
-import importlib.util
 import os
 
-from autograder.paths import KIT_ROOT
-
-SUBMIT_SCRIPT = os.path.join(KIT_ROOT, "assignment", "submit.py")
-
-
-@functools.lru_cache(maxsize=1)
-def _submit_script():
-    spec = importlib.util.spec_from_file_location("_kit_submit", SUBMIT_SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from autograder.rule import checker, source, tables
 
 # The attention built-ins the child's op record watches (autograder/containment/probes.py), by dotted path:
 # the child records calls of these, and the parent accepts a record naming only these.
@@ -45,32 +34,31 @@ def watched_builtins():
 def builtin_name(path):
     """The name the scanner gives the attention built-in at dotted ``path`` (e.g.
     "torch.nn.functional.scaled_dot_product_attention"); ValueError if the scanner allows it."""
-    name = _submit_script()._builtin(path)
+    name = checker._builtin(path)
     if name is None:
-        raise ValueError(f"{path} is not one of the forbidden built-ins of {SUBMIT_SCRIPT}")
+        raise ValueError(f"{path} is not one of the forbidden built-ins of the rule (autograder/rule/checker.py)")
     return name
 
 
 def allowed_modules():
     """The modules a submission may import (the scanner's ``MODULES`` and ``ANNOTATION_ONLY``), by dotted name."""
-    script = _submit_script()
-    return tuple(dict.fromkeys([*script.MODULES, *script.ANNOTATION_ONLY]))
+    return tuple(dict.fromkeys([*tables.MODULES, *tables.ANNOTATION_ONLY]))
 
 
 def read_source(path):
     """The text of the submitted file at ``path``, as Python reads it; raises ``ValueError`` with one
-    line for the student (the script's UnreadableSource) for bytes Python would not import."""
-    return _submit_script().read_source(path)
+    line for the student (the rule's UnreadableSource) for bytes Python would not import."""
+    return source.read_source(path)
 
 
 def decode_source(data, filename):
     """``read_source`` for bytes already read (staging's copy)."""
-    return _submit_script().decode_source(data, filename)
+    return source.decode_source(data, filename)
 
 
 def refusal(violations, name):
-    """The one text for a test that runs a refused file, shared with `make test` (submit.py's ``refusal``)."""
-    return _submit_script().refusal(violations, name)
+    """The one text for a test that runs a refused file, shared with `make test` (the rule's ``refusal``)."""
+    return checker.refusal(violations, name)
 
 
 def forbidden_calls(path):
@@ -84,7 +72,7 @@ def forbidden_calls(path):
 def _texts(folder):
     """What decides a scan: both files' bytes (a rescan follows any change to either)."""
     texts = []
-    for name in _submit_script().FILES:
+    for name in tables.FILES:
         try:
             with open(os.path.join(folder, name), "rb") as handle:
                 texts.append(handle.read())
@@ -97,7 +85,7 @@ def _texts(folder):
 def _scan(folder, name, texts):
     """Cached on the two files' bytes: a grading asks about each file twice (the rule tests, and which
     tests a "hidden" finding fails), and one scan is enough."""
-    return tuple(_submit_script().file_findings(folder, name))
+    return tuple(checker.file_findings(folder, name))
 
 
 def hidden_calls(path):

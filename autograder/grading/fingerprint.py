@@ -2,7 +2,7 @@
 
 A grade is decided by the submission's files and by the grader: the hidden suite, the reference
 (the expected values), the settings (grading.yaml as loaded, the isolation level) and the engine
-(the kit's code, tolerances included, the scanner students run too, the pinned packages, Python's
+(the kit's code, tolerances and the from-scratch rule included, the pinned packages, Python's
 and torch's versions). Each part has its own digest, so that a stale report can say which part
 changed. Standard library only: the batch computes these before it grades anything.
 """
@@ -20,7 +20,7 @@ REFERENCE_DIR = os.path.join(KIT_ROOT, "solution")
 REFERENCE_FILES = ("attention.py", "mha.py")
 # The kit's code that runs while grading, as (folder, file endings); the lock pins what it imports.
 ENGINE_SOURCES = (("autograder", (".py",)), (os.path.join("autograder", "platforms", "gradescope_files"), ("",)))
-ENGINE_FILES = (os.path.join("assignment", "submit.py"), os.path.join("requirements", "grade.lock"))
+ENGINE_FILES = (os.path.join("requirements", "grade.lock"),)  # the rule is in autograder/ (submit.py is made from it)
 # A submission larger than this is graded every time rather than read whole to fingerprint it.
 MAX_SUBMISSION_BYTES = 512 << 20
 MAX_SUBMISSION_FILES = 10_000

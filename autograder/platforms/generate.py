@@ -25,6 +25,10 @@ table of torch errors' hints (autograder/grading/error_hints.py) the reports use
 test for a float64 result that is only float32-accurate, with the catalogue's words for it, and its
 large-scores test (autograder/grading/own_forward.py), with the catalogue's words for an overflowing softmax.
 
+The students' submit.py is generated too, from the engine's rule (autograder/rule/): its modules and
+the command students run, joined into one script that imports the standard library only
+(``render_submit``). An engine upgrade brings the student's copy of the rule along.
+
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.
 """
@@ -92,12 +96,20 @@ WORDS_SOURCE = "autograder/grading/catalogue.py (the mistakes' words)"
 WORDS_BEGIN = "# The grader's words for the mistakes it names, copied from autograder/grading/catalogue.py: do not edit."
 WORDS_END = "# (end of the grader's words for the mistakes)"
 
-# The lab text's tables of what the from-scratch rule allows, from submit.py's own tables.
-RULES_SOURCE = "assignment/submit.py"
+# The lab text's tables of what the from-scratch rule allows, from the rule's tables (which submit.py carries).
+RULES_SOURCE = "autograder/rule/tables.py"
 RULES_TARGET = "assignment/README.md"
 RULES_BEGIN = ("<!-- BEGIN the rule's tables: generated from submit.py (ALLOWED, ANNOTATION_ONLY, VALUE_MEMBERS); "
                "do not edit -->")
 RULES_END = "<!-- END the rule's tables -->"
+
+# The students' submit.py, from the rule's modules (autograder/rule/), in the order each needs the ones
+# before it; the last is the command, whose docstring opens the script.
+SUBMIT_SOURCE = "autograder/rule"
+SUBMIT_TARGET = "assignment/submit.py"
+SUBMIT_MODULES = ("tables", "source", "checker", "submit_cli")
+SUBMIT_HEADER = ("# Generated from {source}/ ({files}): do not edit.\n"
+                 "# This is the rule the grader applies, as one script; a change to it is made there.\n")
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -340,7 +352,7 @@ def words_source() -> str:
 
 def rules_tables() -> str:
     """Section 5's tables: every module's names by purpose, the annotation-only names, the members of values."""
-    submit = _submit_script()
+    from autograder.rule import tables as submit  # the names submit.py carries too
     code = lambda names: ", ".join(f"`{n}`" for n in names)  # noqa: E731
     lines = ["**What your files may import, and which names of each** (`submit.py`, `ALLOWED`):", "",
              "| module | for | names |", "|---|---|---|"]
@@ -355,12 +367,81 @@ def rules_tables() -> str:
     return "\n".join(lines) + "\n"
 
 
-@functools.lru_cache(maxsize=1)
-def _submit_script():
-    spec = importlib.util.spec_from_file_location("_generate_submit", ROOT / RULES_SOURCE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# ----------------------------------------------------------------------------- submit.py
+
+def render_submit() -> str:
+    """The students' submit.py: SUBMIT_MODULES joined into one script. The command's docstring opens it
+    (after SUBMIT_HEADER); every module's imports of the standard library are gathered at the top, and its
+    imports of the rule's other modules dropped (those names are defined above it by then). A module's own
+    docstring, which speaks of the engine, is left out. Read from the rule package that is imported (the
+    kit's own), so a copy of the lab (``ROOT`` elsewhere) is rendered with the kit's rule."""
+    import ast
+
+    from autograder import rule
+
+    folder, imports, bodies, defined, doc = Path(rule.__file__).parent, [], [], {}, None
+    for name in SUBMIT_MODULES:
+        where = f"{SUBMIT_SOURCE}/{name}.py"
+        doc, statements, body, needs = _split_module((folder / f"{name}.py").read_text(encoding="utf-8"), where)
+        for module, names in needs:  # from autograder.rule.<module> import <names>: defined above, by name
+            missing = sorted(set(names) - defined.get(module, set()))
+            if missing:
+                raise ValueError(f"{where} imports {missing} from {module}, which comes later or does not define them")
+        tops = _top_names(ast.parse(body))
+        clash = sorted(tops & set().union(*defined.values()))
+        if clash:
+            raise ValueError(f"{where} defines {clash} again: in one script, the later one would win")
+        defined[name] = tops
+        imports += [line for line in statements if line not in imports]
+        bodies.append(f"# {'=' * 77} {where}\n\n{body}")
+    imports.sort(key=lambda line: (line.startswith("from "), line))
+    text = (SUBMIT_HEADER.format(source=SUBMIT_SOURCE, files=", ".join(f"{n}.py" for n in SUBMIT_MODULES))
+            + f'"""{doc}"""\n' + "\n".join(imports) + "\n\n\n" + "\n\n\n".join(bodies))
+    compile(text, SUBMIT_TARGET, "exec")
+    return text
+
+
+def _split_module(text: str, where: str):
+    """(docstring, its standard-library imports as lines, the code after the imports, [(rule module, names)])
+    of one of the rule's modules; ValueError for an import the one script could not hold."""
+    import ast
+
+    tree = ast.parse(text)
+    doc = ast.get_docstring(tree, clean=False)
+    if doc is None or '"""' in doc or "\\" in doc:
+        raise ValueError(f"{where} needs a docstring (plain text, no backslash) to open the module")
+    statements, needs, end = [], [], tree.body[0].end_lineno
+    for node in tree.body[1:]:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            break
+        end = node.end_lineno
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autograder.rule."):
+            if any(alias.asname for alias in node.names):
+                raise ValueError(f"{where}, line {node.lineno}: import the rule's names as they are (no 'as')")
+            needs.append((node.module.removeprefix("autograder.rule."), [alias.name for alias in node.names]))
+            continue
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+        if getattr(node, "level", 0) or any(n.split(".")[0] not in sys.stdlib_module_names for n in names):
+            raise ValueError(f"{where}, line {node.lineno}: the rule imports the standard library and itself only")
+        statements.append(ast.get_source_segment(text, node))
+    later = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+             and node.lineno > end]
+    if later:
+        raise ValueError(f"{where}, line {later[0]}: the rule imports at the top of a module only")
+    return doc, statements, "".join(text.splitlines(keepends=True)[end:]).strip("\n") + "\n", needs
+
+
+def _top_names(tree) -> set:
+    """The names a module's top level binds (its functions, classes and assigned names)."""
+    import ast
+
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        for target in node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]:
+            names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target is not None else set()
+    return names
 
 
 Region = collections.namedtuple("Region", "what begin end body")
@@ -396,7 +477,7 @@ def render_region(path: Path, what: str, begin_marker: str, end_marker: str, bod
 
 def all_pairs() -> list:
     return (PAIRS + check_pairs() + FIGURE_PAIRS + [(source, REGION_TARGET) for source in REGIONS]
-            + [(RULES_SOURCE, RULES_TARGET)])
+            + [(RULES_SOURCE, RULES_TARGET), (SUBMIT_SOURCE, SUBMIT_TARGET)])
 
 
 def render(source: str, target: str):
@@ -407,6 +488,8 @@ def render(source: str, target: str):
         return render_region_of(source, ROOT / target)
     if source == RULES_SOURCE:
         return render_region(ROOT / target, "rule-table", RULES_BEGIN, RULES_END, rules_tables())
+    if source == SUBMIT_SOURCE:
+        return render_submit()
     if target.endswith(".png"):
         from autograder.reports import lab_figure
 

@@ -13,13 +13,12 @@ from autograder.paths import KIT_ROOT
 
 FILES_DIR = os.path.join(KIT_ROOT, "autograder", "platforms", "gradescope_files")
 # What the grader imports inside Gradescope, and what a student's files may import beside the standard
-# library (assignment/submit.py's MODULES); requirements/gradescope.lock pins them and all they need.
+# library (the rule's MODULES, autograder/rule/tables.py); requirements/gradescope.lock pins them and all they need.
 RUNTIME_ROOTS = ("torch", "numpy", "einops", "jaxtyping", "pytest", "PyYAML")
 RUNTIME_LOCK = os.path.join(KIT_ROOT, "requirements", "gradescope.lock")
 PACKED = {  # folder -> what of it goes into the zip (and every .py of the engine: engine_folders)
     "tests_hidden": "*.py",
     "solution": ("attention.py", "mha.py"),
-    "assignment": ("submit.py",),  # the from-scratch scanner that students run too
 }
 
 

@@ -1,27 +1,31 @@
 """The engine's modules import one another one way only: no module of autograder/ depends on itself,
-and the four groups are layered. The shared facts at the top import no group; the sandbox and the
-reports import only those facts; grading imports the sandbox and the reports; a platform imports
-anything, and nothing imports a platform but the command line and the other platforms.
+and the groups are layered. At the bottom, the from-scratch rule (autograder/rule/) imports nothing of
+the engine (students run it as their submit.py); every layer may import it. The shared facts at the
+top import no group but the rule; the sandbox and the reports import only those; grading imports the
+sandbox and the reports; a platform imports anything, and nothing imports a platform but the command
+line and the other platforms.
 
 Imports inside functions count: deferred or not, an import that closes a loop ties two modules
 together, and neither can then be read, tested or moved without the other.
 """
 import ast
+import sys
 
 import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "autograder"
-GROUPS = ("containment", "grading", "reports", "platforms")
+GROUPS = ("rule", "containment", "grading", "reports", "platforms")
 ENTRY = {"cli", "__main__"}
 FACTS = {"__init__", "bounds", "config", "paths", "parts", "rules"}
 MAY_IMPORT = {  # layer -> the layers its modules may import
-    "facts": {"facts"},
-    "containment": {"facts", "containment"},
-    "reports": {"facts", "reports"},
-    "grading": {"facts", "containment", "reports", "grading"},
-    "platforms": {"facts", "containment", "reports", "grading", "platforms"},
-    "entry": {"facts", "containment", "reports", "grading", "platforms", "entry"},
+    "rule": {"rule"},
+    "facts": {"rule", "facts"},
+    "containment": {"rule", "facts", "containment"},
+    "reports": {"rule", "facts", "reports"},
+    "grading": {"rule", "facts", "containment", "reports", "grading"},
+    "platforms": {"rule", "facts", "containment", "reports", "grading", "platforms"},
+    "entry": {"rule", "facts", "containment", "reports", "grading", "platforms", "entry"},
 }
 
 
@@ -140,11 +144,32 @@ def test_the_groups_import_down_the_layers_only():
     ("reports.feedback", "from autograder.containment import wire"),
     ("grading.batch", "from autograder.platforms import gradescope_zip"),
     ("config", "from autograder.reports import results"),
+    ("rule.checker", "from autograder.paths import KIT_ROOT"),
+    ("rule.tables", "from autograder import rules"),
 ])
 def test_a_deliberately_wrong_import_fails_the_layering(module, wrong):
     graph = import_graph()
     graph[module] = graph[module] | imported_modules(wrong, set(graph))
     assert upward_imports(graph), f"{module} importing '{wrong}' went unnoticed"
+
+
+def test_the_graph_sees_the_rule_where_the_engine_uses_it():
+    """The grader reads the rule through rules.py, and the child's op record names the built-ins by it."""
+    graph = import_graph()
+    assert {"rule.checker", "rule.source", "rule.tables"} <= graph["rules"], graph["rules"]
+    assert {"rules", "rule.checker"} <= reachable(graph, "containment.probes")
+
+
+def test_the_rule_imports_the_standard_library_and_itself_only():
+    """Students run the rule as their submit.py, with a bare Python and torch: nothing else is there."""
+    foreign = []
+    for path in sorted((PACKAGE / "rule").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            foreign += [f"{module_name(path)}: {name}" for name in names
+                        if name.split(".")[0] not in sys.stdlib_module_names and not name.startswith("autograder.rule.")]
+    assert not foreign, f"the rule imports beyond the standard library: {foreign}"
 
 
 def test_each_group_says_what_it_may_import():

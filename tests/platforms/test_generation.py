@@ -9,7 +9,9 @@ region still has a line long enough to be checked, so the rule cannot go blind.
 """
 import ast
 import hashlib
+import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -256,6 +258,115 @@ def test_a_changed_source_regenerates_its_stub_and_the_manifest(lab_copy):
     stub = lab_copy / "assignment" / "attention.py"
     assert generate.generate() == [stub] and stub.read_text().endswith("# a note for next term\n")
     assert generate.read_manifest()["assignment/attention.py"] == hashlib.sha256(stub.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- submit.py, from the engine's rule
+
+def load_script(path):
+    """A submit.py imported by path, as the public tests import theirs."""
+    spec = importlib.util.spec_from_file_location("generated_submit", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_submit_py_says_it_is_generated_and_from_which_modules():
+    first = (ASSIGNMENT / "submit.py").read_text(encoding="utf-8").splitlines()[0]
+    assert "Generated from autograder/rule/" in first and "do not edit" in first, first
+    assert all(f"{name}.py" in first for name in generate.SUBMIT_MODULES), first
+
+
+def test_submit_py_imports_the_standard_library_only():
+    """Students run it with a bare Python (and torch): the rule's imports of its own modules are gone."""
+    tree = ast.parse((ASSIGNMENT / "submit.py").read_text(encoding="utf-8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported and {name.split(".")[0] for name in imported} <= sys.stdlib_module_names, imported
+
+
+def test_submit_py_carries_the_engines_tables():
+    from autograder.rule import tables
+
+    script = load_script(ASSIGNMENT / "submit.py")
+    for name in ("ALLOWED", "ANNOTATION_ONLY", "VALUE_MEMBERS", "ALLOWED_BUILTINS", "REFUSED_NAMES",
+                 "INTERPRETER_MEMBERS", "REFUSED_SYNTAX"):
+        assert getattr(script, name) == getattr(tables, name), name
+
+
+@pytest.mark.parametrize("imports", ["import torch", "from autograder.paths import KIT_ROOT",
+                                     "from autograder.rule.tables import FILES as PAIR"])
+def test_a_rule_module_the_one_script_could_not_hold_is_refused(imports):
+    """Beyond the standard library, the engine outside the rule, or a renamed name of the rule: students'
+    submit.py would not run, or would run with another meaning."""
+    with pytest.raises(ValueError):
+        generate._split_module(f'"""A module of the rule."""\n{imports}\n\nX = 1\n', "autograder/rule/x.py")
+
+
+def test_a_rule_module_keeps_its_docstring_imports_and_code_apart():
+    doc, imports, body, needs = generate._split_module(
+        '"""Doc."""\nimport ast\nfrom autograder.rule.tables import FILES\n\n# why\nX = FILES\n', "x.py")
+    assert (doc, imports, body, needs) == ("Doc.", ["import ast"], "# why\nX = FILES\n", [("tables", ["FILES"])])
+
+
+def test_a_hand_edited_submit_py_is_refused_and_the_rule_named(lab_copy):
+    script = lab_copy / generate.SUBMIT_TARGET
+    text = script.read_text()
+    assert text.count("\nMAX_DEPTH = 100 ") == 1
+    script.write_text(text.replace("\nMAX_DEPTH = 100 ", "\nMAX_DEPTH = 10_000 "))  # a student relaxing the rule
+    with pytest.raises(generate.HandEdited) as refused:
+        generate.generate()
+    assert refused.value.edits == [(generate.SUBMIT_TARGET, generate.SUBMIT_SOURCE)]
+
+
+def test_a_stale_submit_py_is_named_and_then_regenerated(lab_copy):
+    """An older engine's copy (recorded in the manifest as what generation wrote): the check names it,
+    `make validate` too, and generation replaces it without calling it a hand edit."""
+    from autograder.platforms import validate
+
+    script = lab_copy / generate.SUBMIT_TARGET
+    text = script.read_text()
+    assert " logsumexp " in text
+    script.write_text(text.replace(" logsumexp ", " ", 1))  # a name the older rule did not allow
+    with open(lab_copy / generate.MANIFEST, "a") as f:
+        f.write(f"{hashlib.sha256(script.read_bytes()).hexdigest()}  {generate.SUBMIT_TARGET}\n")
+    assert generate.generate(check=True) == [script]
+    assert validate.generated_problems() == [f"{generate.SUBMIT_TARGET}: out of sync with its source: run `make stubs`"]
+    assert generate.generate() == [script] and script.read_text() == generate.render_submit()
+
+
+def kit_copy(tmp_path):
+    """The kit as an instructor has it (the engine, the lab, the manifest), in a fresh folder."""
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
+    for folder in ("autograder", "solution", "assignment", "tests_hidden"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=ignore)
+    for name in (generate.MANIFEST, "grading.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def run_generate(kit, *args):
+    return subprocess.run([sys.executable, "-m", "autograder.platforms.generate", *args], cwd=kit,
+                          env={**os.environ, "PYTHONPATH": str(kit)}, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow  # the generator in a copy of the kit, twice (nbgrader, torch, the figure)
+def test_an_engine_upgrade_brings_the_students_submit_py_along(tmp_path):
+    """One name added to an allow-list of the engine's rule: before `make stubs`, the check names the student's
+    submit.py as stale; after, the student's script allows that name, as the grader does."""
+    kit = kit_copy(tmp_path)
+    tables = kit / "autograder" / "rule" / "tables.py"
+    text = tables.read_text()
+    assert text.count('"reductions": "sum mean ') == 1
+    tables.write_text(text.replace('"reductions": "sum mean ', '"reductions": "sum mean logcumsumexp ', 1))
+    code = "import torch\n\n\ndef f(x):\n    return torch.logcumsumexp(x, 0)\n"
+    assert load_script(kit / "assignment" / "submit.py").find_forbidden_calls(code, "attention.py"), \
+        "the name must be refused before the upgrade, or the test proves nothing"
+
+    check = run_generate(kit, "--check")
+    assert check.returncode == 1 and f"out of sync: {generate.SUBMIT_TARGET}" in check.stdout.splitlines(), check
+    assert run_generate(kit).returncode == 0
+    assert load_script(kit / "assignment" / "submit.py").find_forbidden_calls(code, "attention.py") == []
+    assert run_generate(kit, "--check").returncode == 0
 
 
 def test_the_manifest_records_every_committed_generated_file():

@@ -105,13 +105,14 @@ def kit_copy(tmp_path):
     "assignment/tests/cases.py",  # the case table of the otter checks
     "assignment/tests/checks.py",  # the case table's neighbour, and the regions' target
     "assignment/README.md",  # the lab text (the rule's tables)
-    "assignment/submit.py",  # the rule's tables' source
+    "assignment/submit.py",  # a target itself: the rule, generated
     "assignment/mha.py",  # a target itself
     "tests_hidden/parts.py",  # the parts table
     "generated.sha256",  # the manifest
     "code/platforms/generate.py",  # the generator and its templates
     "code/reports/lab_figure.py",  # the figure's drawing
     "code/grading/catalogue.py",  # a region's source
+    "code/rule/tables.py",  # the rule's tables: the source of submit.py and of the lab text's tables
 ])
 def test_editing_any_input_of_the_generated_files_changes_their_verdicts_key(kit_copy, edited):
     before = validate.generated_key(kit_copy, kit_copy / "code")
