@@ -1,4 +1,4 @@
-# Generated from autograder/rule/ (tables.py, source.py, checker.py, submit_cli.py): do not edit.
+# Generated from autograder/rule/ (library_names.py, tables.py, source.py, checker.py, submit_cli.py): do not edit.
 # This is the rule the grader applies, as one script; a change to it is made there.
 """Check attention.py and mha.py, then pack them into submission.zip for Gradescope.
 
@@ -29,6 +29,673 @@ import types
 import zipfile
 from pathlib import Path
 from typing import NamedTuple
+
+
+# ============================================================================= autograder/rule/library_names.py
+
+FINGERPRINT = '9d80357fb3d6a143'
+LIBRARY_NAMES = {
+    'T_destination': 'type.T_destination',
+    '_MutableMapping__marker': '_Environ._MutableMapping__marker',
+    '_abc_impl': '_Environ._abc_impl',
+    '_acquire_restore': 'RLock._acquire_restore',
+    '_addmm_activation': 'tensortype._addmm_activation',
+    '_apply': 'type._apply',
+    '_apply_recipe': 'type._apply_recipe',
+    '_asdict': 'Pair._asdict',
+    '_at_fork_reinit': 'RLock._at_fork_reinit',
+    '_autocast_to_full_precision': 'tensortype._autocast_to_full_precision',
+    '_autocast_to_reduced_precision': 'tensortype._autocast_to_reduced_precision',
+    '_backward_cls': 'FunctionMeta._backward_cls',
+    '_backward_hooks': 'Linear._backward_hooks',
+    '_backward_pre_hooks': 'Linear._backward_pre_hooks',
+    '_buffers': 'Linear._buffers',
+    '_cache': 'Logger._cache',
+    '_call_impl': 'type._call_impl',
+    '_checkClosed': 'TextIOWrapper._checkClosed',
+    '_checkReadable': 'TextIOWrapper._checkReadable',
+    '_checkSeekable': 'TextIOWrapper._checkSeekable',
+    '_checkWritable': 'TextIOWrapper._checkWritable',
+    '_check_input_dim': 'type._check_input_dim',
+    '_class_getitem_inner': 'type._class_getitem_inner',
+    '_clear_cache': 'Manager._clear_cache',
+    '_clear_non_serializable_cached_data': 'tensortype._clear_non_serializable_cached_data',
+    '_cmp_wrapper': 'TorchVersion._cmp_wrapper',
+    '_coalesced_': 'tensortype._coalesced_',
+    '_compiled_autograd_key': 'FunctionMeta._compiled_autograd_key',
+    '_conj': 'tensortype._conj',
+    '_conj_physical': 'tensortype._conj_physical',
+    '_conv_forward': 'type._conv_forward',
+    '_convert_to_version': 'TorchVersion._convert_to_version',
+    '_create_parameters': 'type._create_parameters',
+    '_create_rearrange_layers': 'type._create_rearrange_layers',
+    '_data': '_Environ._data',
+    '_dealloc_warn': 'FileIO._dealloc_warn',
+    '_dimI': 'tensortype._dimI',
+    '_dimV': 'tensortype._dimV',
+    '_dtensor__new__': 'tensortype._dtensor__new__',
+    '_execution_engine': 'VariableMeta._execution_engine',
+    '_field_defaults': 'Pair._field_defaults',
+    '_fill_padding_idx_with_zero': 'type._fill_padding_idx_with_zero',
+    '_finfo_cache': 'type._finfo_cache',
+    '_fix_weakref': 'tensortype._fix_weakref',
+    '_fixupChildren': 'Manager._fixupChildren',
+    '_fixupParents': 'Manager._fixupParents',
+    '_forward_cls': 'ScaleBackward._forward_cls',
+    '_forward_hooks': 'Linear._forward_hooks',
+    '_forward_hooks_always_called': 'Linear._forward_hooks_always_called',
+    '_forward_hooks_with_kwargs': 'Linear._forward_hooks_with_kwargs',
+    '_forward_pre_hooks': 'Linear._forward_pre_hooks',
+    '_forward_pre_hooks_with_kwargs': 'Linear._forward_pre_hooks_with_kwargs',
+    '_from_iterable': 'ItemsView._from_iterable',
+    '_get_abs_string_index': 'type._get_abs_string_index',
+    '_get_backward_hooks': 'type._get_backward_hooks',
+    '_get_backward_pre_hooks': 'type._get_backward_pre_hooks',
+    '_get_compiled_autograd_symints': 'FunctionMeta._get_compiled_autograd_symints',
+    '_get_item_by_idx': 'type._get_item_by_idx',
+    '_get_name': 'type._get_name',
+    '_get_strided_loop': 'ufunc._get_strided_loop',
+    '_get_user_fn': 'ScaleBackward._get_user_fn',
+    '_getitem': '_SpecialForm._getitem',
+    '_grad_fn': 'Tensor._grad_fn',
+    '_hash': 'ItemsView._hash',
+    '_implementation': '_ArrayFunctionDispatcher._implementation',
+    '_indices': 'tensortype._indices',
+    '_infer_parameters': 'type._infer_parameters',
+    '_init': 'type._init',
+    '_initialize_hook': 'LazyLinear._initialize_hook',
+    '_input_metadata': 'ScaleBackward._input_metadata',
+    '_is_all_true': 'tensortype._is_all_true',
+    '_is_any_true': 'tensortype._is_any_true',
+    '_is_owned': 'RLock._is_owned',
+    '_is_view': 'tensortype._is_view',
+    '_is_zerotensor': 'tensortype._is_zerotensor',
+    '_keep_positive': 'type._keep_positive',
+    '_key_to_attr': 'type._key_to_attr',
+    '_keys': 'ParameterDict._keys',
+    '_lazy_clone': 'tensortype._lazy_clone',
+    '_lazy_load_hook': 'type._lazy_load_hook',
+    '_load_from_state_dict': 'type._load_from_state_dict',
+    '_load_hook': 'LazyLinear._load_hook',
+    '_load_state_dict_post_hooks': 'Linear._load_state_dict_post_hooks',
+    '_load_state_dict_pre_hooks': 'Linear._load_state_dict_pre_hooks',
+    '_log': 'Logger._log',
+    '_make': 'Pair._make',
+    '_make_subclass': 'tensortype._make_subclass',
+    '_make_wrapper_subclass': 'tensortype._make_wrapper_subclass',
+    '_mapping': 'ItemsView._mapping',
+    '_max_vals': 'type._max_vals',
+    '_maybe_warn_non_full_backward_hook': 'type._maybe_warn_non_full_backward_hook',
+    '_metadata': 'OrderedDict._metadata',
+    '_min_vals': 'type._min_vals',
+    '_modules': 'Linear._modules',
+    '_named_members': 'type._named_members',
+    '_neg_view': 'tensortype._neg_view',
+    '_nested_tensor_size': 'tensortype._nested_tensor_size',
+    '_nested_tensor_storage_offsets': 'tensortype._nested_tensor_storage_offsets',
+    '_nested_tensor_strides': 'tensortype._nested_tensor_strides',
+    '_nnz': 'tensortype._nnz',
+    '_non_persistent_buffers_set': 'Linear._non_persistent_buffers_set',
+    '_parameters': 'Linear._parameters',
+    '_philox_normal_': 'tensortype._philox_normal_',
+    '_philox_uniform_': 'tensortype._philox_uniform_',
+    '_pybind11_conduit_v1_': 'SavedTensor._pybind11_conduit_v1_',
+    '_raw_saved_result': 'ExpBackward0._raw_saved_result',
+    '_recursion_count': 'RLock._recursion_count',
+    '_reduce_ex_internal': 'tensortype._reduce_ex_internal',
+    '_register_hook': 'FunctionMeta._register_hook',
+    '_register_hook_dict': 'FunctionMeta._register_hook_dict',
+    '_register_load_state_dict_pre_hook': 'type._register_load_state_dict_pre_hook',
+    '_register_state_dict_hook': 'type._register_state_dict_hook',
+    '_release_save': 'RLock._release_save',
+    '_replace': 'Pair._replace',
+    '_replicate_for_data_parallel': 'type._replicate_for_data_parallel',
+    '_require_tuple_int': 'type._require_tuple_int',
+    '_resolve_dtypes_and_context': 'ufunc._resolve_dtypes_and_context',
+    '_rev_view_func_unsafe': 'tensortype._rev_view_func_unsafe',
+    '_save_to_state_dict': 'type._save_to_state_dict',
+    '_sequence_nr': 'FunctionMeta._sequence_nr',
+    '_set_sequence_nr': 'FunctionMeta._set_sequence_nr',
+    '_slow_forward': 'type._slow_forward',
+    '_sparse_mask_projection': 'tensortype._sparse_mask_projection',
+    '_state_dict_hooks': 'Linear._state_dict_hooks',
+    '_state_dict_pre_hooks': 'Linear._state_dict_pre_hooks',
+    '_to_dense': 'tensortype._to_dense',
+    '_to_sparse': 'tensortype._to_sparse',
+    '_to_sparse_bsc': 'tensortype._to_sparse_bsc',
+    '_to_sparse_bsr': 'tensortype._to_sparse_bsr',
+    '_to_sparse_csc': 'tensortype._to_sparse_csc',
+    '_to_sparse_csr': 'tensortype._to_sparse_csr',
+    '_typed_storage': 'tensortype._typed_storage',
+    '_use_count': 'tensortype._use_count',
+    '_values': 'tensortype._values',
+    '_view_func': 'tensortype._view_func',
+    '_view_func_unsafe': 'tensortype._view_func_unsafe',
+    '_wrapped_call_impl': 'type._wrapped_call_impl',
+    'absolute': 'tensortype.absolute',
+    'absolute_': 'tensortype.absolute_',
+    'accumulate': 'ufunc.accumulate',
+    'acos': 'tensortype.acos',
+    'acos_': 'tensortype.acos_',
+    'acosh': 'tensortype.acosh',
+    'acosh_': 'tensortype.acosh_',
+    'acquire': 'RLock.acquire',
+    'addFilter': 'Logger.addFilter',
+    'addHandler': 'Logger.addHandler',
+    'add_note': 'ValueError.add_note',
+    'addbmm': 'tensortype.addbmm',
+    'addbmm_': 'tensortype.addbmm_',
+    'addcdiv_': 'tensortype.addcdiv_',
+    'addcmul_': 'tensortype.addcmul_',
+    'addmm_': 'tensortype.addmm_',
+    'addmv': 'tensortype.addmv',
+    'addmv_': 'tensortype.addmv_',
+    'addr': 'tensortype.addr',
+    'addr_': 'tensortype.addr_',
+    'adjoint': 'tensortype.adjoint',
+    'angle': 'tensortype.angle',
+    'apply_': 'tensortype.apply_',
+    'apply_boxed': 'ScaleBackward.apply_boxed',
+    'apply_jvp': 'ScaleBackward.apply_jvp',
+    'approximate': 'GELU.approximate',
+    'arccos': 'tensortype.arccos',
+    'arccos_': 'tensortype.arccos_',
+    'arccosh': 'tensortype.arccosh',
+    'arccosh_': 'tensortype.arccosh_',
+    'arcsin': 'tensortype.arcsin',
+    'arcsin_': 'tensortype.arcsin_',
+    'arcsinh': 'tensortype.arcsinh',
+    'arcsinh_': 'tensortype.arcsinh_',
+    'arctan': 'tensortype.arctan',
+    'arctan2': 'tensortype.arctan2',
+    'arctan2_': 'tensortype.arctan2_',
+    'arctan_': 'tensortype.arctan_',
+    'arctanh': 'tensortype.arctanh',
+    'arctanh_': 'tensortype.arctanh_',
+    'argpartition': 'type.argpartition',
+    'argwhere': 'tensortype.argwhere',
+    'as_integer_ratio': 'float.as_integer_ratio',
+    'as_strided': 'tensortype.as_strided',
+    'as_strided_': 'tensortype.as_strided_',
+    'as_strided_scatter': 'tensortype.as_strided_scatter',
+    'as_subclass': 'tensortype.as_subclass',
+    'asin': 'tensortype.asin',
+    'asin_': 'tensortype.asin_',
+    'asinh': 'tensortype.asinh',
+    'asinh_': 'tensortype.asinh_',
+    'at': 'ufunc.at',
+    'atan': 'tensortype.atan',
+    'atan2': 'tensortype.atan2',
+    'atan2_': 'tensortype.atan2_',
+    'atan_': 'tensortype.atan_',
+    'atanh': 'tensortype.atanh',
+    'atanh_': 'tensortype.atanh_',
+    'baddbmm_': 'tensortype.baddbmm_',
+    'bernoulli': 'tensortype.bernoulli',
+    'bernoulli_': 'tensortype.bernoulli_',
+    'bincount': 'tensortype.bincount',
+    'bit_count': 'type.bit_count',
+    'bitwise_and_': 'tensortype.bitwise_and_',
+    'bitwise_left_shift': 'tensortype.bitwise_left_shift',
+    'bitwise_left_shift_': 'tensortype.bitwise_left_shift_',
+    'bitwise_not_': 'tensortype.bitwise_not_',
+    'bitwise_or_': 'tensortype.bitwise_or_',
+    'bitwise_right_shift': 'tensortype.bitwise_right_shift',
+    'bitwise_right_shift_': 'tensortype.bitwise_right_shift_',
+    'bitwise_xor': 'tensortype.bitwise_xor',
+    'bitwise_xor_': 'tensortype.bitwise_xor_',
+    'broadcast_to': 'tensortype.broadcast_to',
+    'buffer': 'TextIOWrapper.buffer',
+    'byteswap': 'type.byteswap',
+    'cache_clear': '_lru_cache_wrapper.cache_clear',
+    'cache_info': '_lru_cache_wrapper.cache_info',
+    'cache_parameters': '_lru_cache_wrapper.cache_parameters',
+    'callHandlers': 'Logger.callHandlers',
+    'casefold': 'TorchVersion.casefold',
+    'cast': 'memoryview.cast',
+    'cauchy_': 'tensortype.cauchy_',
+    'ccol_indices': 'tensortype.ccol_indices',
+    'cdouble': 'tensortype.cdouble',
+    'ceil_': 'tensortype.ceil_',
+    'cfloat': 'tensortype.cfloat',
+    'chalf': 'tensortype.chalf',
+    'cholesky': 'tensortype.cholesky',
+    'cholesky_inverse': 'tensortype.cholesky_inverse',
+    'cholesky_solve': 'tensortype.cholesky_solve',
+    'choose': 'type.choose',
+    'clamp_max_': 'tensortype.clamp_max_',
+    'clamp_min_': 'tensortype.clamp_min_',
+    'clone_state': 'OpaqueBaseMeta.clone_state',
+    'close': 'TextIOWrapper.close',
+    'cls_to_become': 'type.cls_to_become',
+    'coalesce': 'tensortype.coalesce',
+    'col_indices': 'tensortype.col_indices',
+    'compile': 'type.compile',
+    'compress': 'type.compress',
+    'conj': 'type.conj',
+    'conj_physical': 'tensortype.conj_physical',
+    'conj_physical_': 'tensortype.conj_physical_',
+    'const_data_ptr': 'tensortype.const_data_ptr',
+    'copy_with': '_CallableType.copy_with',
+    'copysign': 'tensortype.copysign',
+    'copysign_': 'tensortype.copysign_',
+    'corrcoef': 'tensortype.corrcoef',
+    'cos_': 'tensortype.cos_',
+    'cosh': 'tensortype.cosh',
+    'cosh_': 'tensortype.cosh_',
+    'cov': 'tensortype.cov',
+    'critical': 'Logger.critical',
+    'cross': 'tensortype.cross',
+    'crow_indices': 'tensortype.crow_indices',
+    'ctypes': 'ndarray.ctypes',
+    'cummax': 'tensortype.cummax',
+    'cummin': 'tensortype.cummin',
+    'cumprod_': 'tensortype.cumprod_',
+    'cumsum_': 'tensortype.cumsum_',
+    'data_ptr': 'tensortype.data_ptr',
+    'decode': 'bytes.decode',
+    'decodekey': '_Environ.decodekey',
+    'decodevalue': '_Environ.decodevalue',
+    'default_factory': 'defaultdict.default_factory',
+    'deg2rad': 'tensortype.deg2rad',
+    'deg2rad_': 'tensortype.deg2rad_',
+    'dense_dim': 'tensortype.dense_dim',
+    'dequantize': 'tensortype.dequantize',
+    'det': 'tensortype.det',
+    'diag_embed': 'tensortype.diag_embed',
+    'diagflat': 'tensortype.diagflat',
+    'diagonal_scatter': 'tensortype.diagonal_scatter',
+    'diff': 'tensortype.diff',
+    'difference_update': '_SpecialGenericAlias.difference_update',
+    'digamma': 'tensortype.digamma',
+    'digamma_': 'tensortype.digamma_',
+    'dim_order': 'tensortype.dim_order',
+    'dist': 'tensortype.dist',
+    'divide': 'tensortype.divide',
+    'divide_': 'tensortype.divide_',
+    'dsplit': 'tensortype.dsplit',
+    'dump': 'type.dump',
+    'dumps': 'type.dumps',
+    'eig': 'tensortype.eig',
+    'elements': 'type.elements',
+    'encode': 'TorchVersion.encode',
+    'encodekey': '_Environ.encodekey',
+    'encodevalue': '_Environ.encodevalue',
+    'epsneg': 'type.epsneg',
+    'erf_': 'tensortype.erf_',
+    'erfc': 'tensortype.erfc',
+    'erfc_': 'tensortype.erfc_',
+    'erfinv': 'tensortype.erfinv',
+    'erfinv_': 'tensortype.erfinv_',
+    'error': 'Logger.error',
+    'exception': 'Logger.exception',
+    'exp2_': 'tensortype.exp2_',
+    'expandtabs': 'TorchVersion.expandtabs',
+    'expm1_': 'tensortype.expm1_',
+    'exponential_': 'tensortype.exponential_',
+    'extendleft': 'type.extendleft',
+    'extra_dict_ref': 'RemovableHandle.extra_dict_ref',
+    'fatal': 'Logger.fatal',
+    'fget': 'property.fget',
+    'fileno': 'TextIOWrapper.fileno',
+    'fill': 'type.fill',
+    'filter': 'Logger.filter',
+    'findCaller': 'Logger.findCaller',
+    'fix': 'tensortype.fix',
+    'fix_': 'tensortype.fix_',
+    'flags': 'ndarray.flags',
+    'flat': 'ndarray.flat',
+    'fliplr': 'tensortype.fliplr',
+    'flipud': 'tensortype.flipud',
+    'float_power': 'tensortype.float_power',
+    'float_power_': 'tensortype.float_power_',
+    'floor_': 'tensortype.floor_',
+    'floor_divide_': 'tensortype.floor_divide_',
+    'fmax': 'tensortype.fmax',
+    'fmin': 'tensortype.fmin',
+    'fmod_': 'tensortype.fmod_',
+    'format_map': 'TorchVersion.format_map',
+    'frac': 'tensortype.frac',
+    'frac_': 'tensortype.frac_',
+    'frexp': 'tensortype.frexp',
+    'from_bytes': 'int.from_bytes',
+    'from_iterable': 'type.from_iterable',
+    'from_pretrained': 'type.from_pretrained',
+    'fromhex': 'float.fromhex',
+    'func': 'cached_property.func',
+    'gcd': 'tensortype.gcd',
+    'gcd_': 'tensortype.gcd_',
+    'geometric_': 'tensortype.geometric_',
+    'geqrf': 'tensortype.geqrf',
+    'ger': 'tensortype.ger',
+    'getChild': 'Logger.getChild',
+    'getEffectiveLevel': 'Logger.getEffectiveLevel',
+    'getLogger': 'Manager.getLogger',
+    'getMandatoryRelease': '_Feature.getMandatoryRelease',
+    'getOptionalRelease': '_Feature.getOptionalRelease',
+    'get_buffer': 'type.get_buffer',
+    'get_extra_state': 'type.get_extra_state',
+    'get_offset': 'OpaqueBaseMeta.get_offset',
+    'get_state': 'OpaqueBaseMeta.get_state',
+    'getfield': 'type.getfield',
+    'gi_code': 'generator.gi_code',
+    'gi_frame': 'generator.gi_frame',
+    'gi_yieldfrom': 'generator.gi_yieldfrom',
+    'graphsafe_get_state': 'OpaqueBaseMeta.graphsafe_get_state',
+    'graphsafe_set_state': 'OpaqueBaseMeta.graphsafe_set_state',
+    'greater': 'tensortype.greater',
+    'greater_': 'tensortype.greater_',
+    'greater_equal': 'tensortype.greater_equal',
+    'greater_equal_': 'tensortype.greater_equal_',
+    'handle': 'Logger.handle',
+    'hardshrink': 'tensortype.hardshrink',
+    'hasHandlers': 'Logger.hasHandlers',
+    'has_uninitialized_params': 'type.has_uninitialized_params',
+    'hash_tensor': 'tensortype.hash_tensor',
+    'heaviside': 'tensortype.heaviside',
+    'heaviside_': 'tensortype.heaviside_',
+    'hex': 'float.hex',
+    'histc': 'tensortype.histc',
+    'histogram': 'tensortype.histogram',
+    'hooks_dict_ref': 'RemovableHandle.hooks_dict_ref',
+    'hsplit': 'tensortype.hsplit',
+    'hypot': 'tensortype.hypot',
+    'hypot_': 'tensortype.hypot_',
+    'i0': 'tensortype.i0',
+    'i0_': 'tensortype.i0_',
+    'iexp': 'type.iexp',
+    'igamma': 'tensortype.igamma',
+    'igamma_': 'tensortype.igamma_',
+    'igammac': 'tensortype.igammac',
+    'igammac_': 'tensortype.igammac_',
+    'index_reduce': 'tensortype.index_reduce',
+    'index_reduce_': 'tensortype.index_reduce_',
+    'initialize_einmix': 'type.initialize_einmix',
+    'initialize_parameters': 'type.initialize_parameters',
+    'inner': 'tensortype.inner',
+    'int_repr': 'tensortype.int_repr',
+    'intersection_update': '_SpecialGenericAlias.intersection_update',
+    'inverse': 'tensortype.inverse',
+    'ipu': 'type.ipu',
+    'isEnabledFor': 'Logger.isEnabledFor',
+    'is_checkpoint_valid': '_EngineBase.is_checkpoint_valid',
+    'is_coalesced': 'tensortype.is_coalesced',
+    'is_conj': 'tensortype.is_conj',
+    'is_distributed': 'tensortype.is_distributed',
+    'is_inference': 'tensortype.is_inference',
+    'is_neg': 'tensortype.is_neg',
+    'is_nonzero': 'tensortype.is_nonzero',
+    'is_pinned': 'tensortype.is_pinned',
+    'is_same_size': 'tensortype.is_same_size',
+    'is_set_to': 'tensortype.is_set_to',
+    'is_shared': 'tensortype.is_shared',
+    'isalnum': 'TorchVersion.isalnum',
+    'isalpha': 'TorchVersion.isalpha',
+    'isascii': 'TorchVersion.isascii',
+    'isatty': 'TextIOWrapper.isatty',
+    'isdecimal': 'TorchVersion.isdecimal',
+    'isdisjoint': '_SpecialGenericAlias.isdisjoint',
+    'islower': 'TorchVersion.islower',
+    'isnumeric': 'TorchVersion.isnumeric',
+    'isprintable': 'TorchVersion.isprintable',
+    'isreal': 'tensortype.isreal',
+    'isspace': 'TorchVersion.isspace',
+    'istft': 'tensortype.istft',
+    'istitle': 'TorchVersion.istitle',
+    'isupper': 'TorchVersion.isupper',
+    'jvp': 'FunctionMeta.jvp',
+    'keywords': 'partial.keywords',
+    'kron': 'tensortype.kron',
+    'kthvalue': 'tensortype.kthvalue',
+    'lcm': 'tensortype.lcm',
+    'lcm_': 'tensortype.lcm_',
+    'ldexp': 'tensortype.ldexp',
+    'ldexp_': 'tensortype.ldexp_',
+    'lerp_': 'tensortype.lerp_',
+    'less': 'tensortype.less',
+    'less_': 'tensortype.less_',
+    'less_equal': 'tensortype.less_equal',
+    'less_equal_': 'tensortype.less_equal_',
+    'lgamma': 'tensortype.lgamma',
+    'lgamma_': 'tensortype.lgamma_',
+    'lock': 'cached_property.lock',
+    'log10_': 'tensortype.log10_',
+    'log1p_': 'tensortype.log1p_',
+    'log2_': 'tensortype.log2_',
+    'log_normal_': 'tensortype.log_normal_',
+    'logaddexp2': 'tensortype.logaddexp2',
+    'logcumsumexp': 'tensortype.logcumsumexp',
+    'logdet': 'tensortype.logdet',
+    'loggerDict': 'Manager.loggerDict',
+    'logical_xor_': 'tensortype.logical_xor_',
+    'logit': 'tensortype.logit',
+    'logit_': 'tensortype.logit_',
+    'lstsq': 'tensortype.lstsq',
+    'lu': 'tensortype.lu',
+    'lu_solve': 'tensortype.lu_solve',
+    'machep': 'type.machep',
+    'makeRecord': 'Logger.makeRecord',
+    'maketrans': 'TorchVersion.maketrans',
+    'manager': 'Logger.manager',
+    'map2_': 'tensortype.map2_',
+    'map_': 'tensortype.map_',
+    'mapping': 'dict_items.mapping',
+    'mark_shared_storage': 'FunctionMeta.mark_shared_storage',
+    'masked_scatter_': 'tensortype.masked_scatter_',
+    'matrix_exp': 'tensortype.matrix_exp',
+    'matrix_power': 'tensortype.matrix_power',
+    'maybe_clear_saved_tensors': 'FunctionMeta.maybe_clear_saved_tensors',
+    'metadata': 'ScaleBackward.metadata',
+    'mode': 'tensortype.mode',
+    'module_load': 'tensortype.module_load',
+    'move_to_end': 'type.move_to_end',
+    'mro': '_SpecialGenericAlias.mro',
+    'msort': 'tensortype.msort',
+    'mtia': 'type.mtia',
+    'multinomial': 'tensortype.multinomial',
+    'multiply': 'tensortype.multiply',
+    'multiply_': 'tensortype.multiply_',
+    'multirecipe': 'type.multirecipe',
+    'mvlgamma': 'tensortype.mvlgamma',
+    'mvlgamma_': 'tensortype.mvlgamma_',
+    'name': 'FunctionMeta.name',
+    'nanmean': 'tensortype.nanmean',
+    'nanmedian': 'tensortype.nanmedian',
+    'nanquantile': 'tensortype.nanquantile',
+    'nansum': 'tensortype.nansum',
+    'narrow_copy': 'tensortype.narrow_copy',
+    'negative': 'tensortype.negative',
+    'negative_': 'tensortype.negative_',
+    'negative_slope': 'LeakyReLU.negative_slope',
+    'negep': 'type.negep',
+    'new': 'tensortype.new',
+    'new_empty_strided': 'tensortype.new_empty_strided',
+    'newbyteorder': 'Float32DType.newbyteorder',
+    'nexp': 'type.nexp',
+    'next_functions': 'ScaleBackward.next_functions',
+    'nextafter': 'tensortype.nextafter',
+    'nextafter_': 'tensortype.nextafter_',
+    'nonzero_static': 'tensortype.nonzero_static',
+    'not_equal': 'tensortype.not_equal',
+    'not_equal_': 'tensortype.not_equal_',
+    'num_features': 'BatchNorm1d.num_features',
+    'orgqr': 'tensortype.orgqr',
+    'ormqr': 'tensortype.ormqr',
+    'parent': 'Logger.parent',
+    'partition': 'type.partition',
+    'pin_memory': 'tensortype.pin_memory',
+    'pinverse': 'tensortype.pinverse',
+    'polygamma': 'tensortype.polygamma',
+    'polygamma_': 'tensortype.polygamma_',
+    'positive': 'tensortype.positive',
+    'prelu': 'tensortype.prelu',
+    'proj': 'Own.proj',
+    'put': 'type.put',
+    'put_': 'tensortype.put_',
+    'q_per_channel_axis': 'tensortype.q_per_channel_axis',
+    'q_per_channel_scales': 'tensortype.q_per_channel_scales',
+    'q_per_channel_zero_points': 'tensortype.q_per_channel_zero_points',
+    'q_scale': 'tensortype.q_scale',
+    'q_zero_point': 'tensortype.q_zero_point',
+    'qr': 'tensortype.qr',
+    'qscheme': 'tensortype.qscheme',
+    'quantile': 'tensortype.quantile',
+    'queue_callback': '_EngineBase.queue_callback',
+    'rad2deg': 'tensortype.rad2deg',
+    'rad2deg_': 'tensortype.rad2deg_',
+    'random_': 'tensortype.random_',
+    'ravel': 'type.ravel',
+    'read': 'TextIOWrapper.read',
+    'readable': 'TextIOWrapper.readable',
+    'readall': 'FileIO.readall',
+    'readinto': 'FileIO.readinto',
+    'readline': 'TextIOWrapper.readline',
+    'readlines': 'TextIOWrapper.readlines',
+    'reciprocal_': 'tensortype.reciprocal_',
+    'reconfigure': 'TextIOWrapper.reconfigure',
+    'record_stream': 'tensortype.record_stream',
+    'reduce': 'ufunc.reduce',
+    'reduceat': 'ufunc.reduceat',
+    'register_backward_hook': 'type.register_backward_hook',
+    'register_full_backward_hook': 'type.register_full_backward_hook',
+    'register_full_backward_pre_hook': 'type.register_full_backward_pre_hook',
+    'register_hooks': 'SavedTensor.register_hooks',
+    'register_load_state_dict_post_hook': 'type.register_load_state_dict_post_hook',
+    'register_load_state_dict_pre_hook': 'type.register_load_state_dict_pre_hook',
+    'register_post_accumulate_grad_hook': 'tensortype.register_post_accumulate_grad_hook',
+    'register_prehook': 'FunctionMeta.register_prehook',
+    'register_state_dict_post_hook': 'type.register_state_dict_post_hook',
+    'register_state_dict_pre_hook': 'type.register_state_dict_pre_hook',
+    'reinforce': 'tensortype.reinforce',
+    'release': 'memoryview.release',
+    'remainder_': 'tensortype.remainder_',
+    'removeFilter': 'Logger.removeFilter',
+    'removeHandler': 'Logger.removeHandler',
+    'removeprefix': 'TorchVersion.removeprefix',
+    'removesuffix': 'TorchVersion.removesuffix',
+    'renorm': 'tensortype.renorm',
+    'renorm_': 'tensortype.renorm_',
+    'reset_running_stats': 'type.reset_running_stats',
+    'resize': 'type.resize',
+    'resize_': 'tensortype.resize_',
+    'resize_as': 'tensortype.resize_as',
+    'resize_as_': 'tensortype.resize_as_',
+    'resize_as_sparse_': 'tensortype.resize_as_sparse_',
+    'resolve_conj': 'tensortype.resolve_conj',
+    'resolve_dtypes': 'ufunc.resolve_dtypes',
+    'resolve_neg': 'tensortype.resolve_neg',
+    'rfind': 'TorchVersion.rfind',
+    'rindex': 'TorchVersion.rindex',
+    'root': 'Logger.root',
+    'rot90': 'tensortype.rot90',
+    'round_': 'tensortype.round_',
+    'row_indices': 'tensortype.row_indices',
+    'rpartition': 'TorchVersion.rpartition',
+    'rsqrt_': 'tensortype.rsqrt_',
+    'run_backward': '_EngineBase.run_backward',
+    'save_for_forward': 'FunctionMeta.save_for_forward',
+    'scatter_reduce': 'tensortype.scatter_reduce',
+    'scatter_reduce_': 'tensortype.scatter_reduce_',
+    'searchsorted': 'type.searchsorted',
+    'seed': 'OpaqueBaseMeta.seed',
+    'seek': 'TextIOWrapper.seek',
+    'seekable': 'TextIOWrapper.seekable',
+    'select_scatter': 'tensortype.select_scatter',
+    'send': 'generator.send',
+    'setLevel': 'Logger.setLevel',
+    'setLogRecordFactory': 'Manager.setLogRecordFactory',
+    'setLoggerClass': 'Manager.setLoggerClass',
+    'set_': 'tensortype.set_',
+    'set_extra_state': 'type.set_extra_state',
+    'set_offset': 'OpaqueBaseMeta.set_offset',
+    'set_state': 'OpaqueBaseMeta.set_state',
+    'set_submodule': 'type.set_submodule',
+    'setfield': 'type.setfield',
+    'setflags': 'type.setflags',
+    'setup_context': 'FunctionMeta.setup_context',
+    'sgn': 'tensortype.sgn',
+    'sgn_': 'tensortype.sgn_',
+    'share_memory': 'type.share_memory',
+    'share_memory_': 'tensortype.share_memory_',
+    'sign_': 'tensortype.sign_',
+    'signbit': 'tensortype.signbit',
+    'sin_': 'tensortype.sin_',
+    'sinc': 'tensortype.sinc',
+    'sinc_': 'tensortype.sinc_',
+    'sinh': 'tensortype.sinh',
+    'sinh_': 'tensortype.sinh_',
+    'slice_inverse': 'tensortype.slice_inverse',
+    'slice_scatter': 'tensortype.slice_scatter',
+    'slogdet': 'tensortype.slogdet',
+    'smm': 'tensortype.smm',
+    'solve': 'tensortype.solve',
+    'sparse_dim': 'tensortype.sparse_dim',
+    'sparse_mask': 'tensortype.sparse_mask',
+    'sparse_resize_': 'tensortype.sparse_resize_',
+    'sparse_resize_and_clear_': 'tensortype.sparse_resize_and_clear_',
+    'split_with_sizes': 'tensortype.split_with_sizes',
+    'square_': 'tensortype.square_',
+    'sspaddmm': 'tensortype.sspaddmm',
+    'start_dim': 'Flatten.start_dim',
+    'stft': 'tensortype.stft',
+    'storage': 'tensortype.storage',
+    'storage_type': 'tensortype.storage_type',
+    'subtract': 'type.subtract',
+    'subtract_': 'tensortype.subtract_',
+    'sum_to_size': 'tensortype.sum_to_size',
+    'svd': 'tensortype.svd',
+    'swapaxes_': 'tensortype.swapaxes_',
+    'swapcase': 'TorchVersion.swapcase',
+    'swapdims_': 'tensortype.swapdims_',
+    'symeig': 'tensortype.symeig',
+    'symmetric_difference': '_SpecialGenericAlias.symmetric_difference',
+    'symmetric_difference_update': '_SpecialGenericAlias.symmetric_difference_update',
+    'tan': 'tensortype.tan',
+    'tan_': 'tensortype.tan_',
+    'tell': 'TextIOWrapper.tell',
+    'throw': 'generator.throw',
+    'to_bytes': 'int.to_bytes',
+    'to_dense': 'tensortype.to_dense',
+    'to_device': 'type.to_device',
+    'to_empty': 'type.to_empty',
+    'to_mkldnn': 'tensortype.to_mkldnn',
+    'to_padded_tensor': 'tensortype.to_padded_tensor',
+    'to_sparse': 'tensortype.to_sparse',
+    'to_sparse_bsc': 'tensortype.to_sparse_bsc',
+    'to_sparse_bsr': 'tensortype.to_sparse_bsr',
+    'to_sparse_coo': 'tensortype.to_sparse_coo',
+    'to_sparse_csc': 'tensortype.to_sparse_csc',
+    'to_sparse_csr': 'tensortype.to_sparse_csr',
+    'tobytes': 'type.tobytes',
+    'tofile': 'type.tofile',
+    'toreadonly': 'memoryview.toreadonly',
+    'total': 'type.total',
+    'trace': 'type.trace',
+    'translate': 'TorchVersion.translate',
+    'triangular_solve': 'tensortype.triangular_solve',
+    'true_divide_': 'tensortype.true_divide_',
+    'trunc_': 'tensortype.trunc_',
+    'truncate': 'TextIOWrapper.truncate',
+    'types': 'ufunc.types',
+    'unique_consecutive': 'tensortype.unique_consecutive',
+    'unpack': 'SavedTensor.unpack',
+    'unsafe_chunk': 'tensortype.unsafe_chunk',
+    'unsafe_split': 'tensortype.unsafe_split',
+    'unsafe_split_with_sizes': 'tensortype.unsafe_split_with_sizes',
+    'untyped_storage': 'tensortype.untyped_storage',
+    'vdot': 'tensortype.vdot',
+    'vjp': 'FunctionMeta.vjp',
+    'vmap': 'FunctionMeta.vmap',
+    'vsplit': 'tensortype.vsplit',
+    'warn': 'Logger.warn',
+    'with_traceback': 'ValueError.with_traceback',
+    'writable': 'TextIOWrapper.writable',
+    'writelines': 'TextIOWrapper.writelines',
+    'xlogy': 'tensortype.xlogy',
+    'xlogy_': 'tensortype.xlogy_',
+    'xpu': 'type.xpu',
+}
+
 
 
 # ============================================================================= autograder/rule/tables.py
@@ -241,6 +908,25 @@ _INTERPRETER_TYPES = (types.FrameType, types.CodeType, types.GeneratorType, type
 INTERPRETER_MEMBERS = frozenset(
     name for kind in _INTERPRETER_TYPES for name in dir(kind) if not name.startswith("__")
 ) - {"send", "throw", "close", "clear", "replace", "aclose", "asend", "athrow"}
+# The special methods a class of yours may define (def, or an assignment in the class body), each with what
+# it is for. Any other special name is a hook that a library or the interpreter calls by itself, often from
+# C, with powers the checker never sees: numpy reads __array_interface__ (a view of any address), torch calls
+# __torch_function__ and __torch_dispatch__ with its own functions, __index__ and __float__ feed sizes to C,
+# __getattr__ and __getattribute__ answer for names the checker never read, __get__/__set__/__set_name__
+# make descriptors, __init_subclass__, __class_getitem__ and metaclasses run at class creation, __del__ runs
+# whenever the collector likes, __slots__ makes descriptors. Each name here only answers your own code:
+SPECIAL_METHODS = {
+    "__init__": "builds your object (and super().__init__() builds its base)",
+    "__post_init__": "finishes a dataclass's generated __init__",
+    "__repr__": "your object as text, for print() and error messages",
+    "__str__": "your object as text, for print() and str()",
+    "__call__": "calls your object like a function",
+    "__len__": "len(obj) of your container",
+    "__getitem__": "obj[i] of your container",
+    "__iter__": "for x in obj over your container",
+}
+# The special names a module of yours may bind: `__all__` (what `from attention import *` takes).
+MODULE_SPECIALS = frozenset({"__all__"})
 # Python statements and expressions the checker follows; any other kind (match, async, await) is refused.
 REFUSED_SYNTAX = {"Match": "a match statement", "AsyncFunctionDef": "async def", "Await": "await",
                   "AsyncFor": "async for", "AsyncWith": "async with"}
@@ -394,6 +1080,7 @@ class _Exports(NamedTuple):
     names: frozenset  # every top-level name (what `from attention import *` brings)
     own: frozenset  # the attribute names it defines (a base class there gives self.helper here)
     classes: frozenset  # the classes it defines
+    methods: frozenset  # the instance methods its classes define (never read through a class)
 
 
 def _exports(source):
@@ -421,7 +1108,7 @@ def _exports(source):
     names |= set(modules)
     nodes = list(ast.walk(tree))
     return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(nodes)),
-                    frozenset(_classes(nodes)))
+                    frozenset(_classes(nodes)), frozenset(_instance_methods(nodes)))
 
 
 def _own_names_of(node):
@@ -458,6 +1145,23 @@ def _own_names(nodes):
                 yield from (e.value for e in fields.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
 
 
+def _instance_methods(nodes):
+    """The names of the instance methods the ``nodes`` of a file define in class bodies (not static or class
+    methods): read through a class, such a method takes any object as its self."""
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _dunder(statement.name) \
+                        and _method_kind(statement) == "method":
+                    yield statement.name
+
+
+def _method_kind(function):
+    """"static", "class" or "method": what the decorators of a def in a class body make it."""
+    names = {getattr(d, "id", getattr(d, "attr", None)) for d in function.decorator_list}
+    return "static" if "staticmethod" in names else "class" if "classmethod" in names else "method"
+
+
 def _classes(nodes):
     """The classes the ``nodes`` of a file define."""
     return {node.name for node in nodes if isinstance(node, ast.ClassDef)}
@@ -489,10 +1193,13 @@ class _Checker:
         self.own_modules = set()  # names bound to your other file (import attention)
         self.annotation_only = {}  # name -> dotted path, for names only annotations may use
         self.bound = set()  # every name the file binds
+        self.rebound = set()  # names bound otherwise than by a class statement or an import (not a class then)
         self.own = set()  # attribute names your file defines
         self.in_annotation = set()  # ids of the nodes inside a type annotation
+        self.in_decorator = set()  # ids of the nodes inside a decorator
         self.own_prefixes = set()  # "w_" for setattr(self, f"w_{name}", ...): its names are your own too
         self.classes = set()  # the classes the two files define
+        self.methods = set()  # the instance methods those classes define
         self.lines = None  # the file's lines as bytes, split once, for the code a finding quotes
         self.nodes = []  # every node of the tree, in ast.walk's order
 
@@ -502,8 +1209,16 @@ class _Checker:
         key = (node.lineno, name if kind == "builtin" else "")
         if key not in self.violations:
             hint = hint if hint is not None else (BUILTIN_HINT if kind == "builtin" else HIDDEN_HINT)
+            if id(node) in self.in_decorator and kind != "builtin":  # @torch.jit.ignore and the like
+                hint = f"remove the decorator @{self.decorator_of(node)}: the grader runs your code as plain Python"
             self.violations[key] = Violation(self.filename, node.lineno, name,
                                              f"{self.filename}, line {node.lineno}: {message}; {hint}", kind)
+
+    def decorator_of(self, node):
+        """The code of the whole decorator ``node`` stands in."""
+        while id(self.parent.get(id(node))) in self.in_decorator:
+            node = self.parent[id(node)]
+        return self.shown(node)
 
     def shown(self, node):
         text = " ".join(self.segment(node).split())
@@ -544,9 +1259,9 @@ class _Checker:
 
     def index(self, tree):
         """Parent links and annotation spans; False (with a finding) for code too large or too deep to check."""
-        stack, count = [(tree, 0, False)], 0
+        stack, count = [(tree, 0, False, False)], 0
         while stack:
-            node, depth, annotation = stack.pop()
+            node, depth, annotation, decorator = stack.pop()
             count += 1
             if depth > MAX_DEPTH or count > MAX_NODES:
                 line = getattr(node, "lineno", 1)
@@ -558,13 +1273,15 @@ class _Checker:
                 return False
             if annotation:
                 self.in_annotation.add(id(node))
+            if decorator:
+                self.in_decorator.add(id(node))
             for field, child in ast.iter_fields(node):
                 children = child if isinstance(child, list) else [child]
                 for item in children:
                     if isinstance(item, ast.AST):
                         self.parent[id(item)] = node
                         starts = field in ("annotation", "returns") and not isinstance(node, ast.Lambda)
-                        stack.append((item, depth + 1, annotation or starts))
+                        stack.append((item, depth + 1, annotation or starts, decorator or field == "decorator_list"))
         return True
 
     # -- what each name is bound to
@@ -579,6 +1296,8 @@ class _Checker:
         for node in self.nodes:
             for name in self.binds(node):
                 self.bound.add(name)
+                if not isinstance(node, ast.ClassDef):
+                    self.rebound.add(name)
                 if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
                     self.add(node, name, f"the name {name} is reserved for Python's own built-in",
                              hint="give it another name")
@@ -689,6 +1408,8 @@ class _Checker:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
         self.classes = _classes(self.nodes) | (
             self.sibling.classes if self.sibling is not None else frozenset())
+        self.methods = set(_instance_methods(self.nodes)) | (
+            self.sibling.methods if self.sibling is not None else frozenset())
         self.own_prefixes = {node.args[1].values[0].value for node in self.nodes
                              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                              and node.func.id == "setattr" and len(node.args) == 3 and _own_name_pattern(node.args[1])}
@@ -752,6 +1473,9 @@ class _Checker:
                      hint="annotations may hold names, subscripts and strings only, e.g. Optional[Tensor]")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             self.check_name(node)
+        elif isinstance(node, ast.Name) and node.id in ("self", "cls"):  # a store or a del
+            self.add(node, node.id, f"assigning to {node.id} is not allowed: it would no longer be your own object",
+                     hint="give the value another name")
         elif isinstance(node, ast.Attribute):
             self.check_member(node, node.value, node.attr, not isinstance(node.ctx, ast.Load))
             kind, path = self.resolve(node)
@@ -759,6 +1483,81 @@ class _Checker:
                 self.module_as_value(node, path)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_FUNCTIONS:
             self.check_attribute_function(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type":
+            self.check_type_call(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REGISTERS:
+            self.check_registered_name(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign,
+                             ast.AugAssign)):
+            self.check_special_binding(node)
+        if isinstance(node, ast.ClassDef):
+            self.check_class(node)
+
+    # -- the language by construct: special methods, classes, type()
+
+    def check_special_binding(self, node):
+        """A special name bound in a class body (def or assignment) must be one of SPECIAL_METHODS, and one
+        bound at the top of a module one of MODULE_SPECIALS: any other is a hook that a library or the
+        interpreter calls by itself (numpy's __array_interface__, torch's __torch_function__)."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        else:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)]
+        where = self.parent.get(id(node))
+        for name in (n for n in names if _dunder(n)):
+            if isinstance(where, ast.ClassDef):
+                if name in SPECIAL_METHODS and not isinstance(node, ast.ClassDef):
+                    continue
+                allowed = ", ".join(SPECIAL_METHODS)
+                self.add(node, name, f"defining {name} is not allowed: a library or Python itself calls such a "
+                                     "special method on its own, which the grader cannot follow",
+                         hint=f"remove it, and write a plain method you call yourself; a class may define only "
+                              f"{allowed}")
+            elif isinstance(where, ast.Module) and name in MODULE_SPECIALS:
+                continue
+            else:
+                self.add(node, name, f"binding the special name {name} is not allowed here",
+                         hint="give it a plain name (a module may set only __all__)")
+
+    def check_class(self, node):
+        """A class statement takes no keywords (no metaclass=) and does not derive from type (a metaclass)."""
+        if node.keywords:
+            self.add(node, "class keywords", f"class {node.name}(..., {node.keywords[0].arg}=...) is not allowed: a "
+                                             "metaclass or class keyword runs code when the class is made",
+                     hint=f"write class {node.name}(Base): with plain base classes")
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id == "type" and "type" not in self.bound:
+                self.add(node, "metaclass", f"class {node.name}(type) makes a metaclass, which builds classes "
+                                            "from a dict of any names", hint="derive from object or nn.Module")
+
+    def check_type_call(self, node):
+        """type(x) gives x's class: only its name (type(self).__name__) or a comparison (type(x) is T) is
+        allowed. type(name, bases, dict) makes a class from a dict, whose keys may be any special name, and
+        calling what type(x) gave could do the same (the class of a class is type)."""
+        if "type" in self.bound:
+            return
+        parent = self.parent.get(id(node))
+        if len(node.args) != 1 or node.keywords:
+            self.add(node, "type", f"{self.shown(node)} is not allowed: type() with three arguments makes a class "
+                                   "from a dict of any names", hint="write a class statement")
+            return
+        named = isinstance(parent, ast.Attribute) and parent.value is node and parent.attr == "__name__"
+        compared = isinstance(parent, ast.Compare)
+        checked = (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                   and parent.func.id in ("isinstance", "issubclass") and node in parent.args[1:])
+        if not (named or compared or checked):
+            self.add(node, "type", f"{self.shown(node)} is not allowed here: type(x) may be compared or named "
+                                   "(type(x).__name__), not used otherwise",
+                     hint="use isinstance(x, ...) to test a type, or type(x).__name__ for its name")
+
+    def check_registered_name(self, node):
+        """register_buffer("name", ...) and the like give the object an attribute by that name: never a special
+        one (a layer registered as __array__ would answer numpy's protocol)."""
+        if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                and _dunder(node.args[0].value):
+            self.add(node, node.args[0].value, f"{self.shown(node)} is not allowed: it gives your object the special "
+                                               f"name {node.args[0].value}", hint="register it under a plain name")
 
     def chain_head(self, node):
         """Does ``node`` stand at the head of a longer name (``node.attr``, or getattr(node, "attr"))?"""
@@ -766,9 +1565,27 @@ class _Checker:
         return (isinstance(parent, ast.Attribute) and parent.value is node) or (
             self.written_name_call(parent) and parent.args[0] is node)
 
+    def check_class_as_value(self, node):
+        """Your class by name may be called, derived from, tested (isinstance), raised or caught, named in an
+        annotation or given to super(); as any other value (stored, passed) its methods could be read through it."""
+        parent = self.parent.get(id(node))
+        if id(node) in self.in_annotation or id(node) in self.in_decorator or self.chain_head(node):
+            return
+        if isinstance(parent, ast.Call) and (parent.func is node or (
+                isinstance(parent.func, ast.Name) and parent.func.id in ("isinstance", "issubclass", "super"))):
+            return
+        if isinstance(parent, (ast.ClassDef, ast.ExceptHandler, ast.Raise, ast.Compare)):
+            return
+        if isinstance(parent, ast.Tuple) and isinstance(self.parent.get(id(parent)), (ast.ExceptHandler, ast.Call)):
+            return  # except (A, B) and isinstance(x, (A, B))
+        self.add(node, node.id, f"your class {node.id} used as a value is not allowed: its methods could be read "
+                                "through it", hint=f"create the object here with {node.id}(...) and keep that")
+
     def check_name(self, node):
         name, parent = node.id, self.parent.get(id(node))
         head = self.chain_head(node)
+        if name in self.classes and name not in self.rebound:
+            self.check_class_as_value(node)
         if name in self.annotation_only:
             if id(node) not in self.in_annotation:
                 self.add(node, name, f"{self.annotation_only[name]} may only be used in type annotations",
@@ -829,14 +1646,20 @@ class _Checker:
             via_super = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"
             own_class = isinstance(owner, ast.Name) and owner.id in self.classes  # Base.__init__(self), Base yours
             init = attr == "__init__" and called and (via_super or own_class or kind == "leaf")
-            if not (init or (attr == "__name__" and not store)):  # a name is a string: type(self).__name__
+            class_name = (attr == "__class__" and not store and isinstance(parent, ast.Attribute)
+                          and parent.attr == "__name__")  # self.__class__.__name__: a string, as type(self).__name__
+            if not (init or class_name or (attr == "__name__" and not store)):  # a name is a string
                 self.add(node, attr, f"{shown} is not allowed: {attr} reaches inside other objects",
                          hint="special names are only for super().__init__(...); use type(x), isinstance, len")
+        elif attr in self.methods and self.class_reference(owner) and not store:
+            self.add(node, attr, f"{shown} is not allowed: a method read through its class takes any object as "
+                                 "its self", hint=f"call it on your object: self.{attr}(...) or obj.{attr}(...)")
         elif attr.startswith("_"):
-            own = isinstance(owner, ast.Name) and (owner.id in ("self", "cls") or owner.id in self.classes)
-            if not own:
+            if not (self.own_self(owner) or (isinstance(owner, ast.Name) and owner.id in self.classes)):
                 self.add(node, attr, f"{shown} is not allowed: private names are only for your own objects "
-                                     "(self._name)")
+                                     "(self._name in a method of your class)")
+        elif attr in LIBRARY_NAMES and attr not in MEMBERS and not store:
+            self.library_name(node, attr, shown)
         elif attr == "format" and not store:
             if not _literal_template(owner):
                 self.add(node, attr, f"{shown} is not allowed: a template that is not written out can read "
@@ -845,6 +1668,39 @@ class _Checker:
             self.add(node, attr, f"{shown} is not allowed: {attr} is neither a member this lab lists for "
                                  f"tensors, layers and Python values nor a name your file defines"
                                  f"{_suggest(attr, MEMBERS | self.own)}", hint=MEMBER_HINT)
+
+    def class_reference(self, node):
+        """Is ``node`` one of your classes (its name, cls, or module.Class)?"""
+        if isinstance(node, ast.Name):
+            return node.id in self.classes or node.id == "cls"
+        return isinstance(node, ast.Attribute) and node.attr in self.classes
+
+    def own_self(self, node):
+        """Is ``node`` the self (or cls) of a method of your class: the first parameter of the def that binds
+        that name, a def in a class body (self: an instance method; cls: a classmethod)? Then it is your own
+        object, since no method is read through its class (``class_reference``) and self is never rebound."""
+        if not (isinstance(node, ast.Name) and node.id in ("self", "cls")):
+            return False
+        function = self.parent.get(id(node))
+        while function is not None:
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node.id in {
+                    a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}:
+                break
+            function = self.parent.get(id(function))
+        if not isinstance(function, ast.FunctionDef) or not isinstance(self.parent.get(id(function)), ast.ClassDef):
+            return False
+        first = (function.args.posonlyargs + function.args.args)[:1]
+        kind = _method_kind(function)
+        return bool(first) and first[0].arg == node.id and (kind == "method") == (node.id == "self") and kind != "static"
+
+    def library_name(self, node, attr, shown):
+        """``attr`` is a library's own attribute (``LIBRARY_NAMES``): a name of yours that equals it would read
+        theirs on such a value, which reaches past the tables (numpy's arrays: .ctypes, raw memory)."""
+        example = LIBRARY_NAMES[attr]
+        self.add(node, attr, f"{shown} is not allowed: {attr} is also an attribute of library objects ({example}) "
+                             "that this lab does not list, so the grader cannot tell yours from theirs",
+                 hint=f"give your attribute another name, e.g. {attr.strip('_')}_"
+                      if attr in self.own or self.own_by_prefix(attr) else MEMBER_HINT)
 
     def own_by_prefix(self, attr):
         """self.w_o after setattr(self, f"w_{name}", ...): a name with a prefix your file writes that way."""
@@ -857,6 +1713,10 @@ class _Checker:
         if node.keywords or len(args) not in arity:
             self.add(node, func, f"{self.shown(node)} is not allowed: {func} takes its arguments in order here",
                      hint=plain)
+        elif func == "hasattr" and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            kind, path = self.resolve(args[0])  # a bool: whether the object has it, never the attribute itself
+            if kind == "module":  # hasattr(F, "scaled_dot_product_attention") still names the built-in
+                self.builtin(node, f"{path}.{args[1].value}")
         elif isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
             self.check_member(node, args[0], args[1].value, func in ("setattr", "delattr"))
         elif not (func == "setattr" and isinstance(args[0], ast.Name) and args[0].id == "self"

@@ -107,7 +107,13 @@ RULES_END = "<!-- END the rule's tables -->"
 # before it; the last is the command, whose docstring opens the script.
 SUBMIT_SOURCE = "autograder/rule"
 SUBMIT_TARGET = "assignment/submit.py"
-SUBMIT_MODULES = ("tables", "source", "checker", "submit_cli")
+SUBMIT_MODULES = ("library_names", "tables", "source", "checker", "submit_cli")
+
+# The library attributes an own name may not read (autograder/rule/library_names.py), computed from the rule's
+# tables by walking what they reach (autograder/platforms/rule_reach.py; recomputed only when what decides it
+# changed: its fingerprint).
+NAMES_SOURCE = "autograder/platforms/rule_reach.py"
+NAMES_TARGET = "autograder/rule/library_names.py"
 SUBMIT_HEADER = ("# Generated from {source}/ ({files}): do not edit.\n"
                  "# This is the rule the grader applies, as one script; a change to it is made there.\n")
 
@@ -369,6 +375,15 @@ def rules_tables() -> str:
 
 # ----------------------------------------------------------------------------- submit.py
 
+@functools.lru_cache(maxsize=1)
+def render_library_names() -> str:
+    """autograder/rule/library_names.py as the walk makes it (the kit's own file kept when its fingerprint holds)."""
+    from autograder.platforms import rule_reach
+
+    path = Path(KIT_ROOT) / NAMES_TARGET
+    return rule_reach.render_names(path.read_text(encoding="utf-8") if path.exists() else "", KIT_ROOT)
+
+
 def render_submit() -> str:
     """The students' submit.py: SUBMIT_MODULES joined into one script. The command's docstring opens it
     (after SUBMIT_HEADER); every module's imports of the standard library are gathered at the top, and its
@@ -382,7 +397,8 @@ def render_submit() -> str:
     folder, imports, bodies, defined, doc = Path(rule.__file__).parent, [], [], {}, None
     for name in SUBMIT_MODULES:
         where = f"{SUBMIT_SOURCE}/{name}.py"
-        doc, statements, body, needs = _split_module((folder / f"{name}.py").read_text(encoding="utf-8"), where)
+        text = render_library_names() if name == "library_names" else (folder / f"{name}.py").read_text(encoding="utf-8")
+        doc, statements, body, needs = _split_module(text, where)
         for module, names in needs:  # from autograder.rule.<module> import <names>: defined above, by name
             missing = sorted(set(names) - defined.get(module, set()))
             if missing:
@@ -477,7 +493,7 @@ def render_region(path: Path, what: str, begin_marker: str, end_marker: str, bod
 
 def all_pairs() -> list:
     return (PAIRS + check_pairs() + FIGURE_PAIRS + [(source, REGION_TARGET) for source in REGIONS]
-            + [(RULES_SOURCE, RULES_TARGET), (SUBMIT_SOURCE, SUBMIT_TARGET)])
+            + [(NAMES_SOURCE, NAMES_TARGET), (RULES_SOURCE, RULES_TARGET), (SUBMIT_SOURCE, SUBMIT_TARGET)])
 
 
 def render(source: str, target: str):
@@ -490,6 +506,8 @@ def render(source: str, target: str):
         return render_region(ROOT / target, "rule-table", RULES_BEGIN, RULES_END, rules_tables())
     if source == SUBMIT_SOURCE:
         return render_submit()
+    if source == NAMES_SOURCE:
+        return render_library_names()
     if target.endswith(".png"):
         from autograder.reports import lab_figure
 

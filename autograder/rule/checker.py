@@ -15,11 +15,12 @@ import types
 from pathlib import Path
 from typing import NamedTuple
 
+from autograder.rule.library_names import LIBRARY_NAMES
 from autograder.rule.source import read_source
 from autograder.rule.tables import (ALLOWED_BUILTINS, ALLOWED_IMPORTS, ANNOTATION_ONLY, ANNOTATION_SYNTAX,
                                     ATTRIBUTE_FUNCTIONS, FILES, FORBIDDEN, INTERPRETER_MEMBERS, MAX_DEPTH,
-                                    MAX_NODES, MEMBERS, MODULES, REFUSED_NAMES, REFUSED_SYNTAX, STUDENT_MODULES,
-                                    TRANSFORMERS)
+                                    MAX_NODES, MEMBERS, MODULE_SPECIALS, MODULES, REFUSED_NAMES,
+                                    REFUSED_SYNTAX, SPECIAL_METHODS, STUDENT_MODULES, TRANSFORMERS)
 
 # The hint a finding ends with when its check gives none of its own; every refusal says what to write.
 BUILTIN_HINT = "write it yourself with matmul, softmax and masked_fill"
@@ -110,6 +111,7 @@ class _Exports(NamedTuple):
     names: frozenset  # every top-level name (what `from attention import *` brings)
     own: frozenset  # the attribute names it defines (a base class there gives self.helper here)
     classes: frozenset  # the classes it defines
+    methods: frozenset  # the instance methods its classes define (never read through a class)
 
 
 def _exports(source):
@@ -137,7 +139,7 @@ def _exports(source):
     names |= set(modules)
     nodes = list(ast.walk(tree))
     return _Exports(modules, frozenset(n for n in names if not n.startswith("_")), frozenset(_own_names(nodes)),
-                    frozenset(_classes(nodes)))
+                    frozenset(_classes(nodes)), frozenset(_instance_methods(nodes)))
 
 
 def _own_names_of(node):
@@ -174,6 +176,23 @@ def _own_names(nodes):
                 yield from (e.value for e in fields.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
 
 
+def _instance_methods(nodes):
+    """The names of the instance methods the ``nodes`` of a file define in class bodies (not static or class
+    methods): read through a class, such a method takes any object as its self."""
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _dunder(statement.name) \
+                        and _method_kind(statement) == "method":
+                    yield statement.name
+
+
+def _method_kind(function):
+    """"static", "class" or "method": what the decorators of a def in a class body make it."""
+    names = {getattr(d, "id", getattr(d, "attr", None)) for d in function.decorator_list}
+    return "static" if "staticmethod" in names else "class" if "classmethod" in names else "method"
+
+
 def _classes(nodes):
     """The classes the ``nodes`` of a file define."""
     return {node.name for node in nodes if isinstance(node, ast.ClassDef)}
@@ -205,10 +224,13 @@ class _Checker:
         self.own_modules = set()  # names bound to your other file (import attention)
         self.annotation_only = {}  # name -> dotted path, for names only annotations may use
         self.bound = set()  # every name the file binds
+        self.rebound = set()  # names bound otherwise than by a class statement or an import (not a class then)
         self.own = set()  # attribute names your file defines
         self.in_annotation = set()  # ids of the nodes inside a type annotation
+        self.in_decorator = set()  # ids of the nodes inside a decorator
         self.own_prefixes = set()  # "w_" for setattr(self, f"w_{name}", ...): its names are your own too
         self.classes = set()  # the classes the two files define
+        self.methods = set()  # the instance methods those classes define
         self.lines = None  # the file's lines as bytes, split once, for the code a finding quotes
         self.nodes = []  # every node of the tree, in ast.walk's order
 
@@ -218,8 +240,16 @@ class _Checker:
         key = (node.lineno, name if kind == "builtin" else "")
         if key not in self.violations:
             hint = hint if hint is not None else (BUILTIN_HINT if kind == "builtin" else HIDDEN_HINT)
+            if id(node) in self.in_decorator and kind != "builtin":  # @torch.jit.ignore and the like
+                hint = f"remove the decorator @{self.decorator_of(node)}: the grader runs your code as plain Python"
             self.violations[key] = Violation(self.filename, node.lineno, name,
                                              f"{self.filename}, line {node.lineno}: {message}; {hint}", kind)
+
+    def decorator_of(self, node):
+        """The code of the whole decorator ``node`` stands in."""
+        while id(self.parent.get(id(node))) in self.in_decorator:
+            node = self.parent[id(node)]
+        return self.shown(node)
 
     def shown(self, node):
         text = " ".join(self.segment(node).split())
@@ -260,9 +290,9 @@ class _Checker:
 
     def index(self, tree):
         """Parent links and annotation spans; False (with a finding) for code too large or too deep to check."""
-        stack, count = [(tree, 0, False)], 0
+        stack, count = [(tree, 0, False, False)], 0
         while stack:
-            node, depth, annotation = stack.pop()
+            node, depth, annotation, decorator = stack.pop()
             count += 1
             if depth > MAX_DEPTH or count > MAX_NODES:
                 line = getattr(node, "lineno", 1)
@@ -274,13 +304,15 @@ class _Checker:
                 return False
             if annotation:
                 self.in_annotation.add(id(node))
+            if decorator:
+                self.in_decorator.add(id(node))
             for field, child in ast.iter_fields(node):
                 children = child if isinstance(child, list) else [child]
                 for item in children:
                     if isinstance(item, ast.AST):
                         self.parent[id(item)] = node
                         starts = field in ("annotation", "returns") and not isinstance(node, ast.Lambda)
-                        stack.append((item, depth + 1, annotation or starts))
+                        stack.append((item, depth + 1, annotation or starts, decorator or field == "decorator_list"))
         return True
 
     # -- what each name is bound to
@@ -295,6 +327,8 @@ class _Checker:
         for node in self.nodes:
             for name in self.binds(node):
                 self.bound.add(name)
+                if not isinstance(node, ast.ClassDef):
+                    self.rebound.add(name)
                 if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
                     self.add(node, name, f"the name {name} is reserved for Python's own built-in",
                              hint="give it another name")
@@ -405,6 +439,8 @@ class _Checker:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
         self.classes = _classes(self.nodes) | (
             self.sibling.classes if self.sibling is not None else frozenset())
+        self.methods = set(_instance_methods(self.nodes)) | (
+            self.sibling.methods if self.sibling is not None else frozenset())
         self.own_prefixes = {node.args[1].values[0].value for node in self.nodes
                              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                              and node.func.id == "setattr" and len(node.args) == 3 and _own_name_pattern(node.args[1])}
@@ -468,6 +504,9 @@ class _Checker:
                      hint="annotations may hold names, subscripts and strings only, e.g. Optional[Tensor]")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             self.check_name(node)
+        elif isinstance(node, ast.Name) and node.id in ("self", "cls"):  # a store or a del
+            self.add(node, node.id, f"assigning to {node.id} is not allowed: it would no longer be your own object",
+                     hint="give the value another name")
         elif isinstance(node, ast.Attribute):
             self.check_member(node, node.value, node.attr, not isinstance(node.ctx, ast.Load))
             kind, path = self.resolve(node)
@@ -475,6 +514,81 @@ class _Checker:
                 self.module_as_value(node, path)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_FUNCTIONS:
             self.check_attribute_function(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type":
+            self.check_type_call(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REGISTERS:
+            self.check_registered_name(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign,
+                             ast.AugAssign)):
+            self.check_special_binding(node)
+        if isinstance(node, ast.ClassDef):
+            self.check_class(node)
+
+    # -- the language by construct: special methods, classes, type()
+
+    def check_special_binding(self, node):
+        """A special name bound in a class body (def or assignment) must be one of SPECIAL_METHODS, and one
+        bound at the top of a module one of MODULE_SPECIALS: any other is a hook that a library or the
+        interpreter calls by itself (numpy's __array_interface__, torch's __torch_function__)."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        else:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)]
+        where = self.parent.get(id(node))
+        for name in (n for n in names if _dunder(n)):
+            if isinstance(where, ast.ClassDef):
+                if name in SPECIAL_METHODS and not isinstance(node, ast.ClassDef):
+                    continue
+                allowed = ", ".join(SPECIAL_METHODS)
+                self.add(node, name, f"defining {name} is not allowed: a library or Python itself calls such a "
+                                     "special method on its own, which the grader cannot follow",
+                         hint=f"remove it, and write a plain method you call yourself; a class may define only "
+                              f"{allowed}")
+            elif isinstance(where, ast.Module) and name in MODULE_SPECIALS:
+                continue
+            else:
+                self.add(node, name, f"binding the special name {name} is not allowed here",
+                         hint="give it a plain name (a module may set only __all__)")
+
+    def check_class(self, node):
+        """A class statement takes no keywords (no metaclass=) and does not derive from type (a metaclass)."""
+        if node.keywords:
+            self.add(node, "class keywords", f"class {node.name}(..., {node.keywords[0].arg}=...) is not allowed: a "
+                                             "metaclass or class keyword runs code when the class is made",
+                     hint=f"write class {node.name}(Base): with plain base classes")
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id == "type" and "type" not in self.bound:
+                self.add(node, "metaclass", f"class {node.name}(type) makes a metaclass, which builds classes "
+                                            "from a dict of any names", hint="derive from object or nn.Module")
+
+    def check_type_call(self, node):
+        """type(x) gives x's class: only its name (type(self).__name__) or a comparison (type(x) is T) is
+        allowed. type(name, bases, dict) makes a class from a dict, whose keys may be any special name, and
+        calling what type(x) gave could do the same (the class of a class is type)."""
+        if "type" in self.bound:
+            return
+        parent = self.parent.get(id(node))
+        if len(node.args) != 1 or node.keywords:
+            self.add(node, "type", f"{self.shown(node)} is not allowed: type() with three arguments makes a class "
+                                   "from a dict of any names", hint="write a class statement")
+            return
+        named = isinstance(parent, ast.Attribute) and parent.value is node and parent.attr == "__name__"
+        compared = isinstance(parent, ast.Compare)
+        checked = (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                   and parent.func.id in ("isinstance", "issubclass") and node in parent.args[1:])
+        if not (named or compared or checked):
+            self.add(node, "type", f"{self.shown(node)} is not allowed here: type(x) may be compared or named "
+                                   "(type(x).__name__), not used otherwise",
+                     hint="use isinstance(x, ...) to test a type, or type(x).__name__ for its name")
+
+    def check_registered_name(self, node):
+        """register_buffer("name", ...) and the like give the object an attribute by that name: never a special
+        one (a layer registered as __array__ would answer numpy's protocol)."""
+        if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                and _dunder(node.args[0].value):
+            self.add(node, node.args[0].value, f"{self.shown(node)} is not allowed: it gives your object the special "
+                                               f"name {node.args[0].value}", hint="register it under a plain name")
 
     def chain_head(self, node):
         """Does ``node`` stand at the head of a longer name (``node.attr``, or getattr(node, "attr"))?"""
@@ -482,9 +596,27 @@ class _Checker:
         return (isinstance(parent, ast.Attribute) and parent.value is node) or (
             self.written_name_call(parent) and parent.args[0] is node)
 
+    def check_class_as_value(self, node):
+        """Your class by name may be called, derived from, tested (isinstance), raised or caught, named in an
+        annotation or given to super(); as any other value (stored, passed) its methods could be read through it."""
+        parent = self.parent.get(id(node))
+        if id(node) in self.in_annotation or id(node) in self.in_decorator or self.chain_head(node):
+            return
+        if isinstance(parent, ast.Call) and (parent.func is node or (
+                isinstance(parent.func, ast.Name) and parent.func.id in ("isinstance", "issubclass", "super"))):
+            return
+        if isinstance(parent, (ast.ClassDef, ast.ExceptHandler, ast.Raise, ast.Compare)):
+            return
+        if isinstance(parent, ast.Tuple) and isinstance(self.parent.get(id(parent)), (ast.ExceptHandler, ast.Call)):
+            return  # except (A, B) and isinstance(x, (A, B))
+        self.add(node, node.id, f"your class {node.id} used as a value is not allowed: its methods could be read "
+                                "through it", hint=f"create the object here with {node.id}(...) and keep that")
+
     def check_name(self, node):
         name, parent = node.id, self.parent.get(id(node))
         head = self.chain_head(node)
+        if name in self.classes and name not in self.rebound:
+            self.check_class_as_value(node)
         if name in self.annotation_only:
             if id(node) not in self.in_annotation:
                 self.add(node, name, f"{self.annotation_only[name]} may only be used in type annotations",
@@ -545,14 +677,20 @@ class _Checker:
             via_super = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"
             own_class = isinstance(owner, ast.Name) and owner.id in self.classes  # Base.__init__(self), Base yours
             init = attr == "__init__" and called and (via_super or own_class or kind == "leaf")
-            if not (init or (attr == "__name__" and not store)):  # a name is a string: type(self).__name__
+            class_name = (attr == "__class__" and not store and isinstance(parent, ast.Attribute)
+                          and parent.attr == "__name__")  # self.__class__.__name__: a string, as type(self).__name__
+            if not (init or class_name or (attr == "__name__" and not store)):  # a name is a string
                 self.add(node, attr, f"{shown} is not allowed: {attr} reaches inside other objects",
                          hint="special names are only for super().__init__(...); use type(x), isinstance, len")
+        elif attr in self.methods and self.class_reference(owner) and not store:
+            self.add(node, attr, f"{shown} is not allowed: a method read through its class takes any object as "
+                                 "its self", hint=f"call it on your object: self.{attr}(...) or obj.{attr}(...)")
         elif attr.startswith("_"):
-            own = isinstance(owner, ast.Name) and (owner.id in ("self", "cls") or owner.id in self.classes)
-            if not own:
+            if not (self.own_self(owner) or (isinstance(owner, ast.Name) and owner.id in self.classes)):
                 self.add(node, attr, f"{shown} is not allowed: private names are only for your own objects "
-                                     "(self._name)")
+                                     "(self._name in a method of your class)")
+        elif attr in LIBRARY_NAMES and attr not in MEMBERS and not store:
+            self.library_name(node, attr, shown)
         elif attr == "format" and not store:
             if not _literal_template(owner):
                 self.add(node, attr, f"{shown} is not allowed: a template that is not written out can read "
@@ -561,6 +699,39 @@ class _Checker:
             self.add(node, attr, f"{shown} is not allowed: {attr} is neither a member this lab lists for "
                                  f"tensors, layers and Python values nor a name your file defines"
                                  f"{_suggest(attr, MEMBERS | self.own)}", hint=MEMBER_HINT)
+
+    def class_reference(self, node):
+        """Is ``node`` one of your classes (its name, cls, or module.Class)?"""
+        if isinstance(node, ast.Name):
+            return node.id in self.classes or node.id == "cls"
+        return isinstance(node, ast.Attribute) and node.attr in self.classes
+
+    def own_self(self, node):
+        """Is ``node`` the self (or cls) of a method of your class: the first parameter of the def that binds
+        that name, a def in a class body (self: an instance method; cls: a classmethod)? Then it is your own
+        object, since no method is read through its class (``class_reference``) and self is never rebound."""
+        if not (isinstance(node, ast.Name) and node.id in ("self", "cls")):
+            return False
+        function = self.parent.get(id(node))
+        while function is not None:
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node.id in {
+                    a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}:
+                break
+            function = self.parent.get(id(function))
+        if not isinstance(function, ast.FunctionDef) or not isinstance(self.parent.get(id(function)), ast.ClassDef):
+            return False
+        first = (function.args.posonlyargs + function.args.args)[:1]
+        kind = _method_kind(function)
+        return bool(first) and first[0].arg == node.id and (kind == "method") == (node.id == "self") and kind != "static"
+
+    def library_name(self, node, attr, shown):
+        """``attr`` is a library's own attribute (``LIBRARY_NAMES``): a name of yours that equals it would read
+        theirs on such a value, which reaches past the tables (numpy's arrays: .ctypes, raw memory)."""
+        example = LIBRARY_NAMES[attr]
+        self.add(node, attr, f"{shown} is not allowed: {attr} is also an attribute of library objects ({example}) "
+                             "that this lab does not list, so the grader cannot tell yours from theirs",
+                 hint=f"give your attribute another name, e.g. {attr.strip('_')}_"
+                      if attr in self.own or self.own_by_prefix(attr) else MEMBER_HINT)
 
     def own_by_prefix(self, attr):
         """self.w_o after setattr(self, f"w_{name}", ...): a name with a prefix your file writes that way."""
@@ -573,6 +744,10 @@ class _Checker:
         if node.keywords or len(args) not in arity:
             self.add(node, func, f"{self.shown(node)} is not allowed: {func} takes its arguments in order here",
                      hint=plain)
+        elif func == "hasattr" and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            kind, path = self.resolve(args[0])  # a bool: whether the object has it, never the attribute itself
+            if kind == "module":  # hasattr(F, "scaled_dot_product_attention") still names the built-in
+                self.builtin(node, f"{path}.{args[1].value}")
         elif isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
             self.check_member(node, args[0], args[1].value, func in ("setattr", "delattr"))
         elif not (func == "setattr" and isinstance(args[0], ast.Name) and args[0].id == "self"

@@ -213,6 +213,25 @@ _INTERPRETER_TYPES = (types.FrameType, types.CodeType, types.GeneratorType, type
 INTERPRETER_MEMBERS = frozenset(
     name for kind in _INTERPRETER_TYPES for name in dir(kind) if not name.startswith("__")
 ) - {"send", "throw", "close", "clear", "replace", "aclose", "asend", "athrow"}
+# The special methods a class of yours may define (def, or an assignment in the class body), each with what
+# it is for. Any other special name is a hook that a library or the interpreter calls by itself, often from
+# C, with powers the checker never sees: numpy reads __array_interface__ (a view of any address), torch calls
+# __torch_function__ and __torch_dispatch__ with its own functions, __index__ and __float__ feed sizes to C,
+# __getattr__ and __getattribute__ answer for names the checker never read, __get__/__set__/__set_name__
+# make descriptors, __init_subclass__, __class_getitem__ and metaclasses run at class creation, __del__ runs
+# whenever the collector likes, __slots__ makes descriptors. Each name here only answers your own code:
+SPECIAL_METHODS = {
+    "__init__": "builds your object (and super().__init__() builds its base)",
+    "__post_init__": "finishes a dataclass's generated __init__",
+    "__repr__": "your object as text, for print() and error messages",
+    "__str__": "your object as text, for print() and str()",
+    "__call__": "calls your object like a function",
+    "__len__": "len(obj) of your container",
+    "__getitem__": "obj[i] of your container",
+    "__iter__": "for x in obj over your container",
+}
+# The special names a module of yours may bind: `__all__` (what `from attention import *` takes).
+MODULE_SPECIALS = frozenset({"__all__"})
 # Python statements and expressions the checker follows; any other kind (match, async, await) is refused.
 REFUSED_SYNTAX = {"Match": "a match statement", "AsyncFunctionDef": "async def", "Await": "await",
                   "AsyncFor": "async for", "AsyncWith": "async with"}

@@ -410,7 +410,72 @@ PUBLISHED_IDIOMS = {
                                                 "    def f(self, x):\n        return A._pad(x)",
     "super with arguments": "import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self):\n"
                             "        super(A, self).__init__()",
+    # Issue 45: fair at the edges.
+    "a hasattr guard on a config": "def f(config):\n    return hasattr(config, 'embedding_size')",
+    "the class's name in a repr": "class A:\n    def __repr__(self):\n"
+                                  "        return f'{self.__class__.__name__}({type(self).__name__})'",
+    "the special methods of the list": "class Cache:\n    def __init__(self):\n        self._items = []\n"
+                                       "    def __len__(self):\n        return len(self._items)\n"
+                                       "    def __getitem__(self, i):\n        return self._items[i]\n"
+                                       "    def __iter__(self):\n        return iter(self._items)\n"
+                                       "    def __str__(self):\n        return 'cache'\n"
+                                       "    def __call__(self, x):\n        return x",
+    "a private name in a closure of a method": "class A:\n    def __init__(self):\n        self._scale = 2\n"
+                                                "    def f(self, xs):\n        def g(x):\n"
+                                                "            return x * self._scale\n        return [g(x) for x in xs]",
+    "a private name on cls in a classmethod": "class A:\n    _SIZE = 4\n    @classmethod\n"
+                                              "    def make(cls):\n        return cls(cls._SIZE)",
+    "type compared": "import torch\ndef f(x):\n    return type(x) is torch.Tensor",
+    "a class created, tested and raised": "class Oops(ValueError):\n    pass\n"
+                                          "def f(x):\n    if not isinstance(x, Oops):\n        raise Oops('no')\n"
+                                          "    return Oops('x')",
+    "__all__": "__all__ = ['scaled_dot_product_attention']",
 }
+
+
+# Issue 45: the language is closed by construct. Each of these lets a library (or Python) reach code or
+# memory the checker never saw; each is refused with what to write instead.
+CONSTRUCTS = {
+    "a protocol hook as a property": ("class W:\n    @property\n    def __array_interface__(self):\n"
+                                      "        return {}", "__array_interface__"),
+    "torch's function hook": ("class T:\n    @classmethod\n    def __torch_function__(cls, f, t, a=(), k=None):\n"
+                              "        return f", "__torch_function__"),
+    "an attribute hook": ("class A:\n    def __getattr__(self, name):\n        return 1", "__getattr__"),
+    "an index hook": ("class A:\n    def __index__(self):\n        return 10 ** 9", "__index__"),
+    "a hook assigned in the class body": ("class A:\n    __array_priority__ = 1000", "__array_priority__"),
+    "slots": ("class A:\n    __slots__ = ('a',)", "__slots__"),
+    "a module attribute hook": ("def __getattr__(name):\n    return 1", "__getattr__"),
+    "a metaclass keyword": ("class A(metaclass=M):\n    pass", "metaclass"),
+    "a metaclass": ("class M(type):\n    pass", "metaclass"),
+    "type with three arguments": ("K = type('K', (), {'__array_interface__': {}})", "three arguments"),
+    "the class of a class called": ("def f(obj):\n    return type(type(obj))('K', (), {})", "type(x) may be compared"),
+    "a method read through its class": ("import numpy\nclass K:\n    def __init__(self):\n        self.v = 1\n"
+                                         "    def grab(self):\n        return self._v\n"
+                                         "def f():\n    return K.grab(numpy.zeros(1))", "read through its class"),
+    "a class kept as a value": ("class K:\n    def grab(self):\n        return 1\nalias = K", "used as a value"),
+    "self rebound": ("class K:\n    def grab(self, other):\n        self = other\n        return self._v",
+                     "assigning to self"),
+    "a private name on a self that is not a method's": ("def grab(self):\n    return self._ctypes", "private names"),
+    "a library attribute by an own name": ("import numpy\nclass K:\n    def __init__(self):\n        self.ctypes = 1\n"
+                                           "def f():\n    return numpy.zeros(1).ctypes", "ndarray.ctypes"),
+    "a layer registered under a special name": ("import torch\nclass K(torch.nn.Module):\n    def __init__(self):\n"
+                                                "        super().__init__()\n"
+                                                "        self.register_buffer('__array__', torch.zeros(1))", "__array__"),
+}
+
+
+@pytest.mark.parametrize("case", CONSTRUCTS)
+def test_scanner_refuses_constructs_outside_the_language(case):
+    source, named = CONSTRUCTS[case]
+    violations = submit.find_forbidden_calls(source, "attention.py")
+    assert any(v.kind == "hidden" and named in v.message for v in violations), f"{case}: {violations}"
+    assert all("\n" not in v.message and "; " in v.message for v in violations), "one line, with what to write"
+
+
+def test_a_refused_decorator_says_to_remove_it():
+    found = submit.find_forbidden_calls("import torch\nclass A:\n    @torch.jit.ignore\n    def f(self):\n"
+                                        "        return 1\n", "mha.py")
+    assert len(found) == 1 and "remove the decorator @torch.jit.ignore" in found[0].message
 
 
 @pytest.mark.parametrize("case", PUBLISHED_IDIOMS)
