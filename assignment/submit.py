@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 # ============================================================================= autograder/rule/library_names.py
 
-FINGERPRINT = '9d80357fb3d6a143'
+FINGERPRINT = '27fc0dc3dccc62ca'
 LIBRARY_NAMES = {
     'T_destination': 'type.T_destination',
     '_MutableMapping__marker': '_Environ._MutableMapping__marker',
@@ -182,7 +182,7 @@ LIBRARY_NAMES = {
     'acquire': 'RLock.acquire',
     'addFilter': 'Logger.addFilter',
     'addHandler': 'Logger.addHandler',
-    'add_note': 'ValueError.add_note',
+    'add_note': 'OwnError.add_note',
     'addbmm': 'tensortype.addbmm',
     'addbmm_': 'tensortype.addbmm_',
     'addcdiv_': 'tensortype.addcdiv_',
@@ -688,7 +688,7 @@ LIBRARY_NAMES = {
     'vmap': 'FunctionMeta.vmap',
     'vsplit': 'tensortype.vsplit',
     'warn': 'Logger.warn',
-    'with_traceback': 'ValueError.with_traceback',
+    'with_traceback': 'OwnError.with_traceback',
     'writable': 'TextIOWrapper.writable',
     'writelines': 'TextIOWrapper.writelines',
     'xlogy': 'tensortype.xlogy',
@@ -815,7 +815,7 @@ ALLOWED = {
                   "TypeAlias cast overload",
     }),
     "__future__": _names({"future": "annotations"}),
-    "dataclasses": _names({"dataclasses": "dataclass field fields asdict replace"}),
+    "dataclasses": _names({"dataclasses": "dataclass field asdict replace"}),
     "copy": _names({"copies": "copy deepcopy"}),
     "functools": _names({"functions": "partial lru_cache cache cached_property wraps reduce"}),
     "itertools": _names({"iteration": "product combinations permutations chain repeat count accumulate "
@@ -925,6 +925,15 @@ SPECIAL_METHODS = {
     "__getitem__": "obj[i] of your container",
     "__iter__": "for x in obj over your container",
 }
+# What a class of yours may derive from, besides your own classes, object and Python's exceptions: torch's
+# layers and containers, autograd's Function, and typing's plain bases. On an object of yours (self), private
+# names reach what these bases define: the reach walk follows them all (autograder/platforms/rule_reach.py).
+# Not a tensor, an array or a builtin container: their private attributes hold raw storage and C slots.
+BASES = frozenset([f"torch.nn.{name}" for name in ALLOWED["torch.nn"]["layers"] + ALLOWED["torch.nn"][
+    "containers and parameters"] if name != "Parameter"] + [f"einops.layers.torch.{name}" for name in ALLOWED[
+        "einops.layers.torch"]["einops layers"]] + ["torch.autograd.Function", "torch.autograd.function.Function",
+                                                   "typing.NamedTuple", "typing.Protocol", "typing.Generic",
+                                                   "collections.namedtuple"])
 # The special names a module of yours may bind: `__all__` (what `from attention import *` takes).
 MODULE_SPECIALS = frozenset({"__all__"})
 # Python statements and expressions the checker follows; any other kind (match, async, await) is refused.
@@ -1194,6 +1203,9 @@ class _Checker:
         self.annotation_only = {}  # name -> dotted path, for names only annotations may use
         self.bound = set()  # every name the file binds
         self.rebound = set()  # names bound otherwise than by a class statement or an import (not a class then)
+        self.imported_values = {}  # name -> the dotted paths an import binds it to (from torch.nn import Module)
+        self.class_aliases = set()  # names bound to a class of your other file (from attention import A as B)
+        self.unread_imports = set()  # names imported from your other file when it cannot be read
         self.own = set()  # attribute names your file defines
         self.in_annotation = set()  # ids of the nodes inside a type annotation
         self.in_decorator = set()  # ids of the nodes inside a decorator
@@ -1339,6 +1351,8 @@ class _Checker:
             self.bound.add(name)
             if kind == "annotation":
                 self.annotation_only[name] = path
+            elif path is not None:
+                self.imported_values.setdefault(name, set()).add(path)  # from torch.nn import Module
 
     def bind_import(self, node, top):
         for alias in node.names:
@@ -1387,12 +1401,18 @@ class _Checker:
             for name in exports.names:
                 kind = "module" if name in exports.modules else "value"
                 self.bind_name(node, name, exports.modules.get(name), kind, top)
+                if name in exports.classes:
+                    self.class_aliases.add(name)
             return
         name = alias.asname or alias.name
         if exports is not None and alias.name in exports.modules:
             self.bind_name(node, name, exports.modules[alias.name], "module", top)
         else:
             self.bind_name(node, name, None, "value", top)
+            if exports is not None and alias.name in exports.classes:  # a class of yours, under this name here
+                self.class_aliases.add(name)
+            elif exports is None:  # the other file cannot be read: nothing of it runs, whatever it is
+                self.unread_imports.add(name)
 
     def collect_own(self):
         """Your files' attribute names (this one's and the other's); a name of the interpreter's is refused."""
@@ -1406,7 +1426,7 @@ class _Checker:
                 self.own.add(name)
         if self.sibling is not None:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
-        self.classes = _classes(self.nodes) | (
+        self.classes = _classes(self.nodes) | self.class_aliases | (
             self.sibling.classes if self.sibling is not None else frozenset())
         self.methods = set(_instance_methods(self.nodes)) | (
             self.sibling.methods if self.sibling is not None else frozenset())
@@ -1530,6 +1550,29 @@ class _Checker:
             if isinstance(base, ast.Name) and base.id == "type" and "type" not in self.bound:
                 self.add(node, "metaclass", f"class {node.name}(type) makes a metaclass, which builds classes "
                                             "from a dict of any names", hint="derive from object or nn.Module")
+            elif not self.allowed_base(base):
+                self.add(node, "base class", f"class {node.name}({self.shown(base)}) is not allowed: an object of "
+                                             "yours would hold that class's private parts",
+                         hint="derive from nn.Module, autograd's Function, a class of yours or an exception; "
+                              "keep a tensor as an attribute rather than deriving from it")
+
+    def allowed_base(self, base):
+        """Your own class, object, a Python exception, or one of BASES (Generic[T] and namedtuple(...) too)."""
+        if isinstance(base, ast.Subscript):  # Generic[T], Protocol[T]
+            base = base.value
+        if isinstance(base, ast.Call):  # class Pair(namedtuple("Pair", "output weights"))
+            base = base.func
+        if isinstance(base, ast.Name):
+            if (base.id in self.classes or base.id in self.unread_imports) and base.id not in self.rebound:
+                return True
+            if base.id in self.imported_values:
+                return self.imported_values[base.id] <= BASES and base.id not in self.rebound
+            return base.id not in self.bound and base.id in ALLOWED_BUILTINS and (
+                base.id == "object" or base.id.endswith(("Error", "Exception", "Warning")))
+        kind, path = self.resolve(base)
+        if kind == "leaf":
+            return path in BASES
+        return isinstance(base, ast.Attribute) and base.attr in self.classes  # attention.MyAttention
 
     def check_type_call(self, node):
         """type(x) gives x's class: only its name (type(self).__name__) or a comparison (type(x) is T) is
@@ -1581,11 +1624,23 @@ class _Checker:
         self.add(node, node.id, f"your class {node.id} used as a value is not allowed: its methods could be read "
                                 "through it", hint=f"create the object here with {node.id}(...) and keep that")
 
+    def scope(self, node):
+        """The innermost def, lambda, class or module ``node`` is in."""
+        scope = self.parent.get(id(node))
+        while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                          ast.ClassDef, ast.Module)):
+            scope = self.parent.get(id(scope))
+        return scope
+
     def check_name(self, node):
         name, parent = node.id, self.parent.get(id(node))
         head = self.chain_head(node)
         if name in self.classes and name not in self.rebound:
             self.check_class_as_value(node)
+        if name in self.methods and isinstance(self.scope(node), ast.ClassDef) and id(node) not in self.in_decorator:
+            self.add(node, name, f"the method {name} used as a value in its class body is not allowed: through "
+                                 "the class it would take any object as its self",
+                     hint="call it on your object (self.name(...)) from a method instead")
         if name in self.annotation_only:
             if id(node) not in self.in_annotation:
                 self.add(node, name, f"{self.annotation_only[name]} may only be used in type annotations",
@@ -1651,6 +1706,9 @@ class _Checker:
             if not (init or class_name or (attr == "__name__" and not store)):  # a name is a string
                 self.add(node, attr, f"{shown} is not allowed: {attr} reaches inside other objects",
                          hint="special names are only for super().__init__(...); use type(x), isinstance, len")
+        elif attr in self.methods and self.unbound_super(owner) and not store:
+            self.add(node, attr, f"{shown} is not allowed: this super() hands out the method unbound, to take any "
+                                 "object as its self", hint=f"write super().{attr}(...) in a method of your class")
         elif attr in self.methods and self.class_reference(owner) and not store:
             self.add(node, attr, f"{shown} is not allowed: a method read through its class takes any object as "
                                  "its self", hint=f"call it on your object: self.{attr}(...) or obj.{attr}(...)")
@@ -1668,6 +1726,17 @@ class _Checker:
             self.add(node, attr, f"{shown} is not allowed: {attr} is neither a member this lab lists for "
                                  f"tensors, layers and Python values nor a name your file defines"
                                  f"{_suggest(attr, MEMBERS | self.own)}", hint=MEMBER_HINT)
+
+    def unbound_super(self, node):
+        """Is ``node`` a super() that gives unbound methods: super(A, B) whose second argument is not the self
+        of a method of yours, or super() in a def that is not an instance method?"""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"):
+            return False
+        if node.args:
+            return len(node.args) != 2 or not (self.own_self(node.args[1]) and node.args[1].id == "self")
+        function = self.scope(node)
+        return not (isinstance(function, ast.FunctionDef) and isinstance(self.parent.get(id(function)), ast.ClassDef)
+                    and _method_kind(function) == "method")
 
     def class_reference(self, node):
         """Is ``node`` one of your classes (its name, cls, or module.Class)?"""

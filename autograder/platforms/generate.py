@@ -493,7 +493,13 @@ def render_region(path: Path, what: str, begin_marker: str, end_marker: str, bod
 
 def all_pairs() -> list:
     return (PAIRS + check_pairs() + FIGURE_PAIRS + [(source, REGION_TARGET) for source in REGIONS]
-            + [(NAMES_SOURCE, NAMES_TARGET), (RULES_SOURCE, RULES_TARGET), (SUBMIT_SOURCE, SUBMIT_TARGET)])
+            + engine_pairs() + [(RULES_SOURCE, RULES_TARGET), (SUBMIT_SOURCE, SUBMIT_TARGET)])
+
+
+def engine_pairs() -> list:
+    """Generated files of the engine itself (the rule's table of library names): the kit's, not a lab's, so
+    only when ROOT is the kit (a lab kept elsewhere is rendered with the kit's rule, which holds them)."""
+    return [(NAMES_SOURCE, NAMES_TARGET)] if ROOT.resolve() == Path(KIT_ROOT).resolve() else []
 
 
 def render(source: str, target: str):

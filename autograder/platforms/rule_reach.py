@@ -35,6 +35,7 @@ import math
 import signal
 import sys
 import types
+import typing
 import warnings
 
 DEPTH = 3  # attribute and call steps from a root; a longer chain repeats types already seen
@@ -109,7 +110,8 @@ def module_values(tables):
     return values, missing
 
 
-OWN_VALUES = ("an own module", "an own class", "a dataclass", "a named tuple", "an own Function")
+OWN_VALUES = ("an own module", "an own class", "a dataclass", "a named tuple", "an own Function", "an own layer",
+              "an own exception", "an own typed tuple", "an autograd context")
 
 
 def representatives():
@@ -144,6 +146,16 @@ def representatives():
         def backward(ctx, grad):
             return grad * 2
 
+    class OwnLinear(torch.nn.Linear):
+        pass
+
+    class OwnError(ValueError):
+        pass
+
+    class OwnTuple(typing.NamedTuple):
+        output: torch.Tensor
+        weights: torch.Tensor
+
     leaf = torch.randn(2, 3, requires_grad=True)
     Scale.apply(leaf).sum().backward()
     values = {f"tensor {dtype}": torch.zeros(2, 2, dtype=dtype) for dtype in (
@@ -154,7 +166,8 @@ def representatives():
         "nn.Linear": torch.nn.Linear(2, 2), "nn.Parameter": torch.nn.Parameter(torch.zeros(2)),
         "nn.ModuleList": torch.nn.ModuleList([torch.nn.Linear(1, 1)]), "nn.Dropout": torch.nn.Dropout(0.1),
         "an own module": Own(), "an own class": Own, "a dataclass": Cache(torch.zeros(1)), "a named tuple": Pair(1, 2),
-        "an autograd context": contexts[0], "an own Function": Scale,
+        "an autograd context": contexts[0], "an own Function": Scale, "an own layer": OwnLinear(2, 2),
+        "an own exception": OwnError("x"), "an own typed tuple": OwnTuple(torch.zeros(1), torch.ones(1)),
         "numpy array": numpy.zeros((2, 2)), "numpy int array": numpy.arange(3), "numpy bool array": numpy.zeros(2, bool),
         "numpy scalar": numpy.float64(1.5), "numpy dtype": numpy.dtype("float32"),
         "list": [1, 2], "dict": {"a": 1}, "str": "text", "int": 3, "float": 0.5, "tuple": (1, 2), "set": {1},

@@ -7,7 +7,7 @@ one would read the library's attribute on such a value (numpy's arrays have .cty
 the checker refuses reading it. The fingerprint says what decided the table: the rule's tables, the
 walk's code and the installed libraries; a change to any of them recomputes it.
 """
-FINGERPRINT = '9d80357fb3d6a143'
+FINGERPRINT = '27fc0dc3dccc62ca'
 LIBRARY_NAMES = {
     'T_destination': 'type.T_destination',
     '_MutableMapping__marker': '_Environ._MutableMapping__marker',
@@ -156,7 +156,7 @@ LIBRARY_NAMES = {
     'acquire': 'RLock.acquire',
     'addFilter': 'Logger.addFilter',
     'addHandler': 'Logger.addHandler',
-    'add_note': 'ValueError.add_note',
+    'add_note': 'OwnError.add_note',
     'addbmm': 'tensortype.addbmm',
     'addbmm_': 'tensortype.addbmm_',
     'addcdiv_': 'tensortype.addcdiv_',
@@ -662,7 +662,7 @@ LIBRARY_NAMES = {
     'vmap': 'FunctionMeta.vmap',
     'vsplit': 'tensortype.vsplit',
     'warn': 'Logger.warn',
-    'with_traceback': 'ValueError.with_traceback',
+    'with_traceback': 'OwnError.with_traceback',
     'writable': 'TextIOWrapper.writable',
     'writelines': 'TextIOWrapper.writelines',
     'xlogy': 'tensortype.xlogy',

@@ -120,7 +120,7 @@ ALLOWED = {
                   "TypeAlias cast overload",
     }),
     "__future__": _names({"future": "annotations"}),
-    "dataclasses": _names({"dataclasses": "dataclass field fields asdict replace"}),
+    "dataclasses": _names({"dataclasses": "dataclass field asdict replace"}),
     "copy": _names({"copies": "copy deepcopy"}),
     "functools": _names({"functions": "partial lru_cache cache cached_property wraps reduce"}),
     "itertools": _names({"iteration": "product combinations permutations chain repeat count accumulate "
@@ -230,6 +230,15 @@ SPECIAL_METHODS = {
     "__getitem__": "obj[i] of your container",
     "__iter__": "for x in obj over your container",
 }
+# What a class of yours may derive from, besides your own classes, object and Python's exceptions: torch's
+# layers and containers, autograd's Function, and typing's plain bases. On an object of yours (self), private
+# names reach what these bases define: the reach walk follows them all (autograder/platforms/rule_reach.py).
+# Not a tensor, an array or a builtin container: their private attributes hold raw storage and C slots.
+BASES = frozenset([f"torch.nn.{name}" for name in ALLOWED["torch.nn"]["layers"] + ALLOWED["torch.nn"][
+    "containers and parameters"] if name != "Parameter"] + [f"einops.layers.torch.{name}" for name in ALLOWED[
+        "einops.layers.torch"]["einops layers"]] + ["torch.autograd.Function", "torch.autograd.function.Function",
+                                                   "typing.NamedTuple", "typing.Protocol", "typing.Generic",
+                                                   "collections.namedtuple"])
 # The special names a module of yours may bind: `__all__` (what `from attention import *` takes).
 MODULE_SPECIALS = frozenset({"__all__"})
 # Python statements and expressions the checker follows; any other kind (match, async, await) is refused.

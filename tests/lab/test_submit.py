@@ -430,6 +430,12 @@ PUBLISHED_IDIOMS = {
                                           "def f(x):\n    if not isinstance(x, Oops):\n        raise Oops('no')\n"
                                           "    return Oops('x')",
     "__all__": "__all__ = ['scaled_dot_product_attention']",
+    "the bases a class may have": "import torch.nn as nn\nfrom torch.nn import Module\nimport torch\n"
+                                  "from typing import NamedTuple, Generic, TypeVar\nfrom collections import namedtuple\n"
+                                  "T = TypeVar('T')\nclass A(nn.Module):\n    pass\nclass B(Module):\n    pass\n"
+                                  "class C(torch.autograd.Function):\n    pass\nclass D(NamedTuple):\n    x: int\n"
+                                  "class E(Generic[T]):\n    pass\nclass F2(namedtuple('F2', 'a b')):\n    pass\n"
+                                  "class G(ValueError):\n    pass\nclass H(A):\n    pass\nclass I(nn.Linear):\n    pass",
 }
 
 
@@ -458,6 +464,20 @@ CONSTRUCTS = {
     "a private name on a self that is not a method's": ("def grab(self):\n    return self._ctypes", "private names"),
     "a library attribute by an own name": ("import numpy\nclass K:\n    def __init__(self):\n        self.ctypes = 1\n"
                                            "def f():\n    return numpy.zeros(1).ctypes", "ndarray.ctypes"),
+    "a method kept as a value in the class body": ("class K:\n    def grab(self):\n        return self._v\n"
+                                                   "    grab2 = grab", "used as a value in its class body"),
+    "a method unbound by super with a class": ("class K:\n    def grab(self):\n        return self._v\n"
+                                               "class L(K):\n    def f(self):\n        return super(L, L).grab",
+                                               "unbound"),
+    "a method unbound by super in a classmethod": ("class K:\n    def grab(self):\n        return self._v\n"
+                                                   "class L(K):\n    @classmethod\n    def f(cls):\n"
+                                                   "        return super().grab", "unbound"),
+    "a method read through cls": ("class K:\n    def grab(self):\n        return self._v\n    @classmethod\n"
+                                  "    def f(cls, other):\n        return cls.grab(other)", "read through its class"),
+    "a class of the other file under another name": ("from attention import Helper as H\nalias = H",
+                                                     "used as a value"),
+    "a tensor as a base class": ("import torch\nclass T(torch.Tensor):\n    pass", "private parts"),
+    "a numpy array as a base class": ("import numpy as np\nclass A(np.ndarray):\n    pass", "private parts"),
     "a layer registered under a special name": ("import torch\nclass K(torch.nn.Module):\n    def __init__(self):\n"
                                                 "        super().__init__()\n"
                                                 "        self.register_buffer('__array__', torch.zeros(1))", "__array__"),
@@ -467,7 +487,8 @@ CONSTRUCTS = {
 @pytest.mark.parametrize("case", CONSTRUCTS)
 def test_scanner_refuses_constructs_outside_the_language(case):
     source, named = CONSTRUCTS[case]
-    violations = submit.find_forbidden_calls(source, "attention.py")
+    sibling = "class Helper:\n    def grab(self):\n        return 1\n"
+    violations = submit.find_forbidden_calls(source, "mha.py", sibling)
     assert any(v.kind == "hidden" and named in v.message for v in violations), f"{case}: {violations}"
     assert all("\n" not in v.message and "; " in v.message for v in violations), "one line, with what to write"
 
