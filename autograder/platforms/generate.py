@@ -357,7 +357,8 @@ def words_source() -> str:
 
 
 def rules_tables() -> str:
-    """Section 5's tables: every module's names by purpose, the annotation-only names, the members of values."""
+    """Section 5's tables: every module's names by purpose, the annotation-only names, the members of values, the
+    special methods a class may define and the bases it may derive from."""
     from autograder.rule import tables as submit  # the names submit.py carries too
     code = lambda names: ", ".join(f"`{n}`" for n in names)  # noqa: E731
     lines = ["**What your files may import, and which names of each** (`submit.py`, `ALLOWED`):", "",
@@ -370,6 +371,11 @@ def rules_tables() -> str:
         "**Members of values** (`VALUE_MEMBERS`), besides the names your own two files define:", "",
         "| of | members |", "|---|---|"]
     lines += [f"| {kind} | {code(names)} |" for kind, names in submit.VALUE_MEMBERS.items()]
+    lines += ["", "**Special methods a class of yours may define** (`SPECIAL_METHODS`; no other special name):", "",
+              "| method | what it is for |", "|---|---|"]
+    lines += [f"| `{name}` | {purpose} |" for name, purpose in submit.SPECIAL_METHODS.items()]
+    lines += ["", "**What a class of yours may derive from** (`BASES`), besides your own classes, `object` and "
+              "Python's exceptions: " + code(sorted(submit.BASES)) + "."]
     return "\n".join(lines) + "\n"
 
 

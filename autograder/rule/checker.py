@@ -5,6 +5,37 @@ built-ins, named in the code) or "hidden" (code the checker cannot prove harmles
 is the one call the grader, `make test` and `make submit` make: a file of the pair, with the other
 beside it. Each finding's message says where, what, and what to write instead (the hints below);
 ``refusal`` is the one text for a test that runs a refused file.
+
+The language the checker analyses completely (anything else is a finding, with what to write instead):
+
+* **Statements:** the module's top-level imports (each module bound once, never rebound); def, class,
+  assignments, augmented and annotated assignments, if/for/while/try/with/return/raise/assert/del/pass/
+  break/continue, global and nonlocal. No match, async or await; nothing deeper than MAX_DEPTH.
+* **Definitions:** a class derives from the file's own classes, ``object``, Python's exceptions or one of
+  ``BASES`` (torch's layers, autograd's Function, typing's plain bases), takes no keyword (no metaclass),
+  and binds no special name but ``SPECIAL_METHODS`` (no protocol hook a library calls by itself:
+  ``__array_interface__``, ``__torch_function__``, ``__getattr__``, ``__index__``, ``__del__``, descriptors,
+  ``__slots__``...). A module binds no special name but ``MODULE_SPECIALS``.
+* **Decorators:** expressions of the same language (``staticmethod``, ``property``, ``x.setter``,
+  ``functools.lru_cache``, a function of the file's own); a refused one is to be removed.
+* **Expressions:** a module only at the head of ``module.name``, with the name listed in ``ALLOWED``;
+  built-ins from ``ALLOWED_BUILTINS`` (``type`` with one argument, only named or compared); an attribute
+  of a value is a listed member (``MEMBERS``) or a name the two files define, never one of the library's
+  own unlisted attributes (``LIBRARY_NAMES``, computed by walking what the tables reach:
+  ``autograder/platforms/rule_reach.py``); a private name only on the ``self`` of a method of the file's
+  class (or ``cls`` of a classmethod); a special name only as ``super().__init__``, ``Base.__init__(self)``,
+  ``type(x).__name__`` and ``x.__class__.__name__``; getattr/setattr with a written name (a write by
+  ``f"w_{i}"`` on self), hasattr with any written name; ``str.format`` on a written template only.
+* **Self is the file's own object:** it is a method's first parameter and never rebound; no instance method
+  is read through its class (the class's name, ``cls``, ``super(A, B)``, or the class body itself), and a
+  class is created, tested, raised, caught or derived from, never kept or passed as a value. So a method's
+  ``self._x`` reads an object of the file's own class, whose bases the walk follows privately too.
+
+The allowed libraries' entries that interpret an object given to them (``numpy.array``/``asarray``,
+``torch.tensor``/``as_tensor``, ``print``, ``len``, ``iter``, ``sorted``...) see an object of a student's
+class as plain Python: it has no protocol hook (above), so it is a sequence of the student's own values
+(``__len__``/``__getitem__``/``__iter__``) or an opaque object; ``Tensor.type("name")`` checks the name
+against torch's tensor types (no import); an array's ``.data`` is a buffer over that array's own bytes.
 """
 import ast
 import builtins
