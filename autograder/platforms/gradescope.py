@@ -258,7 +258,7 @@ def main(argv=None):
     if args.command == "build":
         from autograder.grading.batch import verify_suite
         from autograder.config import ConfigError, load_config
-        from autograder.platforms.gradescope_zip import build, upload_notes
+        from autograder.platforms.gradescope_zip import build, built_total, suite_total, total_change, upload_notes
         from autograder.grading.reference_check import SuiteBroken
 
         try:  # a grading.yaml the grader refuses would fail every student's submission on Gradescope
@@ -271,9 +271,13 @@ def main(argv=None):
         except SuiteBroken as err:
             print(f"error: {err.message('nothing was built')}", file=sys.stderr)
             return 3
+        before = built_total(args.out)  # what the zip it replaces was built for
         size = build(args.out)
         print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder (see docs/platforms.md)")
         print("\n".join(upload_notes(config)))
+        changed = total_change(before, suite_total(), args.out)
+        if changed:
+            print(changed)
         return 0
     if args.command == "lock":
         from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text

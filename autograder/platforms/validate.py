@@ -18,8 +18,8 @@ forked graders, as ``make grade`` does. Where it cannot restart (no memfd), or w
 in-process, the zygote is exec'd and imports torch while this process does.
 
 Like the reference's verdict, the generated files' verdict "all in sync" is cached, under a digest of
-everything that decides it (``generated_key``: solution/, assignment/ whole, the parts table, the
-manifest, the kit's code, the versions of Python and of the packages that render): a run whose inputs
+everything that decides it (``generated_key``: solution/, assignment/ and tests_hidden/ whole, the samples'
+README, the manifest, the kit's code, the versions of Python and of the packages that render): a run whose inputs
 are all unchanged since the files were last found in sync checks nothing again and imports neither
 nbgrader nor matplotlib. Any other run checks every file.
 """
@@ -34,8 +34,8 @@ from autograder.paths import KIT_ROOT
 # What decides whether every generated file is in sync (``generated_key``), relative to the kit: the
 # folders whole (sources, targets, strays in assignment/checks/, the lab text) and single files. The
 # generator's own code (its templates are in it) is the imported ``autograder`` package, also whole.
-GENERATED_FOLDERS = ("solution", "assignment")
-GENERATED_FILES = ("tests_hidden/parts.py", "generated.sha256")
+GENERATED_FOLDERS = ("solution", "assignment", "tests_hidden")  # the suite: its points are the texts' totals
+GENERATED_FILES = ("examples/submissions/README.md", "generated.sha256")
 # The packages whose code renders a generated file: nbgrader's ClearSolutions and ClearOutput (on nbconvert's
 # preprocessors and traitlets), nbformat (and its schema's jsonschema), matplotlib and what it lays out, draws
 # and writes the figure with, torch (the figure's weights, the case table).
@@ -269,6 +269,21 @@ def restarted(environment_fd, settings):
     return main(zygote=zygote, early=early)
 
 
+def print_gradescope_total_change():
+    """A note, not a problem: the last built Gradescope zip (dist/autograder.zip) was built for another total."""
+    from autograder.platforms import gradescope_zip
+
+    before = gradescope_zip.built_total()
+    if before is None:
+        return
+    try:
+        line = gradescope_zip.total_change(before, gradescope_zip.suite_total())
+    except RuntimeError:  # a suite that does not collect: part_problems named it
+        return
+    if line:
+        print(f"note: {line}; run `make gradescope` first")
+
+
 def main(argv=None, zygote=None, early=None):
     """The check (``argv``: none); ``zygote``: one already started (``restarted``), else one is exec'd here;
     ``early``: waits for ``early_check``'s answer, when it runs."""
@@ -322,6 +337,8 @@ def main(argv=None, zygote=None, early=None):
             zygote.kill_sandbox_users()
     for line in problems:
         print(line)
+    if config is not None:
+        print_gradescope_total_change()
     if problems:
         print(f"validate: {len(problems)} problem(s)", file=sys.stderr)
         return 1
