@@ -11,7 +11,9 @@ SUITE_BROKEN = 3  # the reference does not pass the hidden suite: nobody was gra
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder", description="Grade LAB-03 submissions.")
+    from autograder.parts import LAB_NAME
+
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=f"Grade {LAB_NAME} submissions.")
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="grade submissions and write reports")
     grade.add_argument("paths", nargs="+", metavar="PATH",

@@ -157,7 +157,7 @@ def test_a_change_of_the_totals_is_named_by_validate_then_generated_with_no_numb
     kit = Kit(tmp_path)
     CHANGES[change](kit)
     run = kit.make("validate")
-    assert run.returncode == 1, f"make validate should name the stale totals after {change!r}: {failed(run)}"
+    assert run.returncode != 0, f"make validate should name the stale totals after {change!r}: {failed(run)}"
     for text in TOTAL_TEXTS:
         assert f"{text}: out of sync with its source: run `make stubs`" in run.stdout, failed(run)
     regenerate(kit)
