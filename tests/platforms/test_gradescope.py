@@ -107,8 +107,9 @@ def test_zip_carries_every_module_of_the_engine_in_its_group(autograder_zip):
 
 
 def test_zip_is_small(autograder_zip):
-    """Code and the suite only (no wheels, no data): 205 KB once the term's files (issue 33) joined the engine."""
-    assert autograder_zip.stat().st_size < 256 * 1024
+    """Code and the suite only (no wheels, no data, which weigh megabytes): 205 KB once the term's files (issue 33)
+    joined the engine, 259 KB with the lab's API and the generated totals (issue 49)."""
+    assert autograder_zip.stat().st_size < 320 * 1024
 
 
 def test_runtime_requirements_pin_every_package(autograder_zip):
