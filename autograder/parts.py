@@ -9,9 +9,9 @@ or torch.
 import ast
 import os
 
-from autograder.paths import KIT_ROOT
+from autograder.paths import HIDDEN_TESTS
 
-LAB_PARTS = os.path.join(KIT_ROOT, "tests_hidden", "parts.py")
+LAB_PARTS = os.path.join(HIDDEN_TESTS, "parts.py")
 
 
 def _lab_assignments(path=LAB_PARTS):

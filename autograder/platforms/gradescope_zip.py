@@ -3,6 +3,7 @@
 ``python -m autograder.platforms.gradescope build`` and ``lock`` (``make gradescope``, ``make lock``) call
 this module; what runs inside Gradescope's container is ``gradescope``.
 """
+import io
 import json
 import os
 import re
@@ -10,7 +11,8 @@ import sys
 import zipfile
 
 from autograder.config import GRADER_MARGIN_MB
-from autograder.paths import KIT_ROOT
+from autograder.files import write_atomic
+from autograder.paths import HIDDEN_TESTS, KIT_ROOT
 
 FILES_DIR = os.path.join(KIT_ROOT, "autograder", "platforms", "gradescope_files")
 # What the grader imports inside Gradescope, and what a student's files may import beside the standard
@@ -54,7 +56,7 @@ BUILT_ZIP = os.path.join(KIT_ROOT, "dist", "autograder.zip")
 
 def suite_total(tests_dir=None):
     """The total to enter on Gradescope: the hidden suite's core points (extra credit goes above it)."""
-    from autograder.grading.suite_points import HIDDEN_TESTS, core_max
+    from autograder.grading.suite_points import core_max
 
     return core_max(tests_dir or HIDDEN_TESTS)
 
@@ -83,7 +85,7 @@ def upload_notes(config, tests_dir=None):
     import math
 
     from autograder.grading.batch import SUPERVISOR_MARGIN
-    from autograder.grading.suite_points import HIDDEN_TESTS, core_max, extra_max
+    from autograder.grading.suite_points import core_max, extra_max
 
     tests_dir = tests_dir or HIDDEN_TESTS
     core, extra = core_max(tests_dir), extra_max(tests_dir)
@@ -137,9 +139,8 @@ def build(out_path):
     warning = memory_warning(load_config())
     if warning:
         print(warning, file=sys.stderr)
-    os.makedirs(os.path.dirname(out_path), exist_ok=True)
-    tmp = out_path + ".tmp"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in ("setup.sh", "run_autograder"):
             _add(archive, os.path.join(FILES_DIR, name), name, executable=True)
         _add(archive, RUNTIME_LOCK, "requirements-gradescope.txt")
@@ -148,7 +149,7 @@ def build(out_path):
         for folder, pattern in {**dict.fromkeys(engine_folders(), "*.py"), **PACKED}.items():
             for name in _files(folder, pattern):
                 _add(archive, os.path.join(KIT_ROOT, folder, name), f"{folder}/{name}")
-    os.replace(tmp, out_path)
+    write_atomic(out_path, buffer.getvalue(), mode=0o644, folder_mode=0o755)
     return os.path.getsize(out_path)
 
 

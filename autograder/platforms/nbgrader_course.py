@@ -30,9 +30,9 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from autograder.files import write_atomic
 from autograder.parts import LAB_NAME
 from autograder.platforms.generate import ROOT
 
@@ -381,27 +381,13 @@ def build(out):
     to_write, kept, stale = plan(out, files)
     check_gradebook(out, files)
     for name in to_write:
-        write_atomic(out / name, files[name])
+        write_atomic(out / name, files[name], mode=0o644, folder_mode=0o777)
     for name in stale:
         (out / name).unlink()
     manifest = {"written_by": f"make nbgrader-course (the {LAB_NAME} kit); do not edit",
                 "files": {name: digest(data) for name, data in files.items()}}
-    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    write_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n", mode=0o644, folder_mode=0o777)
     return out, to_write, kept
-
-
-def write_atomic(path, data):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def release(out):
