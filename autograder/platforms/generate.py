@@ -17,13 +17,16 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and five
-regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
+lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and
+six regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
 grader's (autograder/grading/compare.py) so a value the public tests accept is one the grader accepts,
 the seeded ``randn`` (autograder/grading/seeded.py) the hidden cases draw their inputs with, the
 table of torch errors' hints (autograder/grading/error_hints.py) the reports use too, and the grader's
 test for a float64 result that is only float32-accurate, with the catalogue's words for it, and its
-large-scores test (autograder/grading/own_forward.py), with the catalogue's words for an overflowing softmax.
+large-scores test (autograder/grading/own_forward.py), with the catalogue's words for an overflowing softmax,
+and the catalogue's words for every mistake. Besides: the lab text's rule tables (from assignment/submit.py),
+and the totals texts state, from the hidden suite's points (the lab text's extra-credit line, the samples'
+maximum), so that no figure of them is typed by hand. Every region is one of ``REGIONS``.
 
 nbgrader is an instructor-only dependency (its import takes seconds): it is imported here
 and only when something is generated, never by anything under assignment/.

@@ -11,7 +11,7 @@ import pytest
 from variant_builder import ROOT, correct_names, load_mutants
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-INSTRUCTOR = "docs/instructor.md"  # what is graded, and how fairly: the counts below live there
+INSTRUCTOR = "docs/internals.md"  # how the grader decides, and how fairly: the counts below live there
 STUDENTS = "docs/students.md"      # the public tests
 REAL_CODE = ROOT / "tests" / "heavy" / "real_code"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
