@@ -117,6 +117,22 @@ def test_stated_totals_are_the_suites(path, pattern):
     assert not stale, f"update {path}: it says {match.group(0)!r}, but the suite makes {', '.join(sorted(stale))}"
 
 
+def score_rows(text, pattern):
+    """{submission: [numbers]} of the rows of ``text`` that ``pattern`` (submission, then its cells) matches."""
+    return {match[1]: [float(n) for n in re.findall(r"\d+(?:\.\d+)?", match[2])] for match in re.finditer(pattern, text, re.M)}
+
+
+def test_the_quick_starts_grade_output_is_the_samples_scores_as_shipped():
+    """docs/quickstart.md shows `make grade`'s real table on the samples; it must be the table that
+    examples/submissions/README.md states (and tests/grading/test_grader.py checks) for the shipped suite."""
+    quick = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    table = quick[quick.index("\nsubmission "):]
+    shown = score_rows(table[:table.index("reports:")], r"^(\w+)\s+((?:\d+\s+)+\d+)/\d+$")
+    samples = (ROOT / "examples" / "submissions" / "README.md").read_text(encoding="utf-8")
+    stated = score_rows(samples, r"^\| (\w+) \| ((?:\d+ \| )+\d+) \|$")
+    assert shown and shown == stated, f"docs/quickstart.md's make grade table {shown} is not the samples' {stated}"
+
+
 # What a change to the lab would make stale in the kit's own pages: the suite's totals, part counts
 # and points. `python -m autograder.grading.suite_points` prints them; the pages point to it.
 STALE_AFTER_A_LAB_CHANGE = [
