@@ -108,6 +108,9 @@ RULES_END = "<!-- END the rule's tables -->"
 TOTALS_SOURCE = "tests_hidden/ (the suite's points)"
 EXTRA_LINE_BEGIN = "<!-- BEGIN the extra credit's points: generated from the grader's tests; do not edit -->"
 EXTRA_LINE_END = "<!-- END the extra credit's points -->"
+PUBLIC_POINTS_SOURCE = "assignment/tests/cases.py (the public points)"
+PUBLIC_POINTS_BEGIN = "<!-- BEGIN the public tests' points: generated from tests/cases.py; do not edit -->"
+PUBLIC_POINTS_END = "<!-- END the public tests' points -->"
 SAMPLES_SOURCE = "tests_hidden/ (the suite's maximum)"
 SAMPLES_TARGET = "examples/submissions/README.md"
 SAMPLES_BEGIN = "<!-- BEGIN the maximum: generated from tests_hidden/; do not edit -->"
@@ -387,6 +390,13 @@ def extra_credit_line() -> str:
             "nothing else changes.\n")
 
 
+def public_score_line() -> str:
+    """The lab text's example of `make test`'s last line, all passed: the public case table's points."""
+    cases, _ = public_cases()
+    points = sum(case_points for _, _, case_points in cases)
+    return f"```\npublic tests: {points:g}/{points:g} points (your grade also counts the hidden tests)\n```\n"
+
+
 def samples_maximum() -> str:
     """The samples' README: what a total is out of, as the suite stands."""
     from autograder.grading.suite_points import core_max, extra_max
@@ -406,6 +416,8 @@ REGIONS = {
     WORDS_SOURCE: Region("mistakes' words", WORDS_BEGIN, WORDS_END, words_source),
     RULES_SOURCE: Region("rule-table", RULES_BEGIN, RULES_END, rules_tables, RULES_TARGET),
     TOTALS_SOURCE: Region("extra-credit", EXTRA_LINE_BEGIN, EXTRA_LINE_END, extra_credit_line, RULES_TARGET),
+    PUBLIC_POINTS_SOURCE: Region("public-points", PUBLIC_POINTS_BEGIN, PUBLIC_POINTS_END, public_score_line,
+                                 RULES_TARGET),
     SAMPLES_SOURCE: Region("maximum", SAMPLES_BEGIN, SAMPLES_END, samples_maximum, SAMPLES_TARGET),
 }
 
