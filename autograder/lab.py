@@ -7,7 +7,8 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
 
 - ``PLUGIN`` (tests_hidden/conftest.py registers it): the fixtures ``student`` (``student.call("module.name",
   *args)`` runs it in the sandbox; ``.result`` is plain tensors and numbers), ``reference`` and ``staged``, and
-  the marks ``part(name)``, ``points(n)``, ``public`` (``PART``, ``POINTS``, ``PUBLIC``).
+  the marks ``pytest.mark.part(name)``, ``pytest.mark.points(n)`` and ``pytest.mark.public``, which it
+  registers (so they are written as pytest's: a module of the suite may be imported where they are not).
 - The comparisons: ``expect_close``, ``expect_equal``, ``expect_tensor``, ``expect_pair``, ``fail``; each
   failure raises ``StudentError``, whose message the student reads (any other exception is a grader error).
   ``diagnosed`` names a mistake of the ``catalogue``; ``describe_value``, ``matrix_figure`` show a value.
@@ -16,8 +17,6 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
   sandbox's vector-Jacobian product), and the submitted files (``read_source``, ``forbidden_calls``,
   ``CONTRACT``: what a known-good attention replaces when an MHA test runs again with it).
 """
-import pytest
-
 from autograder.containment.probes import CONTRACT, weighted_sum
 from autograder.grading import catalogue
 from autograder.grading.compare import (describe_value, diagnosed, expect_close, expect_equal, expect_pair,
@@ -34,12 +33,9 @@ from autograder.rules import forbidden_calls, read_source
 
 PLUGIN = "autograder.grading.plugin"  # tests_hidden/conftest.py: pytest_plugins = [PLUGIN]
 
-# The marks a hidden test carries (registered by PLUGIN): pytest.mark.part(...) etc. are the same marks.
-PART, POINTS, PUBLIC = pytest.mark.part, pytest.mark.points, pytest.mark.public
-
 __all__ = [
     "CONTRACT", "DEVICE_HINT", "FD_STEP", "FORWARD_INPUTS_MODIFIED", "FORWARD_INPUTS_MODIFIED_HINT", "Failure",
-    "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "NO_GRADIENT_HINT", "PART", "PLUGIN", "POINTS", "PUBLIC",
+    "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "NO_GRADIENT_HINT", "PLUGIN",
     "RuleViolation", "SHIFT_HINT", "STEP_CACHE_HINT", "STEP_PROJECT_HINT", "StudentError", "TILED_MATRIX_BUILT",
     "TILED_MEMORY_HINT", "TILED_ROW_0", "TILED_ROW_0_HINT", "TILED_SHAPE_HINT", "catalogue", "describe_value",
     "device_ignored", "diagnosed", "directional_mismatch", "directions", "expect_close", "expect_equal",
