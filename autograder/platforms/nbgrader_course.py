@@ -68,9 +68,6 @@ def graded_at_end():
     return tuple(part for part in part_points() if part not in public_checks())
 
 
-GRADING_EXTRA_PART = "extra"  # nbgrader_grading.EXTRA_PART: the one part whose cell gets extra credit
-
-
 def is_extra(part):
     """Extra credit (EXTRA_PARTS of the lab's table): its cell is worth 0, its points go above the maximum."""
     from autograder.parts import EXTRA_PARTS
@@ -114,6 +111,7 @@ sys.path.insert(0, here)
 c.ExchangeFactory.collect = "lab03_grading.CollectWithoutLinks"
 c.GradeWithKit.kit = os.path.normpath(os.path.join(here, @KIT@))  # the kit, from this folder
 c.GradeWithKit.python = @PYTHON@  # empty: the kit's .venv/bin/python
+c.GradeWithKit.extra_parts = @EXTRA@  # the lab's EXTRA_PARTS: their cells score extra credit
 c.Autograde.autograde_preprocessors = [
     "lab03_grading.GradeWithKit",  # nbgrader's Execute, with the kit's grader scoring the graded cells
     "nbgrader.preprocessors.IgnorePattern",
@@ -214,12 +212,6 @@ def course_notebook(nb):
 
     from autograder.parts import PART_TITLES
 
-    for part in part_points():
-        if is_extra(part) and part != GRADING_EXTRA_PART:
-            raise CourseError(f"tests_hidden/parts.py: the nbgrader course records extra credit for a part named "
-                              f"{GRADING_EXTRA_PART!r} only, EXTRA_PARTS has {part!r}: name it {GRADING_EXTRA_PART!r}, or "
-                              "edit EXTRA_PART in autograder/platforms/nbgrader_grading.py (nothing was written)")
-
     in_place = {f'grader.check("{check}")': part for part, check in public_checks().items()}  # {cell source: part}
     checks = {cell.source.strip() for cell in nb.cells if "otter" in cell.metadata.get("tags", [])}
     for part, check in public_checks().items():
@@ -257,7 +249,9 @@ def config_text(out):
     python = sys.executable
     own_venv = Path(python).parent == ROOT / ".venv" / "bin"
     kit = os.path.relpath(ROOT.resolve(), Path(out).resolve())
-    return CONFIG.replace("@KIT@", repr(kit)).replace("@PYTHON@", repr("" if own_venv else python))
+    extra = [part for part in part_points() if is_extra(part)]
+    return (CONFIG.replace("@KIT@", repr(kit)).replace("@PYTHON@", repr("" if own_venv else python))
+            .replace("@EXTRA@", repr(extra)))
 
 
 def course_files(out):

@@ -231,17 +231,17 @@ def code_strings(source):
                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings)
 
 
-# The strings of the engine equal to a part key that are not the part, each with why. The student's module
-# attention.py shares the part's name; ``extra`` is also a requirement marker's variable (PEP 508). The
-# nbgrader course's grading module runs alone on the grading machine, without the kit's facts (to move).
+# The strings of the engine equal to a part key that are not the part, each with why: the student's module
+# attention.py shares the part's name, and ``extra`` is also a requirement marker's variable (PEP 508).
 NOT_THE_PART = {
     ("containment/probes.py", "attention"): "the student's module attention.py",
     ("containment/protocol.py", "attention"): "the student's module attention.py",
     ("grading/student.py", "attention"): "the student's module attention.py",
     ("platforms/gradescope_zip.py", "extra"): "a requirement marker's variable (PEP 508)",
-    ("platforms/nbgrader_course.py", "extra"): "nbgrader_grading.EXTRA_PART, which the course's copy holds",
-    ("platforms/nbgrader_grading.py", "extra"): "EXTRA_PART: the course's copy runs without the kit's facts",
 }
+# The nbgrader course's grading module runs alone on the grading machine, without the kit's facts: its
+# messages and names still carry the lab's name (LAB-03: ..., LAB03_KIT), which its copy in a course keeps.
+NAMED_FOR_THE_COURSE = "platforms/nbgrader_grading.py"
 
 
 def lab_facts_in(relative, source, parts, lab_name):
@@ -250,7 +250,7 @@ def lab_facts_in(relative, source, parts, lab_name):
     for line, text in code_strings(source):
         if text in parts and (relative, text) not in NOT_THE_PART:
             found.append(f"{relative}:{line}: part key {text!r}")
-        if lab_name in text and relative != "platforms/nbgrader_grading.py":
+        if lab_name in text and relative != NAMED_FOR_THE_COURSE:
             found.append(f"{relative}:{line}: the lab's name in {text[:60]!r}")
     return found
 
