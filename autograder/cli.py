@@ -11,7 +11,9 @@ SUITE_BROKEN = 3  # the reference does not pass the hidden suite: nobody was gra
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder", description="Grade LAB-03 submissions.")
+    from autograder.parts import LAB_NAME
+
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=f"Grade {LAB_NAME} submissions.")
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="grade submissions and write reports")
     grade.add_argument("paths", nargs="+", metavar="PATH",
@@ -101,8 +103,6 @@ def _check_out_dir(out_dir):
 
 
 def _grade(sources, out_dir, args, started):
-    import dataclasses
-
     from autograder.containment import isolation
     from autograder.paths import KIT_ROOT
 
@@ -112,7 +112,8 @@ def _grade(sources, out_dir, args, started):
     if level != "namespaces":  # a private root shows the child none of them
         isolation.refuse_exposed(level, layers, [KIT_ROOT, *map(os.path.abspath, args.paths), out_dir])
 
-    outcome = _only_reused(sources, out_dir, args, level)
+    config = _config(args)  # before any submission is graded: a setting refused is one line, nothing lost
+    outcome = _only_reused(sources, out_dir, config, level, args.force)
     if outcome is not None:  # nothing to grade: no torch, no sandbox
         from autograder.grading.resume import resuming
 
@@ -128,16 +129,8 @@ def _grade(sources, out_dir, args, started):
     try:
         with uncollected():
             from autograder.grading.batch import Progress, grade_all
-            from autograder.config import ConfigError, load_config
-            from autograder.grading.discover import UsageError
             from autograder.grading.runner import Engine
 
-        try:
-            config = load_config(args.config)
-        except ConfigError as err:  # before any submission is graded: one line, nothing lost
-            raise UsageError(str(err)) from None
-        if args.call_timeout:
-            config = dataclasses.replace(config, call_seconds=args.call_timeout)
         engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=len(sources))
         progress = Progress()
         try:
@@ -154,22 +147,26 @@ def _grade(sources, out_dir, args, started):
     return 0
 
 
-def _only_reused(sources, out_dir, args, level):
-    """The outcome of a re-run in which every report is reused (see ``resume``), or None."""
+def _config(args):
+    """grading.yaml (or ``--config``), with ``--call-timeout`` applied; a file the grader refuses is a UsageError."""
     import dataclasses
 
     from autograder.config import ConfigError, load_config
     from autograder.grading.discover import UsageError
-    from autograder.grading.resume import nothing_to_grade
-    from autograder.grading.suite_points import HIDDEN_TESTS
 
     try:
         config = load_config(args.config)
-    except ConfigError as err:  # before any submission is graded: one line, nothing lost
+    except ConfigError as err:
         raise UsageError(str(err)) from None
-    if args.call_timeout:
-        config = dataclasses.replace(config, call_seconds=args.call_timeout)
-    return nothing_to_grade(config, level, HIDDEN_TESTS, sources, out_dir, force=args.force)
+    return dataclasses.replace(config, call_seconds=args.call_timeout) if args.call_timeout else config
+
+
+def _only_reused(sources, out_dir, config, level, force):
+    """The outcome of a re-run in which every report is reused (see ``resume``), or None."""
+    from autograder.grading.resume import nothing_to_grade
+    from autograder.paths import HIDDEN_TESTS
+
+    return nothing_to_grade(config, level, HIDDEN_TESTS, sources, out_dir, force=force)
 
 
 def shown(submission_id):

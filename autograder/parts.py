@@ -9,9 +9,9 @@ or torch.
 import ast
 import os
 
-from autograder.paths import KIT_ROOT
+from autograder.paths import HIDDEN_TESTS
 
-LAB_PARTS = os.path.join(KIT_ROOT, "tests_hidden", "parts.py")
+LAB_PARTS = os.path.join(HIDDEN_TESTS, "parts.py")
 
 
 def _lab_assignments(path=LAB_PARTS):
@@ -29,9 +29,17 @@ def _lab_table(path=LAB_PARTS):
 
 
 PARTS, EXTRA_PARTS, _titles = _lab_table()
+_lab = _lab_assignments()
+LAB_NAME = _lab.get("LAB_NAME", "the lab")  # the gradebook's assignment column, the grader's messages
 # {part: the playground's otter check of its public cases}: an nbgrader course grades the part in that
 # check's place (autograder/platforms/nbgrader_course.py); a part without one is graded at the end.
-PUBLIC_CHECKS = dict(_lab_assignments().get("PUBLIC_CHECKS", {}))
+PUBLIC_CHECKS = dict(_lab.get("PUBLIC_CHECKS", {}))
+# {part: two lines} the nbgrader cell of a part without public checks shows; the parts graded on the rule.
+NOTEBOOK_TEXTS = dict(_lab.get("NOTEBOOK_TEXTS", {}))
+RULE_PARTS = tuple(_lab.get("RULE_PARTS", ()))
+# Where the catalogue's mistakes may cost points: {kind: parts}, and {mistake's name: parts} for one apart.
+MISTAKE_KIND_PARTS = dict(_lab.get("MISTAKE_KIND_PARTS", {}))
+MISTAKE_PARTS = dict(_lab.get("MISTAKE_PARTS", {}))
 PART_TITLES = {**{part: part for part in PARTS}, **_titles, "other": _titles.get("other", "Other")}
 
 

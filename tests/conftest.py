@@ -125,3 +125,14 @@ def copy_of_the_kit(root, venv=True):
     if venv:
         (root / ".venv").symlink_to(ROOT / ".venv")
     return root
+
+
+def copy_of_the_generated_files(root):
+    """What generation reads and writes besides the kit's code, copied to ``root``: solution/, assignment/ and
+    the samples' README (a target of the suite's totals). The suite's points are still read from tests_hidden/."""
+    for folder in ("solution", "assignment"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    samples = root / "examples" / "submissions"
+    samples.mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "submissions" / "README.md", samples / "README.md")
+    return root

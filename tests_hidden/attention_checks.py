@@ -5,11 +5,8 @@ import os
 
 import torch
 
-from autograder.grading import catalogue
-from autograder.grading.compare import diagnosed, expect_close, expect_pair
-from autograder.grading.oracle import CONTRACT
-from autograder.rules import read_source
-from autograder.grading.student import Failure, RuleViolation, StudentError
+from autograder.lab import (CONTRACT, Failure, RuleViolation, StudentError, catalogue, diagnosed, expect_close,
+                            expect_pair, read_source)
 from cases import AttentionCase
 
 HINTS = {

@@ -3,8 +3,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from autograder.containment.probes import weighted_sum
-from autograder.grading.seeded import randn  # the public checks hold a generated copy
+from autograder.lab import randn, weighted_sum
 
 
 def reference_grads(outputs, leaves, grad_outputs):

@@ -1,2 +1,4 @@
 """The hidden suite's fixtures come from the grader's plugin: `student`, `reference`, `staged`."""
-pytest_plugins = ["autograder.grading.plugin"]
+from autograder.lab import PLUGIN
+
+pytest_plugins = [PLUGIN]

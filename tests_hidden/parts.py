@@ -4,8 +4,11 @@ Each module of tests_hidden/ names its part (``pytestmark = pytest.mark.part("ma
 gives each part its place and its title in every report. A part in EXTRA_PARTS is extra credit: its
 points count above the maximum. To rename, add or remove a part, edit this table and the modules'
 markers together (docs/instructor.md, "Changing the lab"); `make validate` names a part the two
-disagree on. The engine (autograder/parts.py) reads this file; it imports nothing.
+disagree on. The engine (autograder/parts.py) reads this file; it imports nothing. Every fact of the lab
+that the engine uses is here or in the lab's other files (tests/kit/test_import_graph.py checks that the
+engine's code names no part and not the lab).
 """
+LAB_NAME = "LAB-03"  # the lab's name: the gradebook's assignment column, the grader's messages
 PARTS = ("masks", "attention", "gradients", "mha_init", "heads", "mha_forward", "rules", "extra")
 EXTRA_PARTS = ("extra",)  # extra credit: points above the maximum
 PART_TITLES = {
@@ -20,3 +23,21 @@ PUBLIC_CHECKS = {
     "masks": "part1_masks", "attention": "part1_attention", "mha_init": "part2_init",
     "heads": "part2_heads", "mha_forward": "part2_forward",
 }
+# The notebook's words for a part graded without public checks (two lines, shown in its nbgrader cell);
+# a part not listed gets a general sentence.
+NOTEBOOK_TEXTS = {
+    "gradients": ("Graded by hidden tests: float64 stays float64, large scores stay finite, ",
+                  "gradients reach query, key and value, and the inputs are left as they were."),
+    "extra": ("Optional: tiled_attention and MultiHeadAttention.step with a KV cache (section 8); ",
+              "their points count above the maximum."),
+}
+# The parts graded on the from-scratch rule: their nbgrader cell runs submit.py's check.
+RULE_PARTS = ("rules",)
+# Where each kind of mistake of the grader's catalogue (autograder/grading/catalogue.py) lives: the only parts
+# where it may cost points (one defect, one charge). MISTAKE_PARTS names a single mistake that lives elsewhere.
+MISTAKE_KIND_PARTS = {
+    "causal_mask": ("masks",), "padding_mask": ("masks",), "sdpa": ("attention",), "layout": ("attention",),
+    "fill": ("attention",), "precision": ("gradients",), "split_heads": ("heads",), "merge_heads": ("heads",),
+    "mha": ("mha_forward",), "tiled": ("extra",), "decode": ("extra",),
+}
+MISTAKE_PARTS = {"unstable_softmax": ("gradients",), "split_and_merge_without_transpose": ("heads", "mha_forward")}

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from attention_checks import check_sdpa
-from autograder.grading import catalogue
-from autograder.grading.compare import fail
+from autograder.lab import catalogue, fail
 from cases import AttentionCase
 
 pytestmark = pytest.mark.part("attention")

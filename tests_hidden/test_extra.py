@@ -6,11 +6,9 @@ import pytest
 import torch
 
 from attention_checks import sdpa_expected, with_attention_fallback
-from autograder.grading.compare import diagnosed, expect_close, fail
-from autograder.grading.error_hints import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT,
-                                          TILED_ROW_0, TILED_ROW_0_HINT, TILED_SHAPE_HINT)
-from autograder.rules import read_source
-from autograder.grading.student import Failure, StudentError
+from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
+                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, Failure, StudentError, diagnosed, expect_close, fail,
+                            read_source)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")

@@ -5,12 +5,9 @@ import pytest
 import torch
 
 from attention_checks import check_sdpa, handled_rank, sdpa_expected
-from autograder.grading import catalogue
-from autograder.grading.compare import describe_value, fail, matrix_figure
-from autograder.grading.error_hints import INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT
-from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
-                                            grad_outputs_for, projected_difference, shift_all_scores)
-from autograder.grading.student import Failure
+from autograder.lab import (FD_STEP, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, SHIFT_HINT, Failure,
+                            catalogue, describe_value, directional_mismatch, directions, fail, float_outputs,
+                            grad_outputs_for, matrix_figure, projected_difference, shift_all_scores)
 from cases import AttentionCase
 
 pytestmark = pytest.mark.part("gradients")

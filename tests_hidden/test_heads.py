@@ -5,7 +5,7 @@ Like construction, head reshaping does not depend on attention.py: graded with m
 import pytest
 import torch
 
-from autograder.grading.compare import diagnosed, expect_close, expect_tensor
+from autograder.lab import diagnosed, expect_close, expect_tensor
 from cases import randn
 
 pytestmark = pytest.mark.part("heads")

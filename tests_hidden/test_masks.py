@@ -4,9 +4,8 @@ import os
 import pytest
 import torch
 
-from autograder.grading.compare import describe_value, diagnosed, expect_equal, expect_tensor, fail
-from autograder.grading.error_hints import DEVICE_HINT, device_ignored
-from autograder.rules import read_source
+from autograder.lab import (DEVICE_HINT, describe_value, device_ignored, diagnosed, expect_equal, expect_tensor,
+                            fail, read_source)
 from cases import tokens_with_padding
 
 pytestmark = pytest.mark.part("masks")

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from attention_checks import with_attention_fallback
-from autograder.grading.compare import diagnosed, expect_close, expect_pair, fail
-from autograder.grading.error_hints import FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT
+from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, diagnosed, expect_close,
+                            expect_pair, fail)
 from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")

@@ -9,8 +9,7 @@ Construction does not depend on attention.py, so these run on top of a known-goo
 import pytest
 import torch
 
-from autograder.grading.compare import fail
-from autograder.grading.student import StudentError
+from autograder.lab import StudentError, fail
 
 pytestmark = pytest.mark.part("mha_init")
 

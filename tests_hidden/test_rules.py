@@ -5,8 +5,7 @@ import os
 import pytest
 import torch
 
-from autograder.grading.compare import fail
-from autograder.rules import forbidden_calls, read_source
+from autograder.lab import fail, forbidden_calls, read_source
 from cases import AttentionCase, MHACase
 
 pytestmark = pytest.mark.part("rules")

@@ -189,7 +189,7 @@ def _keep_only_protocol_fds(request_r, response_w, output_w, status_w):
     os.dup2(high[0], REQUEST_FD)
     os.dup2(high[1], RESPONSE_FD)
     os.dup2(high[3], SETUP_FD)
-    os.closerange(SETUP_FD + 1, _max_fd())  # the dups in `high` too
+    os.closerange(SETUP_FD + 1, max_fd())  # the dups in `high` too
 
 
 def _stdin_from_devnull():
@@ -198,7 +198,8 @@ def _stdin_from_devnull():
     os.close(devnull)
 
 
-def _max_fd():
+def max_fd():
+    """One above the highest descriptor this process may hold: where ``os.closerange`` stops."""
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -37,6 +37,23 @@ def child_environment():
     return env
 
 
+# The isolation settings a command restarted with ``child_environment`` still needs: passed as an argument.
+ISOLATION_SETTINGS = ("AUTOGRADER_ISOLATION", "AUTOGRADER_LAYERS")
+
+
+def isolation_settings():
+    """{name: value} of the ISOLATION_SETTINGS this process was started with."""
+    return {k: os.environ[k] for k in ISOLATION_SETTINGS if k in os.environ}
+
+
+def restart_allow_listed(args):
+    """Exec this interpreter again (``python -E -s -B *args``) with ``child_environment()`` and nothing else of
+    this process's environment, so that a zygote forked from it sees nothing the command was started with.
+    Returns only by raising OSError (the exec failed): the caller goes on with an exec'd zygote."""
+    sys.stdout.flush(), sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-E", "-s", "-B", *args], child_environment())
+
+
 class Zygote:
     """A fresh interpreter that holds torch and the probes, and forks sandboxed children on request.
 
@@ -174,8 +191,9 @@ def _fork_zygote(theirs, log, level, hidden, layers):
         os.dup2(devnull, 1)
         os.dup2(log.fileno(), 2)
         os.dup2(theirs.fileno(), SOCKET_FD)
-        os.closerange(SOCKET_FD + 1, _max_fd())  # the grader's socket end, its log, whatever it inherited
         from autograder.containment import sandbox
+
+        os.closerange(SOCKET_FD + 1, sandbox.max_fd())  # the grader's socket end, its log, whatever it inherited
 
         sandbox.serve(socket.socket(fileno=SOCKET_FD), level, hidden, layers)
     except BaseException:
@@ -184,13 +202,6 @@ def _fork_zygote(theirs, log, level, hidden, layers):
         traceback.print_exc()
         os._exit(70)
     os._exit(0)
-
-
-def _max_fd():
-    import resource
-
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
 class _Forked:

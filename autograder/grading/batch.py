@@ -28,7 +28,8 @@ from autograder.reports import report
 from autograder.reports.inert_text import clean
 from autograder.config import WALL_BACKSTOP
 from autograder.parts import PART_TITLES
-from autograder.grading.runner import HIDDEN_TESTS, Engine, grade_one
+from autograder.paths import HIDDEN_TESTS
+from autograder.grading.runner import Engine, grade_one
 from autograder.containment.zygote import Zygote
 
 # What a per-submission grader may take beyond the submission's time limit (its calls never run past it):

@@ -16,8 +16,9 @@ Kinds and what their functions compute:
 * ``tiled(query, key, value, causal, block_size) -> output`` (extra credit).
 * ``decode(state, n_heads, x) -> [output of each step]`` (extra credit, ``MultiHeadAttention.step``).
 
-Each mistake names the parts of the hidden suite (autograder/parts.py) where it lives, and so the only parts
-where it may cost points (one defect, one charge): by default its kind's part (``KIND_PARTS``).
+Each mistake has the parts of the hidden suite where it lives, and so the only parts where it may cost points
+(one defect, one charge): the lab's table says which (``MISTAKE_KIND_PARTS`` and ``MISTAKE_PARTS`` in
+tests_hidden/parts.py, read by autograder/parts.py).
 ``tests/heavy/test_single_defects.py`` plants each mistake alone in the reference and checks it.
 """
 import math
@@ -26,13 +27,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from autograder.parts import MISTAKE_KIND_PARTS, MISTAKE_PARTS
+
 LAB = "assignment/README.md"
 
-# The part of the hidden suite where a kind of mistake lives (a name found under two kinds lives in both).
-KIND_PARTS = {"causal_mask": ("masks",), "padding_mask": ("masks",), "sdpa": ("attention",),
-              "layout": ("attention",), "fill": ("attention",), "precision": ("gradients",),
-              "split_heads": ("heads",), "merge_heads": ("heads",), "mha": ("mha_forward",),
-              "tiled": ("extra",), "decode": ("extra",)}
 
 
 @dataclass(frozen=True)
@@ -44,12 +42,14 @@ class Mistake:
     # The catalogued defects this mistake is made of, when it is several at once: the class summary counts
     # a submission once per defect, not once per name that matched.
     defects: tuple = ()
-    # The parts of the hidden suite where it lives: the only ones it may cost points in (KIND_PARTS by default).
+    # The parts of the hidden suite where it lives: the only ones it may cost points in. The lab's table says
+    # (tests_hidden/parts.py): MISTAKE_PARTS by its name, else MISTAKE_KIND_PARTS by its kind (a name found
+    # under two kinds lives in both).
     parts: tuple = ()
 
     def __post_init__(self):
         if not self.parts:
-            object.__setattr__(self, "parts", KIND_PARTS[self.kind])
+            object.__setattr__(self, "parts", MISTAKE_PARTS.get(self.name) or MISTAKE_KIND_PARTS.get(self.kind, ()))
 
     def explain(self):
         return f"{self.sentence} (see \"{self.section}\" in the lab text)"
@@ -58,9 +58,9 @@ class Mistake:
 CATALOGUE = {}  # kind -> [(Mistake, compute)]
 
 
-def mistake(kind, name, sentence, section, defects=(), parts=()):
+def mistake(kind, name, sentence, section, defects=()):
     def register(compute):
-        CATALOGUE.setdefault(kind, []).append((Mistake(name, kind, sentence, section, defects, parts), compute))
+        CATALOGUE.setdefault(kind, []).append((Mistake(name, kind, sentence, section, defects), compute))
         return compute
     return register
 
@@ -248,7 +248,7 @@ MASK_IGNORED = next(entry for entry, _ in CATALOGUE["sdpa"] if entry.name == "ma
 
 
 @mistake("sdpa", "unstable_softmax", "Your softmax overflows on large scores: exp() of a large score is inf. "
-         "Subtract the row max first, or use torch.softmax", SECTION_SDPA, parts=("gradients",))
+         "Subtract the row max first, or use torch.softmax", SECTION_SDPA)
 def _unstable(q, k, v, mask):
     out, weights = attention(q, k, v, mask, stable=False)
     return (out, weights) if not torch.isfinite(weights).all() else None
@@ -341,7 +341,7 @@ def _split_view(state, n_heads, q, k, v, mask):
 # An MHA forward with both bugs matches neither one alone, so it needs an entry of its own; the split_heads
 # and merge_heads tests name the two defects separately.
 @mistake("mha", "split_and_merge_without_transpose", SPLIT_SENTENCE + "; merge_heads has the same problem",
-         SECTION_MHA, defects=("split_without_transpose", "merge_without_transpose"), parts=("heads", "mha_forward"))
+         SECTION_MHA, defects=("split_without_transpose", "merge_without_transpose"))
 def _split_merge_view(state, n_heads, q, k, v, mask):
     return mha(state, n_heads, q, k, v, mask, split="view", merge="view")
 

@@ -13,6 +13,7 @@ costs one grading per change of the suite, the reference, the settings or the ki
 import json
 import os
 
+from autograder.files import write_atomic
 from autograder.grading.fingerprint import grader_key
 
 
@@ -91,12 +92,7 @@ def _load(key):
 
 def _store(key, verdict):
     """Keep a passing verdict; a cache that cannot be written only costs the check again next time."""
-    folder = cache_dir()
     try:
-        os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f".{key}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(verdict, f)
-        os.replace(tmp, os.path.join(folder, key + ".json"))
+        write_atomic(os.path.join(cache_dir(), key + ".json"), json.dumps(verdict))
     except OSError:
         pass

@@ -15,11 +15,10 @@ import time
 from autograder.bounds import bound_record
 from autograder.containment import isolation, sandbox
 from autograder.config import Limits
-from autograder.paths import KIT_ROOT
+from autograder.paths import HIDDEN_TESTS
 from autograder.grading.stage import stage
 from autograder.containment.zygote import Zygote
 
-HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
 # pytest as the grader runs it: no third-party plugins (an instructor's machine may have any), and
 # not the built-in ones that cost time for nothing here: unraisableexception and threadexception
 # each run gc.collect() five times when a session ends (costly with torch loaded), logging wraps

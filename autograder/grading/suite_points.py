@@ -13,9 +13,8 @@ import os
 import sys
 
 from autograder.parts import EXTRA_PARTS, part_index
-from autograder.paths import KIT_ROOT
+from autograder.paths import HIDDEN_TESTS
 
-HIDDEN_TESTS = os.path.join(KIT_ROOT, "tests_hidden")
 COLLECT_ARGS = ["--collect-only", "-q", "--disable-plugin-autoload", "-p", "no:cacheprovider"]
 
 

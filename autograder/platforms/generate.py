@@ -17,13 +17,16 @@ A notebook also loses its outputs.
 
 The otter checks in assignment/checks/ are generated too: one file per part of the public
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
-lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and five
-regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
+lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and
+six regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
 grader's (autograder/grading/compare.py) so a value the public tests accept is one the grader accepts,
 the seeded ``randn`` (autograder/grading/seeded.py) the hidden cases draw their inputs with, the
 table of torch errors' hints (autograder/grading/error_hints.py) the reports use too, and the grader's
 test for a float64 result that is only float32-accurate, with the catalogue's words for it, and its
-large-scores test (autograder/grading/own_forward.py), with the catalogue's words for an overflowing softmax.
+large-scores test (autograder/grading/own_forward.py), with the catalogue's words for an overflowing softmax,
+and the catalogue's words for every mistake. Besides: the lab text's rule tables (from assignment/submit.py),
+and the totals texts state, from the hidden suite's points (the lab text's extra-credit line, the samples'
+maximum), so that no figure of them is typed by hand. Every region is one of ``REGIONS``.
 
 The students' submit.py is generated too, from the engine's rule (autograder/rule/): its modules and
 the command students run, joined into one script that imports the standard library only
@@ -116,6 +119,20 @@ NAMES_SOURCE = "autograder/platforms/rule_reach.py"
 NAMES_TARGET = "autograder/rule/library_names.py"
 SUBMIT_HEADER = ("# Generated from {source}/ ({files}): do not edit.\n"
                  "# This is the rule the grader applies, as one script; a change to it is made there.\n")
+
+# The totals the lab's texts state, from the hidden suite's points (autograder/grading/suite_points.py): no
+# figure of them is typed by hand. The extra credit's line of the lab text (it says the section is not graded
+# when the suite has no extra credit), and the sentence under the samples' scores.
+TOTALS_SOURCE = "tests_hidden/ (the suite's points)"
+EXTRA_LINE_BEGIN = "<!-- BEGIN the extra credit's points: generated from the grader's tests; do not edit -->"
+EXTRA_LINE_END = "<!-- END the extra credit's points -->"
+PUBLIC_POINTS_SOURCE = "assignment/tests/cases.py (the public points)"
+PUBLIC_POINTS_BEGIN = "<!-- BEGIN the public tests' points: generated from tests/cases.py; do not edit -->"
+PUBLIC_POINTS_END = "<!-- END the public tests' points -->"
+SAMPLES_SOURCE = "tests_hidden/ (the suite's maximum)"
+SAMPLES_TARGET = "examples/submissions/README.md"
+SAMPLES_BEGIN = "<!-- BEGIN the maximum: generated from tests_hidden/; do not edit -->"
+SAMPLES_END = "<!-- END the maximum -->"
 
 CODE_STUB = "raise NotImplementedError"
 
@@ -466,8 +483,33 @@ def _top_names(tree) -> set:
     return names
 
 
-Region = collections.namedtuple("Region", "what begin end body")
-# source -> its region of REGION_TARGET; ``body`` makes the region's text.
+def extra_credit_line() -> str:
+    """The lab text's promise of the extra credit's points, or, with none in the suite, that it is not graded."""
+    from autograder.grading.suite_points import core_max, extra_max
+
+    if not extra_max():
+        return "They are not graded this term: try them if you like.\n"
+    return (f"They are worth up to **{extra_max():g} points above the {core_max():g}**, and optional: skip them and "
+            "nothing else changes.\n")
+
+
+def public_score_line() -> str:
+    """The lab text's example of `make test`'s last line, all passed: the public case table's points."""
+    cases, _ = public_cases()
+    points = sum(case_points for _, _, case_points in cases)
+    return f"```\npublic tests: {points:g}/{points:g} points (your grade also counts the hidden tests)\n```\n"
+
+
+def samples_maximum() -> str:
+    """The samples' README: what a total is out of, as the suite stands."""
+    from autograder.grading.suite_points import core_max, extra_max
+
+    above = f", extra credit (up to {extra_max():g}) above it" if extra_max() else ""
+    return f"With the suite as it stands, a total is out of {core_max():g}{above}.\n"
+
+
+Region = collections.namedtuple("Region", "what begin end body target", defaults=(REGION_TARGET,))
+# source -> its region of ``target`` (the public checks unless named); ``body`` makes the region's text.
 REGIONS = {
     TOLERANCE_SOURCE: Region("tolerance", TOLERANCE_BEGIN, TOLERANCE_END, tolerance_table),
     SEEDED_SOURCE: Region("seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source),
@@ -475,18 +517,24 @@ REGIONS = {
     PRECISION_SOURCE: Region("precision", PRECISION_BEGIN, PRECISION_END, precision_source),
     STABILITY_SOURCE: Region("large-scores", STABILITY_BEGIN, STABILITY_END, stability_source),
     WORDS_SOURCE: Region("mistakes' words", WORDS_BEGIN, WORDS_END, words_source),
+    RULES_SOURCE: Region("rule-table", RULES_BEGIN, RULES_END, rules_tables, RULES_TARGET),
+    TOTALS_SOURCE: Region("extra-credit", EXTRA_LINE_BEGIN, EXTRA_LINE_END, extra_credit_line, RULES_TARGET),
+    PUBLIC_POINTS_SOURCE: Region("public-points", PUBLIC_POINTS_BEGIN, PUBLIC_POINTS_END, public_score_line,
+                                 RULES_TARGET),
+    SAMPLES_SOURCE: Region("maximum", SAMPLES_BEGIN, SAMPLES_END, samples_maximum, SAMPLES_TARGET),
 }
 
 
-def render_region_of(source: str, path: Path) -> str:
-    """``path`` (the public checks) with the region copied from ``source`` rendered anew."""
+def render_region_of(source: str, path: Path, text: str = None) -> str:
+    """``path``'s text (or ``text``, its text with other regions rendered already) with the region made from
+    ``source`` rendered anew."""
     region = REGIONS[source]
-    return render_region(path, region.what, region.begin, region.end, region.body())
+    return render_region(path, region.what, region.begin, region.end, region.body(), text)
 
 
-def render_region(path: Path, what: str, begin_marker: str, end_marker: str, body: str) -> str:
-    """``path``'s text with the lines between two marker lines (each there once) replaced by ``body``."""
-    text = path.read_text(encoding="utf-8")
+def render_region(path: Path, what: str, begin_marker: str, end_marker: str, body: str, text: str = None) -> str:
+    """``path``'s text (or ``text``) with the lines between two marker lines (each there once) replaced by ``body``."""
+    text = path.read_text(encoding="utf-8") if text is None else text
     lines = text.splitlines(keepends=True)
     stripped = [line.rstrip("\n") for line in lines]
     if stripped.count(begin_marker) != 1 or stripped.count(end_marker) != 1:
@@ -498,8 +546,8 @@ def render_region(path: Path, what: str, begin_marker: str, end_marker: str, bod
 
 
 def all_pairs() -> list:
-    return (PAIRS + check_pairs() + FIGURE_PAIRS + [(source, REGION_TARGET) for source in REGIONS]
-            + engine_pairs() + [(RULES_SOURCE, RULES_TARGET), (SUBMIT_SOURCE, SUBMIT_TARGET)])
+    return (PAIRS + check_pairs() + FIGURE_PAIRS + [(source, region.target) for source, region in REGIONS.items()]
+            + engine_pairs() + [(SUBMIT_SOURCE, SUBMIT_TARGET)])
 
 
 def engine_pairs() -> list:
@@ -508,14 +556,13 @@ def engine_pairs() -> list:
     return [(NAMES_SOURCE, NAMES_TARGET)] if ROOT.resolve() == Path(KIT_ROOT).resolve() else []
 
 
-def render(source: str, target: str):
-    """What `target` must hold, made from `source` (both relative to ROOT): text, or bytes for an image."""
+def render(source: str, target: str, text: str = None):
+    """What `target` must hold, made from `source` (both relative to ROOT): text, or bytes for an image.
+    ``text``: for a region, the target's text with its other regions rendered already (one file, several)."""
     if source == CASES:
         return render_check(Path(target).stem)
     if source in REGIONS:
-        return render_region_of(source, ROOT / target)
-    if source == RULES_SOURCE:
-        return render_region(ROOT / target, "rule-table", RULES_BEGIN, RULES_END, rules_tables())
+        return render_region_of(source, ROOT / target, text)
     if source == SUBMIT_SOURCE:
         return render_submit()
     if source == NAMES_SOURCE:
@@ -575,7 +622,7 @@ def _edited_by_hand(path: Path, manifest: dict) -> bool:
 
 
 def _whole(source: str) -> bool:
-    return source not in REGIONS and source != RULES_SOURCE
+    return source not in REGIONS
 
 
 def generate(check: bool = False, force: bool = False, images=None, nbgrader=None) -> list:
@@ -589,34 +636,35 @@ def generate(check: bool = False, force: bool = False, images=None, nbgrader=Non
     False for all the others, None for all.
     """
     recorded = read_manifest()
-    manifest, planned, edits = dict(recorded), [], []
+    manifest, planned, edits = dict(recorded), {}, []  # planned: {path: what it must hold}, several regions in one
     for source, target in PAIRS if nbgrader else all_pairs():  # (the case table imports torch)
         if images is not None and target.endswith(".png") != images:
             continue
         if nbgrader is not None and ((source, target) in PAIRS) != nbgrader:
             continue
-        expected, path = render(source, target), ROOT / target
+        path = ROOT / target
+        expected = render(source, target, planned.get(path))
         if _whole(source):
             manifest[target] = _digest(expected)
         if _holds(path, expected):
             continue
-        planned.append((path, expected))
+        planned[path] = expected
         if _whole(source) and _edited_by_hand(path, recorded):
             edits.append((target, source))
     for path in stray_checks() if not images and not nbgrader else []:
-        planned.append((path, None))
+        planned[path] = None
         if _edited_by_hand(path, recorded):
             edits.append((path.relative_to(ROOT).as_posix(), CASES))
         manifest.pop(path.relative_to(ROOT).as_posix(), None)
     if check:
-        return [path for path, _ in planned]
+        return list(planned)
     if edits and not force:
         raise HandEdited(edits)
-    for path, expected in planned:
+    for path, expected in planned.items():
         _write(path, expected)
     if manifest != recorded:
         _write_manifest(manifest)
-    return [path for path, _ in planned]
+    return list(planned)
 
 
 def _write(path: Path, expected) -> None:

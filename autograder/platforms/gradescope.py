@@ -19,6 +19,7 @@ import sys
 import time
 import traceback
 
+from autograder.files import write_atomic
 from autograder.paths import KIT_ROOT
 
 
@@ -47,7 +48,7 @@ def run(root, isolation_settings=None):
         results = daily_limit_reached(metadata, config)
         if results is None:
             results, feedback = grade_submission(root, metadata, config, zygote)
-            _write_atomic(os.path.join(results_dir, "feedback.md"), feedback)
+            write_atomic(os.path.join(results_dir, "feedback.md"), feedback, mode=0o644, folder_mode=0o755)
     except BaseException as err:  # the grader's own failure: say so plainly, never blame the student
         print(f"grader error: {type(err).__name__}: {err}\n{traceback.format_exc()}", flush=True)
         results = grader_error_results(err)
@@ -55,7 +56,8 @@ def run(root, isolation_settings=None):
         if zygote is not None:
             stop_zygote(zygote)
     results["execution_time"] = round(time.monotonic() - started, 3)
-    _write_atomic(os.path.join(results_dir, "results.json"), json.dumps(results, indent=2) + "\n")
+    write_atomic(os.path.join(results_dir, "results.json"), json.dumps(results, indent=2) + "\n", mode=0o644,
+                 folder_mode=0o755)
     return results
 
 
@@ -83,31 +85,17 @@ def stop_zygote(zygote):
     zygote.kill_sandbox_users()  # a daemon that escaped its process group dies before we write
 
 
-ISOLATION_SETTINGS = ("AUTOGRADER_ISOLATION", "AUTOGRADER_LAYERS")
-
-
 def restart_with_allow_listed_environment(root):
-    """Exec this command again with the zygote's environment (``zygote.child_environment``) and nothing of
-    Gradescope's: the zygote forked from it then sees nothing the grader was started with. Before any
-    import of torch, so the restart costs an interpreter's start. The isolation settings go as an argument."""
-    from autograder.containment.zygote import child_environment
+    """Exec this command again with the zygote's environment and nothing of Gradescope's
+    (``zygote.restart_allow_listed``), before any import of torch: the restart costs an interpreter's start.
+    The isolation settings go as an argument."""
+    from autograder.containment.zygote import isolation_settings, restart_allow_listed
 
-    settings = {k: os.environ[k] for k in ISOLATION_SETTINGS if k in os.environ}
-    sys.stdout.flush(), sys.stderr.flush()
     try:
-        os.execve(sys.executable, [sys.executable, "-E", "-s", "-B", "-m", "autograder.platforms.gradescope", "run", "--root",
-                                   root, "--isolation-settings", json.dumps(settings)], child_environment())
+        restart_allow_listed(["-m", "autograder.platforms.gradescope", "run", "--root", root, "--isolation-settings",
+                              json.dumps(isolation_settings())])
     except OSError as err:  # graded all the same, with an exec'd zygote (two torch imports)
         print(f"could not restart with the allow-listed environment ({err}): the zygote is exec'd", flush=True)
-
-
-def _write_atomic(path, text):
-    """Standard library only: this must work even when the grader's own modules do not import."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def grade_submission(root, metadata, config, zygote):
@@ -258,7 +246,7 @@ def main(argv=None):
     if args.command == "build":
         from autograder.grading.batch import verify_suite
         from autograder.config import ConfigError, load_config
-        from autograder.platforms.gradescope_zip import build, upload_notes
+        from autograder.platforms.gradescope_zip import build, built_total, suite_total, total_change, upload_notes
         from autograder.grading.reference_check import SuiteBroken
 
         try:  # a grading.yaml the grader refuses would fail every student's submission on Gradescope
@@ -271,13 +259,16 @@ def main(argv=None):
         except SuiteBroken as err:
             print(f"error: {err.message('nothing was built')}", file=sys.stderr)
             return 3
+        before = built_total(args.out)  # what the zip it replaces was built for
         size = build(args.out)
         print(f"wrote {args.out} ({size / 1024:.0f} KiB): upload it as the autograder (see docs/platforms.md)")
         print("\n".join(upload_notes(config)))
+        changed = total_change(before, suite_total(), args.out)
+        if changed:
+            print(changed)
         return 0
     if args.command == "lock":
         from autograder.platforms.gradescope_zip import RUNTIME_LOCK, runtime_lock_text
-        from autograder.reports.report import write_atomic
 
         write_atomic(RUNTIME_LOCK, runtime_lock_text(), mode=0o644)  # a kit file, not a report
         print(f"wrote {RUNTIME_LOCK}")

@@ -3,13 +3,16 @@
 ``python -m autograder.platforms.gradescope build`` and ``lock`` (``make gradescope``, ``make lock``) call
 this module; what runs inside Gradescope's container is ``gradescope``.
 """
+import io
+import json
 import os
 import re
 import sys
 import zipfile
 
 from autograder.config import GRADER_MARGIN_MB
-from autograder.paths import KIT_ROOT
+from autograder.files import write_atomic
+from autograder.paths import HIDDEN_TESTS, KIT_ROOT
 
 FILES_DIR = os.path.join(KIT_ROOT, "autograder", "platforms", "gradescope_files")
 # What the grader imports inside Gradescope, and what a student's files may import beside the standard
@@ -44,13 +47,44 @@ def memory_warning(config, container_mb=GRADESCOPE_MEMORY_MB):
 GRADESCOPE_TIMEOUT_MINUTES = 10
 
 
+# The zip's record of the total it was built for, at its root: what `make gradescope` and `make validate`
+# compare with the suite's total now, to say when the figure entered on Gradescope must change.
+TOTAL_RECORD = "gradescope_total.json"
+BUILT_ZIP = os.path.join(KIT_ROOT, "dist", "autograder.zip")
+
+
+def suite_total(tests_dir=None):
+    """The total to enter on Gradescope: the hidden suite's core points (extra credit goes above it)."""
+    from autograder.grading.suite_points import core_max
+
+    return core_max(tests_dir or HIDDEN_TESTS)
+
+
+def built_total(zip_path=BUILT_ZIP):
+    """The total the zip at ``zip_path`` was built for, or None (no zip, or one built before the record)."""
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            return float(json.loads(archive.read(TOTAL_RECORD))["total_points"])
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+
+
+def total_change(before, now, zip_path=BUILT_ZIP):
+    """One line when the total to enter on Gradescope is not the one ``zip_path`` was built for, else None."""
+    if before is None or before == now:
+        return None
+    where = os.path.relpath(zip_path, KIT_ROOT) if zip_path.startswith(KIT_ROOT) else zip_path
+    return (f"the total to enter on Gradescope changed: {where} was built for {before:g} points, the suite now makes "
+            f"{now:g}: enter {now:g} as the assignment's total on Gradescope (after uploading a zip of this suite)")
+
+
 def upload_notes(config, tests_dir=None):
     """What to enter and check on Gradescope for this lab, as lines: the total read from the hidden suite's
     points (never a figure written down, which a points change would make stale) and the settings."""
     import math
 
     from autograder.grading.batch import SUPERVISOR_MARGIN
-    from autograder.grading.suite_points import HIDDEN_TESTS, core_max, extra_max
+    from autograder.grading.suite_points import core_max, extra_max
 
     tests_dir = tests_dir or HIDDEN_TESTS
     core, extra = core_max(tests_dir), extra_max(tests_dir)
@@ -104,17 +138,17 @@ def build(out_path):
     warning = memory_warning(load_config())
     if warning:
         print(warning, file=sys.stderr)
-    os.makedirs(os.path.dirname(out_path), exist_ok=True)
-    tmp = out_path + ".tmp"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in ("setup.sh", "run_autograder"):
             _add(archive, os.path.join(FILES_DIR, name), name, executable=True)
         _add(archive, RUNTIME_LOCK, "requirements-gradescope.txt")
         _add(archive, os.path.join(KIT_ROOT, "grading.yaml"), "grading.yaml")
+        archive.writestr(_info(TOTAL_RECORD), json.dumps({"total_points": suite_total()}) + "\n")
         for folder, pattern in {**dict.fromkeys(engine_folders(), "*.py"), **PACKED}.items():
             for name in _files(folder, pattern):
                 _add(archive, os.path.join(KIT_ROOT, folder, name), f"{folder}/{name}")
-    os.replace(tmp, out_path)
+    write_atomic(out_path, buffer.getvalue(), mode=0o644, folder_mode=0o755)
     return os.path.getsize(out_path)
 
 

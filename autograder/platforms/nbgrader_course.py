@@ -1,4 +1,4 @@
-"""Write an nbgrader course folder for LAB-03, for instructors who grade on JupyterHub.
+"""Write an nbgrader course folder for the lab, for instructors who grade on JupyterHub.
 
     python -m autograder.platforms.nbgrader_course OUT      # or: make nbgrader-course [NBGRADER_COURSE=OUT]
 
@@ -30,9 +30,10 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from autograder.files import write_atomic
+from autograder.parts import LAB_NAME
 from autograder.platforms.generate import ROOT
 
 ASSIGNMENT = "lab03"
@@ -44,7 +45,7 @@ COURSE_ID = "attention-from-scratch"
 # Taken from assignment/ as they are: stubs, public tests, scanner, lab text. Not the otter
 # checks: nbgrader grades with its own cells, so the course does not need otter-grader.
 SKIP = ("checks", NOTEBOOK, "__pycache__", ".pytest_cache", ".OTTER_LOG", "*.pyc", "submission.zip")
-MARKER = "# nbgrader configuration for LAB-03, written by `make nbgrader-course`."
+MARKER = f"# nbgrader configuration for {LAB_NAME}, written by `make nbgrader-course`."
 
 # Where each part's graded cell goes: in place of the otter check that runs its public cases (the
 # lab's table, PUBLIC_CHECKS in tests_hidden/parts.py), or, for a part without one, at the end, where
@@ -65,9 +66,6 @@ def public_checks():
 def graded_at_end():
     """The parts whose graded cells come at the end: every part of the suite without a public check."""
     return tuple(part for part in part_points() if part not in public_checks())
-
-
-GRADING_EXTRA_PART = "extra"  # nbgrader_grading.EXTRA_PART: the one part whose cell gets extra credit
 
 
 def is_extra(part):
@@ -113,6 +111,7 @@ sys.path.insert(0, here)
 c.ExchangeFactory.collect = "lab03_grading.CollectWithoutLinks"
 c.GradeWithKit.kit = os.path.normpath(os.path.join(here, @KIT@))  # the kit, from this folder
 c.GradeWithKit.python = @PYTHON@  # empty: the kit's .venv/bin/python
+c.GradeWithKit.extra_parts = @EXTRA@  # the lab's EXTRA_PARTS: their cells score extra credit
 c.Autograde.autograde_preprocessors = [
     "lab03_grading.GradeWithKit",  # nbgrader's Execute, with the kit's grader scoring the graded cells
     "nbgrader.preprocessors.IgnorePattern",
@@ -125,7 +124,7 @@ c.Autograde.autograde_preprocessors = [
 '''
 
 # What every graded cell raises when it runs in the kernel at autograde (tests check the two agree).
-NOT_GRADED = ("LAB-03: the kit's grader did not score this cell; autograde in the course folder written by "
+NOT_GRADED = (f"{LAB_NAME}: the kit's grader did not score this cell; autograde in the course folder written by "
               "`make nbgrader-course`, whose nbgrader_config.py runs it")
 # Shown to students: the cell's code is in the release (only its output is replaced at autograde).
 GRADED_CELL = '''# Graded: {title} ({points}).
@@ -136,13 +135,13 @@ import os
 
 if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # only without the course's nbgrader_config.py
     raise RuntimeError(
-        "LAB-03: the kit's grader did not score this cell; autograde in the course folder written by "
+        "{lab}: the kit's grader did not score this cell; autograde in the course folder written by "
         "`make nbgrader-course`, whose nbgrader_config.py runs it"
     )
 {body}'''
 NOW = {
     "public": "Run it now for the public checks of the part (as `python -m pytest tests`).",
-    "rules": "Run it now to check your files as `python submit.py` does.",
+    "rule": "Run it now to check your files as `python submit.py` does.",
     "none": "This part has no public checks.",
 }
 PUBLIC_BODY = '''import sys
@@ -162,12 +161,6 @@ NO_PUBLIC_BODY = '''print(
     "{first}"
     "{second}"
 )'''
-NO_PUBLIC_TEXT = {
-    "gradients": ("Graded by hidden tests: float64 stays float64, large scores stay finite, ",
-                  "gradients reach query, key and value, and the inputs are left as they were."),
-    "extra": ("Optional: tiled_attention and MultiHeadAttention.step with a KV cache (section 8); ",
-              "their points count above the maximum."),
-}
 OTHER_PART_TEXT = ("Graded by hidden tests that have no public checks; ", "the grader's report appears here.")
 GRADED_INTRO = '''## Graded at autograde: {titles}
 
@@ -194,20 +187,20 @@ def graded_cell(part):
     """The graded cell of one part of `make grade`, worth its points (extra credit: 0, see nbgrader_grading)."""
     import nbformat
 
-    from autograder.parts import PART_TITLES
     from autograder.grading.suite_points import core_max
+    from autograder.parts import NOTEBOOK_TEXTS, PART_TITLES, RULE_PARTS
 
     points = 0 if is_extra(part) else part_points()[part]
     worth = f"up to {part_points()[part]:g} points above the {core_max():g}" if is_extra(part) else f"{points:g} points"
     public = public_checks()
     if part in public:
         now, body = NOW["public"], PUBLIC_BODY.format(public=public[part])
-    elif part == "rules":
-        now, body = NOW["rules"], RULES_BODY
+    elif part in RULE_PARTS:
+        now, body = NOW["rule"], RULES_BODY
     else:
-        first, second = NO_PUBLIC_TEXT.get(part, OTHER_PART_TEXT)
+        first, second = NOTEBOOK_TEXTS.get(part, OTHER_PART_TEXT)
         now, body = NOW["none"], NO_PUBLIC_BODY.format(first=first, second=second)
-    source = GRADED_CELL.format(title=PART_TITLES.get(part, part), points=worth, now=now, body=body)
+    source = GRADED_CELL.format(lab=LAB_NAME, title=PART_TITLES.get(part, part), points=worth, now=now, body=body)
     cell = nbformat.v4.new_code_cell(source, id=f"graded-{part.replace('_', '-')}")
     cell.metadata["nbgrader"] = nbgrader_metadata(part, grade=True, solution=False, points=points)
     return cell
@@ -218,12 +211,6 @@ def course_notebook(nb):
     import nbformat
 
     from autograder.parts import PART_TITLES
-
-    for part in part_points():
-        if is_extra(part) and part != GRADING_EXTRA_PART:
-            raise CourseError(f"tests_hidden/parts.py: the nbgrader course records extra credit for a part named "
-                              f"{GRADING_EXTRA_PART!r} only, EXTRA_PARTS has {part!r}: name it {GRADING_EXTRA_PART!r}, or "
-                              "edit EXTRA_PART in autograder/platforms/nbgrader_grading.py (nothing was written)")
 
     in_place = {f'grader.check("{check}")': part for part, check in public_checks().items()}  # {cell source: part}
     checks = {cell.source.strip() for cell in nb.cells if "otter" in cell.metadata.get("tags", [])}
@@ -262,7 +249,9 @@ def config_text(out):
     python = sys.executable
     own_venv = Path(python).parent == ROOT / ".venv" / "bin"
     kit = os.path.relpath(ROOT.resolve(), Path(out).resolve())
-    return CONFIG.replace("@KIT@", repr(kit)).replace("@PYTHON@", repr("" if own_venv else python))
+    extra = [part for part in part_points() if is_extra(part)]
+    return (CONFIG.replace("@KIT@", repr(kit)).replace("@PYTHON@", repr("" if own_venv else python))
+            .replace("@EXTRA@", repr(extra)))
 
 
 def course_files(out):
@@ -386,27 +375,13 @@ def build(out):
     to_write, kept, stale = plan(out, files)
     check_gradebook(out, files)
     for name in to_write:
-        write_atomic(out / name, files[name])
+        write_atomic(out / name, files[name], mode=0o644, folder_mode=0o777)
     for name in stale:
         (out / name).unlink()
-    manifest = {"written_by": "make nbgrader-course (the LAB-03 kit); do not edit",
+    manifest = {"written_by": f"make nbgrader-course (the {LAB_NAME} kit); do not edit",
                 "files": {name: digest(data) for name, data in files.items()}}
-    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    write_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n", mode=0o644, folder_mode=0o777)
     return out, to_write, kept
-
-
-def write_atomic(path, data):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def release(out):

@@ -16,8 +16,9 @@ its two preprocessors in ``Autograde.autograde_preprocessors``:
   kernel (modules, environment, the submitted files) changes a score: the kernel starts after the
   grading, and its outputs in the graded cells are replaced. (It still runs as the user running
   autograde, unsandboxed, as in every nbgrader course: see the kit's docs/platforms.md.)
-* ``SaveKitGrades`` is nbgrader's ``SaveAutoGrades``, and records the extra-credit points of the
-  ``extra`` cell (worth 0 points) as that cell's extra credit, so the total is ``make grade``'s.
+* ``SaveKitGrades`` is nbgrader's ``SaveAutoGrades``, and records the extra-credit points of the cells of
+  the extra-credit parts (``GradeWithKit.extra_parts``, which the course's config takes from the lab's
+  EXTRA_PARTS; each cell is worth 0 points) as their extra credit, so the total is ``make grade``'s.
 
 This module runs inside nbgrader's own process, which may be any nbgrader installation: it imports
 nothing from the kit, only nbgrader and the standard library, and finds the kit from its config
@@ -33,17 +34,17 @@ import tempfile
 import textwrap
 
 from nbformat.notebooknode import NotebookNode
-from traitlets import Unicode
+from traitlets import List, Unicode
 
 from nbgrader import utils
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 
 SKIP_TAG = "skip-at-autograde"
-EXTRA_PART = "extra"  # its cell is worth 0 points: extra credit goes above the maximum, as in `make grade`
 WIDTH = 100  # feedback pages clip long lines: wrap the report
 GRADER_SECONDS = 900  # far above the grader's own limits (grading.yaml): only a stuck grader gets here
 RESULTS = "lab03_kit"  # the key of the grader's scores in nbgrader's resources
+EXTRA = "lab03_kit_extra"  # the key of the extra-credit parts there (GradeWithKit.extra_parts)
 
 
 class KitError(Exception):
@@ -57,6 +58,8 @@ class GradeWithKit(Execute):
                   ).tag(config=True)
     python = Unicode("", help="The Python that runs the kit's grader (default: the kit's .venv/bin/python)."
                      ).tag(config=True)
+    extra_parts = List(Unicode(), help="The parts whose cells score extra credit (each worth 0 points: extra credit "
+                       "goes above the maximum, as in `make grade`); the course's config lists the lab's.").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         # Before the kernel starts: the files graded are the student's, untouched by their notebook.
@@ -68,13 +71,15 @@ class GradeWithKit(Execute):
         except KitError as error:  # one line above nbgrader's traceback, which says the same at its end
             self.log.error("LAB-03: %s", error)
             raise
-        parts = part_scores(results)
-        check_points(nb, parts)
+        parts, extra = part_scores(results), set(self.extra_parts)
+        check_points(nb, parts, extra)
         nb, resources = super().preprocess(nb, resources, km)
         graded = graded_cells(nb)
         for cell in graded:  # the first one also says what the grader noticed about the submission as a whole
-            cell.outputs = report_outputs(cell.metadata["nbgrader"]["grade_id"], results, parts, cell is graded[0])
+            part = cell.metadata["nbgrader"]["grade_id"]
+            cell.outputs = report_outputs(part, results, parts, cell is graded[0], extra=part in extra)
         resources[RESULTS] = {part: got for part, (got, _) in parts.items()}
+        resources[EXTRA] = sorted(extra)
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
@@ -135,14 +140,14 @@ class GradeWithKit(Execute):
 
 
 class SaveKitGrades(SaveAutoGrades):
-    """nbgrader's SaveAutoGrades; the extra cell's points become its extra credit (its cell is worth 0)."""
+    """nbgrader's SaveAutoGrades; an extra-credit part's points become its cell's extra credit (the cell is worth 0)."""
 
     def _add_score(self, cell, resources):
         super()._add_score(cell, resources)
         grade_id = cell.metadata["nbgrader"]["grade_id"]
-        if grade_id == EXTRA_PART:
+        if grade_id in resources.get(EXTRA, ()):
             grade = self.gradebook.find_grade(grade_id, self.notebook_id, self.assignment_id, self.student_id)
-            grade.extra_credit = resources[RESULTS][EXTRA_PART]
+            grade.extra_credit = resources[RESULTS][grade_id]
             self.gradebook.db.commit()
 
 
@@ -226,26 +231,26 @@ def graded_cells(nb):
     return [cell for cell in nb.cells if utils.is_grade(cell) and cell.metadata["nbgrader"].get("grade_id")]
 
 
-def check_points(nb, parts):
+def check_points(nb, parts, extra=()):
     """Each graded cell is worth what the grader gives its part (extra credit: 0), or nothing is scored."""
     for cell in graded_cells(nb):
         part = cell.metadata["nbgrader"]["grade_id"]
         if part not in parts:
             raise KitError(f"the kit's grader has no part {part!r}: regenerate the course with "
                            "`make nbgrader-course`; no new grade was recorded")
-        expected = 0.0 if part == EXTRA_PART else parts[part][1]
+        expected = 0.0 if part in extra else parts[part][1]
         if float(cell.metadata["nbgrader"]["points"]) != expected:
             raise KitError(f"the kit's grader gives part {part!r} {expected:g} points, its cell "
                            f"{cell.metadata['nbgrader']['points']}: regenerate the course with "
                            "`make nbgrader-course`; no new grade was recorded")
 
 
-def report_outputs(part, results, parts, overview=False):
+def report_outputs(part, results, parts, overview=False, extra=False):
     """The graded cell's new outputs: the grader's report for the part, then its score (partial credit)."""
     got, total = parts[part]
     tests = [t for t in results["tests"] if t["tags"][0] == part]
     passed = sum(1 for t in tests if t["status"] == "passed")
-    if part == EXTRA_PART:
+    if extra:
         head = (f"Extra credit: {got:g} of {total:g} points, counted above the {results['extra_data']['max_score']:g} "
                 "(this cell's extra credit).")
         score = 0

@@ -18,8 +18,8 @@ forked graders, as ``make grade`` does. Where it cannot restart (no memfd), or w
 in-process, the zygote is exec'd and imports torch while this process does.
 
 Like the reference's verdict, the generated files' verdict "all in sync" is cached, under a digest of
-everything that decides it (``generated_key``: solution/, assignment/ whole, the parts table, the
-manifest, the kit's code, the versions of Python and of the packages that render): a run whose inputs
+everything that decides it (``generated_key``: solution/, assignment/ and tests_hidden/ whole, the samples'
+README, the manifest, the kit's code, the versions of Python and of the packages that render): a run whose inputs
 are all unchanged since the files were last found in sync checks nothing again and imports neither
 nbgrader nor matplotlib. Any other run checks every file.
 """
@@ -29,13 +29,13 @@ import sys
 import traceback
 from pathlib import Path
 
-from autograder.paths import KIT_ROOT
+from autograder.paths import HIDDEN_TESTS, KIT_ROOT
 
 # What decides whether every generated file is in sync (``generated_key``), relative to the kit: the
 # folders whole (sources, targets, strays in assignment/checks/, the lab text) and single files. The
 # generator's own code (its templates are in it) is the imported ``autograder`` package, also whole.
-GENERATED_FOLDERS = ("solution", "assignment")
-GENERATED_FILES = ("tests_hidden/parts.py", "generated.sha256")
+GENERATED_FOLDERS = ("solution", "assignment", "tests_hidden")  # the suite: its points are the texts' totals
+GENERATED_FILES = ("examples/submissions/README.md", "generated.sha256")
 # The packages whose code renders a generated file: nbgrader's ClearSolutions and ClearOutput (on nbconvert's
 # preprocessors and traitlets), nbformat (and its schema's jsonschema), matplotlib and what it lays out, draws
 # and writes the figure with, torch (the figure's weights, the case table).
@@ -46,7 +46,7 @@ CODE = Path(__file__).resolve().parent.parent  # the autograder package: generat
 
 def part_problems(tests_dir=None):
     """Points and parts: each part of the suite is one the kit knows, and each core part has points."""
-    from autograder.grading.suite_points import HIDDEN_TESTS, part_points
+    from autograder.grading.suite_points import part_points
     from autograder.parts import EXTRA_PARTS, PARTS, PUBLIC_CHECKS
 
     try:
@@ -76,7 +76,7 @@ def grading_problems(config, zygote, level, layers):
     ``layers``) by the caller."""
     from autograder.grading import fingerprint, reference_check
     from autograder.grading.batch import grade_forked, start_forked
-    from autograder.grading.runner import HIDDEN_TESTS, Engine
+    from autograder.grading.runner import Engine
 
     engine = Engine(config, level=level, layers=layers, zygote=zygote, graders=2)  # the suite loaded once, here
     stubs = start_forked(engine, os.path.join(KIT_ROOT, "assignment"), slot=1)  # beside the reference, if graded
@@ -222,20 +222,16 @@ _RESTARTED = ("import sys; sys.path.insert(0, sys.argv[1]); from autograder.plat
 def restart_with_allow_listed_environment():
     """Exec this command again (``restarted``) with the allow-listed environment, this one kept in an anonymous
     file. Returns only when that cannot be done (no memfd, or exec failed): then the zygote is exec'd."""
-    from autograder.containment.zygote import child_environment
-    from autograder.platforms.gradescope import ISOLATION_SETTINGS
+    from autograder.containment.zygote import isolation_settings, restart_allow_listed
 
     if not hasattr(os, "memfd_create") or not hasattr(os, "environb"):
         return
-    settings = {k: os.environ[k] for k in ISOLATION_SETTINGS if k in os.environ}
     fd = os.memfd_create("validate-environment", 0)  # no close-on-exec: the restarted process reads it
     try:
         with open(fd, "wb", closefd=False) as f:
             f.write(b"\0".join(k + b"=" + v for k, v in os.environb.items()))
         os.lseek(fd, 0, os.SEEK_SET)
-        sys.stdout.flush(), sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable, "-E", "-s", "-B", "-c", _RESTARTED, KIT_ROOT, str(fd),
-                                   json.dumps(settings)], child_environment())
+        restart_allow_listed(["-c", _RESTARTED, KIT_ROOT, str(fd), json.dumps(isolation_settings())])
     except OSError as err:
         os.close(fd)
         print(f"validate: could not restart with the allow-listed environment ({err}): the zygote is exec'd",
@@ -267,6 +263,21 @@ def restarted(environment_fd, settings):
     finally:
         read_environment(environment_fd)
     return main(zygote=zygote, early=early)
+
+
+def print_gradescope_total_change():
+    """A note, not a problem: the last built Gradescope zip (dist/autograder.zip) was built for another total."""
+    from autograder.platforms import gradescope_zip
+
+    before = gradescope_zip.built_total()
+    if before is None:
+        return
+    try:
+        line = gradescope_zip.total_change(before, gradescope_zip.suite_total())
+    except RuntimeError:  # a suite that does not collect: part_problems named it
+        return
+    if line:
+        print(f"note: {line}; run `make gradescope` first")
 
 
 def main(argv=None, zygote=None, early=None):
@@ -322,6 +333,8 @@ def main(argv=None, zygote=None, early=None):
             zygote.kill_sandbox_users()
     for line in problems:
         print(line)
+    if config is not None:
+        print_gradescope_total_change()
     if problems:
         print(f"validate: {len(problems)} problem(s)", file=sys.stderr)
         return 1

@@ -6,6 +6,7 @@ import io
 import statistics
 import urllib.parse
 
+from autograder.parts import LAB_NAME
 from autograder.reports import lateness
 from autograder.reports.inert_text import md_text, spreadsheet_cell
 from autograder.reports.results import GRADED, GRADER_ERROR, NO_FILES, part_scores, parts_in
@@ -18,7 +19,7 @@ CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 
 BOM = "\ufeff"  # so that Excel reads the file as UTF-8 (names such as Zoë Ångström); Canvas and Moodle skip it
-IMPORT_COLUMN = "LAB-03"  # the assignment column of import-canvas.csv
+IMPORT_COLUMN = LAB_NAME  # the assignment column of import-canvas.csv (tests_hidden/parts.py)
 
 
 def gradebook_csv(entries, applied=None, late=None):

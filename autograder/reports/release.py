@@ -23,10 +23,11 @@ import os
 import shutil
 import zipfile
 
+from autograder.files import write_atomic
 from autograder.parts import PART_TITLES
 from autograder.reports.html_pages import _e, _overview_html, _page
 from autograder.reports.inert_text import md_text
-from autograder.reports.report import load_results, write_atomic
+from autograder.reports.report import load_results
 from autograder.reports.results import GRADED, part_scores
 
 FOLDER = "release"
@@ -160,7 +161,7 @@ def write_release(out_dir, reports, show="visible"):
     for name, files, how in (("moodle-feedback.zip", moodle, "Moodle: Upload multiple feedback files in a zip"),
                              ("canvas-feedback.zip", canvas, "Canvas: Re-Upload Submissions")):
         if files:
-            write_atomic_bytes(os.path.join(folder, name), _zipped(files))
+            write_atomic(os.path.join(folder, name), _zipped(files))
             lines.append(f"release: {folder}/{name} ({len(files)} students; {how})")
     return lines
 
@@ -171,9 +172,3 @@ def _zipped(files):
         for name, text in sorted(files.items()):
             archive.writestr(name, text)
     return buffer.getvalue()
-
-
-def write_atomic_bytes(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)

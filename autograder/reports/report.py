@@ -12,6 +12,7 @@ import os
 import tempfile
 import time
 
+from autograder.files import write_atomic
 from autograder.reports import adjustments, history, lateness
 from autograder.reports.classbook import (canvas_import_csv, final_total, gradebook_csv, moodle_import_csv, scores_of,
                                           summary_markdown)
@@ -19,18 +20,6 @@ from autograder.reports.feedback import feedback_markdown
 from autograder.reports.inert_text import md_text
 from autograder.reports.html_pages import feedback_html, summary_anonymous_html, summary_html
 from autograder.reports.results import results_json
-
-
-def write_atomic(path, text, mode=0o600):
-    """Write ``text`` to ``path`` whole or not at all: a temp file beside it, then a rename. Reports are
-    the owner's alone (``mode``), as are the folders made for them."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, 0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 def write_submission(out_dir, submission_id, record, submitters=(), submitted=None):

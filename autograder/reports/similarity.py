@@ -166,7 +166,7 @@ mark {{ background: #ffd8b5; }}
 
 def write(out_dir, entries, stub_texts, labels):
     """Write similarity.csv and similarity.html in OUT; returns a line to show, or None."""
-    from autograder.reports.report import write_atomic
+    from autograder.files import write_atomic
 
     texts = documents(out_dir, entries)
     try:

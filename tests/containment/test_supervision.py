@@ -17,7 +17,7 @@ import pytest
 from autograder.grading import batch, reference_check
 from autograder.config import Limits, load_config
 from autograder.paths import KIT_ROOT
-from autograder.grading.runner import HIDDEN_TESTS
+from autograder.paths import HIDDEN_TESTS
 from autograder.grading.suite_points import part_points
 from test_results import record, result
 

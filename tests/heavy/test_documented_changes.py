@@ -1,9 +1,12 @@
 """Every change to the lab that docs/instructor.md documents ("Changing the lab") leaves the kit green,
 and an engine upgrade ("Upgrading the engine") leaves the instructor's lab alone.
 
-Each change is made on a copy of the kit exactly as the guide's steps say, then `make validate` runs
-there. All the changes together then run `make check-fast` on one copy: the kit's own tests read the
-totals and the parts from the suite, so no change can fail them. (One copy, not one per change: a
+Each change is made on a copy of the kit exactly as the guide's steps say, then `make stubs` and `make
+validate` run there; no step edits a number: the totals the lab's texts state are generated from the suite.
+A change of the totals (the guide's 5-point example test, removing the extra credit) is named by `make
+validate` as stale generated text before `make stubs`, and leaves the drift tests green after it. All the
+changes together then run `make check-fast` on one copy: the kit's own tests read the totals and the parts
+from the suite, so no change can fail them. (One copy, not one per change: a
 copy's `make check-fast` takes as long as the kit's, and CI runs `make check` in one go.)
 
 The upgrade test customises a lab copy, replaces the kit's own folders with this engine's, as the
@@ -106,17 +109,11 @@ def remove_a_part(kit):
 
 
 def remove_the_extra_credit(kit):
-    """"Remove the extra credit": its module, its part, and the lab text's line that promises its points."""
+    """"Remove the extra credit": its module and its part (`make stubs` rewrites the lab text's promise)."""
     (kit.root / "tests_hidden" / "test_extra.py").unlink()
     kit.edit("tests_hidden/parts.py", ', "extra")', ")")
     kit.edit("tests_hidden/parts.py", 'EXTRA_PARTS = ("extra",)', "EXTRA_PARTS = ()")
     kit.edit("tests_hidden/parts.py", ', "extra": "Extra credit",', ",")
-    path = kit.root / "assignment" / "README.md"
-    text = path.read_text(encoding="utf-8")
-    line = re.search(r"^Two production techniques .*\n.*\n", text, re.M)
-    assert line, "assignment/README.md's extra-credit paragraph moved: update this test and the guide's steps"
-    path.write_text(text[:line.start()] + "Not graded this term: try them if you like.\n" + text[line.end():],
-                    encoding="utf-8")
 
 
 CHANGES = {"add a hidden test": add_a_hidden_test, "change a part's points": change_a_parts_points,
@@ -134,18 +131,51 @@ def test_the_guide_documents_each_change():
     assert set(CHANGES) <= headings, f"docs/instructor.md has no section for {sorted(set(CHANGES) - headings)}"
 
 
+def regenerate(kit):
+    """The guide's step after a change: `make stubs` rewrites the generated text (the totals among it)."""
+    run = kit.make("stubs")
+    assert run.returncode == 0, f"make stubs: {failed(run)}"
+
+
 @pytest.mark.parametrize("change", CHANGES)
 def test_make_validate_passes_after_each_documented_change(tmp_path, change):
     kit = Kit(tmp_path)
     CHANGES[change](kit)
+    regenerate(kit)
     run = kit.make("validate")
     assert run.returncode == 0, f"make validate after {change!r}: {failed(run)}"
+
+
+# The texts that state a total, and the drift tests that read them against the suite.
+TOTAL_TEXTS = ("assignment/README.md", "examples/submissions/README.md")
+DRIFT_TESTS = ["tests/kit/test_readme.py", "tests/platforms/test_generation.py", "-k",
+               "totals or committed_target or manifest"]
+
+
+@pytest.mark.parametrize("change", ["add a hidden test", "remove the extra credit"])
+def test_a_change_of_the_totals_is_named_by_validate_then_generated_with_no_number_typed(tmp_path, change):
+    kit = Kit(tmp_path)
+    CHANGES[change](kit)
+    run = kit.make("validate")
+    assert run.returncode != 0, f"make validate should name the stale totals after {change!r}: {failed(run)}"
+    for text in TOTAL_TEXTS:
+        assert f"{text}: out of sync with its source: run `make stubs`" in run.stdout, failed(run)
+    regenerate(kit)
+    run = kit.make("validate")
+    assert run.returncode == 0, f"make validate after {change!r} and make stubs: {failed(run)}"
+    run = subprocess.run([str(kit.root / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          *DRIFT_TESTS], cwd=kit.root, env=kit.env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, f"the drift tests after {change!r}: {failed(run)}"
+    changed = subprocess.run(["git", "diff", "--name-only"], cwd=kit.root, env=kit.env, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert set(TOTAL_TEXTS) <= set(changed), f"make stubs did not rewrite the totals: {changed}"
 
 
 def test_make_check_fast_passes_after_every_documented_change_at_once(tmp_path):
     kit = Kit(tmp_path)
     for change in CHANGES.values():
         change(kit)
+    regenerate(kit)
     kit.commit("this term's lab")
     run = kit.make("validate")
     assert run.returncode == 0, f"make validate after every change: {failed(run)}"
@@ -157,6 +187,7 @@ def test_an_engine_upgrade_leaves_a_customised_lab_alone_and_it_validates(tmp_pa
     kit = Kit(tmp_path)
     for change in (add_a_hidden_test, change_a_parts_points, rename_a_part):
         change(kit)
+    regenerate(kit)
     lab = kit.lab_digest()
     for name in ENGINE:  # the guide's upgrade: the new release's engine folders replace the old ones
         target = kit.root / name

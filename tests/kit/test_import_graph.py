@@ -5,6 +5,10 @@ top import no group but the rule; the sandbox and the reports import only those;
 sandbox and the reports; a platform imports anything, and nothing imports a platform but the command
 line and the other platforms.
 
+The lab meets the engine at one module: tests_hidden/ imports ``autograder.lab`` and nothing else of the
+engine, and no module of the engine imports it back. The engine's code holds no fact of the lab: no part
+key and not the lab's name (both read from tests_hidden/parts.py).
+
 Imports inside functions count: deferred or not, an import that closes a loop ties two modules
 together, and neither can then be read, tested or moved without the other.
 """
@@ -17,9 +21,11 @@ from conftest import ROOT
 PACKAGE = ROOT / "autograder"
 GROUPS = ("rule", "containment", "grading", "reports", "platforms")
 ENTRY = {"cli", "__main__"}
-FACTS = {"__init__", "bounds", "config", "paths", "parts", "rules"}
+FACTS = {"__init__", "bounds", "config", "files", "paths", "parts", "rules"}
+LAB_API = "lab"  # the one module tests_hidden/ imports: it imports the groups, nothing imports it
 MAY_IMPORT = {  # layer -> the layers its modules may import
     "rule": {"rule"},
+    "lab": {"rule", "facts", "containment", "reports", "grading"},
     "facts": {"rule", "facts"},
     "containment": {"rule", "facts", "containment"},
     "reports": {"rule", "facts", "reports"},
@@ -60,7 +66,7 @@ def layer(name):
     group = name.split(".")[0]
     if group in GROUPS:
         return group
-    return "entry" if name in ENTRY else "facts" if name in FACTS else None
+    return "entry" if name in ENTRY else "facts" if name in FACTS else "lab" if name == LAB_API else None
 
 
 def find_cycle(graph):
@@ -196,3 +202,95 @@ def reachable(graph, start):
                 seen.add(target)
                 todo.append(target)
     return seen
+
+
+# --- the lab's API: the one door between tests_hidden/ and the engine --------------------------------
+
+HIDDEN = ROOT / "tests_hidden"
+
+
+def engine_imports(source):
+    """The engine modules ``source`` imports (dotted, from ``autograder``), and the plugins it names by string."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "autograder":
+            found |= {node.module} if node.module != "autograder" else {f"autograder.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "autograder"}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("autograder."):
+            found.add(node.value)  # pytest_plugins = ["autograder...."], importlib.import_module("autograder....")
+    return found
+
+
+def test_the_hidden_suite_imports_only_the_labs_api():
+    imports = {path.name: engine_imports(path.read_text(encoding="utf-8")) for path in sorted(HIDDEN.glob("*.py"))}
+    assert any(imports.values()), "tests_hidden/ imports nothing of the engine: is HIDDEN still the suite?"
+    other = {name: sorted(found - {f"autograder.{LAB_API}"}) for name, found in imports.items() if found - {f"autograder.{LAB_API}"}}
+    assert not other, f"tests_hidden/ imports the engine past autograder.lab: {other} (re-export it there)"
+
+
+def test_a_hidden_test_importing_an_engine_module_is_caught():
+    assert engine_imports("from autograder.grading.compare import fail\n") == {"autograder.grading.compare"}
+    assert engine_imports('pytest_plugins = ["autograder.grading.plugin"]\n') == {"autograder.grading.plugin"}
+    assert engine_imports("from autograder import lab\n") == {"autograder.lab"}
+
+
+def test_nothing_in_the_engine_imports_the_labs_api():
+    importers = sorted(name for name, targets in import_graph().items() if LAB_API in targets)
+    assert not importers, f"{importers} import autograder.lab: it is the lab's door, the engine never uses it"
+
+
+def lab_table():
+    """The literal assignments of tests_hidden/parts.py (it is never run)."""
+    tree = ast.parse((HIDDEN / "parts.py").read_text(encoding="utf-8"))
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)}
+
+
+def code_strings(source):
+    """(line, text) of every string constant of ``source`` that is not a docstring."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return sorted((node.lineno, node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings)
+
+
+# The strings of the engine equal to a part key that are not the part, each with why: the student's module
+# attention.py shares the part's name, and ``extra`` is also a requirement marker's variable (PEP 508).
+NOT_THE_PART = {
+    ("containment/probes.py", "attention"): "the student's module attention.py",
+    ("containment/protocol.py", "attention"): "the student's module attention.py",
+    ("grading/student.py", "attention"): "the student's module attention.py",
+    ("platforms/gradescope_zip.py", "extra"): "a requirement marker's variable (PEP 508)",
+}
+# The nbgrader course's grading module runs alone on the grading machine, without the kit's facts: its
+# messages and names still carry the lab's name (LAB-03: ..., LAB03_KIT), which its copy in a course keeps.
+NAMED_FOR_THE_COURSE = "platforms/nbgrader_grading.py"
+
+
+def lab_facts_in(relative, source, parts, lab_name):
+    """The part keys and the lab's name that the engine module ``relative`` (its ``source``) states in its code."""
+    found = []
+    for line, text in code_strings(source):
+        if text in parts and (relative, text) not in NOT_THE_PART:
+            found.append(f"{relative}:{line}: part key {text!r}")
+        if lab_name in text and relative != NAMED_FOR_THE_COURSE:
+            found.append(f"{relative}:{line}: the lab's name in {text[:60]!r}")
+    return found
+
+
+def test_the_engine_states_no_part_key_and_not_the_labs_name():
+    table = lab_table()
+    parts, lab_name = set(table["PARTS"]), table["LAB_NAME"]
+    found = [fact for path in sorted(PACKAGE.rglob("*.py"))
+             for fact in lab_facts_in(path.relative_to(PACKAGE).as_posix(), path.read_text(encoding="utf-8"), parts,
+                                      lab_name)]
+    assert not found, ("the engine holds facts of the lab; read them from tests_hidden/parts.py "
+                       f"(autograder/parts.py) instead: {found}")
+
+
+def test_a_part_key_or_the_labs_name_in_the_engine_is_caught():
+    source = '"""Docstrings may say extra and LAB-03."""\nPARTS_OF = {"tiled": ("extra",)}\nTITLE = "the LAB-03 kit"\n'
+    assert lab_facts_in("grading/planted.py", source, {"extra"}, "LAB-03") == [
+        "grading/planted.py:2: part key 'extra'", "grading/planted.py:3: the lab's name in 'the LAB-03 kit'"]

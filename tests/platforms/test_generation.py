@@ -19,6 +19,7 @@ import sys
 import pytest
 
 from autograder.platforms import generate
+from conftest import copy_of_the_generated_files
 
 ROOT = generate.ROOT
 ASSIGNMENT = ROOT / "assignment"
@@ -199,8 +200,7 @@ def test_checks_folder_holds_only_generated_checks():
 @pytest.fixture
 def lab_copy(tmp_path, monkeypatch):
     """solution/, assignment/ and the manifest in a fresh folder, which generation then works on."""
-    for folder in ("solution", "assignment"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_of_the_generated_files(tmp_path)
     shutil.copy(ROOT / generate.MANIFEST, tmp_path / generate.MANIFEST)
     monkeypatch.setattr(generate, "ROOT", tmp_path)
     return tmp_path

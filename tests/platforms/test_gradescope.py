@@ -106,8 +106,10 @@ def test_zip_carries_every_module_of_the_engine_in_its_group(autograder_zip):
 
 
 def test_zip_is_small(autograder_zip):
-    """Code and the suite only (no wheels, no data): 266 KB once the rule (autograder/rule/) joined the engine."""
-    assert autograder_zip.stat().st_size < 288 * 1024
+    """Code and the suite only (no wheels, no data, which weigh megabytes): 205 KB once the term's files (issue 33)
+    joined the engine, 259 KB with the lab's API and the generated totals (issue 49), and the rule (autograder/rule/,
+    with its table of library names: issue 45)."""
+    assert autograder_zip.stat().st_size < 320 * 1024
 
 
 def test_runtime_requirements_pin_every_package(autograder_zip):
@@ -136,6 +138,30 @@ def test_the_total_to_enter_follows_the_suites_points(tmp_path):
         f.write("\n\n@pytest.mark.points(5)\ndef test_added_by_the_instructor():\n    pass\n")
     assert upload_notes(load_config(), str(suite))[0].startswith(
         f"total to enter on Gradescope: {core_max() + 5:g} points")
+
+
+def test_the_zip_records_the_total_it_was_built_for(autograder_zip):
+    from autograder.platforms.gradescope_zip import built_total
+
+    assert built_total(str(autograder_zip)) == core_max()
+
+
+def test_a_rebuild_says_when_the_total_to_enter_changed(autograder_zip):
+    """The zip it replaces was built for another total: the build names both and the figure to enter."""
+    from autograder.platforms.gradescope_zip import total_change
+
+    line = total_change(core_max() - 5, core_max(), str(autograder_zip))
+    assert line and f"built for {core_max() - 5:g} points" in line and f"enter {core_max():g}" in line, line
+
+
+def test_a_rebuild_for_the_same_total_or_over_no_record_says_nothing(tmp_path):
+    from autograder.platforms.gradescope_zip import built_total, total_change
+
+    assert total_change(core_max(), core_max()) is None
+    assert built_total(str(tmp_path / "absent.zip")) is None
+    with zipfile.ZipFile(tmp_path / "old.zip", "w") as archive:  # built before the zip recorded its total
+        archive.writestr("grading.yaml", "")
+    assert total_change(built_total(str(tmp_path / "old.zip")), core_max()) is None
 
 
 def test_the_settings_follow_grading_yaml():

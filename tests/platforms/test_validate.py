@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from autograder.platforms import generate, validate
-from conftest import ROOT
+from conftest import ROOT, copy_of_the_generated_files
 
 
 @pytest.fixture
@@ -48,8 +48,7 @@ def test_stubs_the_grader_fails_on_are_named():
 def lab_with_a_changed_source(tmp_path, monkeypatch, name):
     """solution/ and assignment/ copied to ``tmp_path``, a comment added to solution/``name``, and the
     generator pointed there."""
-    for folder in ("solution", "assignment"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_of_the_generated_files(tmp_path)
     source = tmp_path / "solution" / name
     source.write_text(source.read_text() + "\n# changed\n")
     monkeypatch.setattr(generate, "ROOT", tmp_path)
@@ -86,6 +85,27 @@ def test_the_kit_as_shipped_validates(capsys):
     assert validate.main([]) == 0, capsys.readouterr().out
 
 
+def test_a_stale_total_in_a_lab_text_is_named_as_out_of_sync(tmp_path, monkeypatch):
+    """Other totals than the texts state (whatever this term's suite makes): the lab text's extra-credit line
+    and the samples' README are stale."""
+    from autograder.grading import suite_points
+
+    monkeypatch.setattr(suite_points, "core_max", lambda *args: 1005)
+    monkeypatch.setattr(suite_points, "extra_max", lambda *args: 7)
+    stale = {str(path.relative_to(generate.ROOT)) for path in generate.generate(check=True, images=False, nbgrader=False)}
+    assert {"assignment/README.md", "examples/submissions/README.md"} <= stale, stale
+
+
+def test_the_note_when_the_built_gradescope_zip_has_another_total(monkeypatch, capsys):
+    from autograder.grading.suite_points import core_max
+    from autograder.platforms import gradescope_zip
+
+    monkeypatch.setattr(gradescope_zip, "built_total", lambda: core_max() - 5)
+    validate.print_gradescope_total_change()
+    out = capsys.readouterr().out
+    assert out.startswith("note: the total to enter on Gradescope changed") and f"enter {core_max():g}" in out, out
+
+
 @pytest.fixture
 def kit_copy(tmp_path):
     """The inputs of the generated files' verdict, copied: the lab's folders, the parts table, the manifest, the code."""
@@ -108,6 +128,8 @@ def kit_copy(tmp_path):
     "assignment/submit.py",  # a target itself: the rule, generated
     "assignment/mha.py",  # a target itself
     "tests_hidden/parts.py",  # the parts table
+    "tests_hidden/test_masks.py",  # the suite: its points are the totals the texts state
+    "examples/submissions/README.md",  # a target of the totals
     "generated.sha256",  # the manifest
     "code/platforms/generate.py",  # the generator and its templates
     "code/reports/lab_figure.py",  # the figure's drawing
@@ -191,8 +213,7 @@ def test_nbgrader_preprocessors_imported_alone_render_what_the_whole_of_nbgrader
 
 
 def test_nbgraders_check_in_its_child_process_names_a_stale_file(tmp_path, monkeypatch):
-    for folder in ("solution", "assignment"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_of_the_generated_files(tmp_path)
     source = tmp_path / "solution" / "playground.ipynb"
     source.write_text(source.read_text().replace("attention", "attention!", 1))
     monkeypatch.setattr(generate, "ROOT", tmp_path)
@@ -232,8 +253,7 @@ def test_the_restarted_check_forks_its_zygote_in_the_allow_listed_environment_th
 
 def test_nbgraders_files_and_all_the_others_are_checked_apart_and_together(tmp_path, monkeypatch):
     """The early check (nbgrader's files, no torch) and the others' child: together they are every stale file."""
-    for folder in ("solution", "assignment"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_of_the_generated_files(tmp_path)
     source = tmp_path / "solution" / "mha.py"
     source.write_text(source.read_text() + "\n# changed\n")
     (tmp_path / "assignment" / "checks" / "renamed_part.py").write_text("")
