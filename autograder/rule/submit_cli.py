@@ -29,7 +29,7 @@ from autograder.rule.tables import FILES
 
 ZIP_NAME = "submission.zip"
 IMPORT_TIMEOUT = 120  # seconds: a cold `import torch` can be slow on a laptop
-UPLOAD = "upload it to the LAB-03 'Attention from Scratch' assignment on Gradescope"
+UPLOAD = "upload it to this lab's assignment on Gradescope"
 
 
 class SubmitError(Exception):

@@ -97,8 +97,8 @@ ALLOWED = {
         "linear algebra": "norm vector_norm matrix_norm matmul inv solve det qr svd eigh cholesky vecdot",
     }),
     "torch.special": _names({"special functions": "softmax log_softmax logsumexp expit erf logit"}),
-    "torch.autograd": _names({"gradients": "grad Function Variable", "modules": "function"}),
-    "torch.autograd.function": _names({"gradients": "Function"}),
+    "torch.autograd": _names({"autograd": "grad Function Variable", "modules": "function"}),
+    "torch.autograd.function": _names({"autograd": "Function"}),
     "math": _names({
         "math": "sqrt isqrt exp expm1 log log2 log10 log1p pow inf nan pi e tau floor ceil trunc prod fsum "
                 "isclose isinf isnan isfinite gcd lcm fabs copysign erf tanh sin cos comb perm factorial dist "

@@ -260,6 +260,7 @@ def code_strings(source):
 # attention.py shares the part's name, and ``extra`` is also a requirement marker's variable (PEP 508).
 NOT_THE_PART = {
     ("containment/probes.py", "attention"): "the student's module attention.py",
+    ("rule/tables.py", "attention"): "the student's module attention.py",
     ("containment/protocol.py", "attention"): "the student's module attention.py",
     ("grading/student.py", "attention"): "the student's module attention.py",
     ("platforms/gradescope_zip.py", "extra"): "a requirement marker's variable (PEP 508)",
