@@ -10,6 +10,12 @@ each sub-folder or zip in it is one submission, even an empty or broken one (its
 says what is missing). "single" and "batch" force either reading. Wrapper folders (a zip
 that holds one folder, a folder holding only the export) are looked through.
 
+Who handed a submission in (and when) is read only from the layout at the top of a PATH the instructor named,
+never from a file inside one submission: a zip or folder that is a member of a batch is one submission, whatever
+it holds, and so is a .zip PATH given beside other PATHs (an upload graded beside the class is never an export).
+A folder holding one zip and nothing else is read as that zip (Canvas's submissions.zip saved alone is the
+class; alice/submission.zip is alice's upload).
+
 Nothing below a PATH is followed if it is a symlink. Standard library (and PyYAML) only.
 """
 import atexit
@@ -37,6 +43,15 @@ BATCH_ZIP_MAX_FILES = 200_000
 METADATA_MAX_BYTES = 8 * 2**20
 METADATA_MAX_NODES = 400_000
 SUBMITTER_FIELD_CHARS = 200  # a name, an email or a student id: longer is cut, with an ellipsis
+
+
+class Found(list):
+    """The SubmissionSources discovered, with ``notes``: one line per thing the instructor should know that is not
+    a submission's own problem (a file of an LMS download that fits no naming grammar: named, not graded)."""
+
+    def __init__(self, sources=(), notes=()):
+        super().__init__(sources)
+        self.notes = list(notes)
 
 
 class UsageError(Exception):
@@ -88,30 +103,34 @@ def discover(paths, layout="auto", scratch=None):
     if not paths:
         raise UsageError("no submission PATH given")
     scratch = _Scratch(scratch)
-    sources = []
+    sources, notes = [], []
     for path in paths:
-        sources += sorted(_read_path(path, layout, scratch), key=lambda s: (s.id, s.path))
-    return _unique([_safe(source) for source in sources])
+        # A .zip beside other PATHs is an upload graded beside the class: never read as an export.
+        zip_layout = "single" if len(paths) > 1 and layout == "auto" else layout
+        sources += sorted(_read_path(path, layout, zip_layout, scratch, notes), key=lambda s: (s.id, s.path))
+    return Found(_unique([_safe(source) for source in sources]), notes)
 
 
 # --- one PATH -------------------------------------------------------------------------------
 
-def _read_path(path, layout, scratch):
+def _read_path(path, layout, zip_layout, scratch, notes):
     if not os.path.lexists(path):
         raise UsageError(f"no such file or folder: {path}")
     real = os.path.realpath(path)  # the PATH itself may be a symlink; nothing below it is followed
     if os.path.isdir(real):
-        return _read_folder(real, _name(real), layout, scratch)
+        return _read_folder(real, _name(real), layout, zip_layout, scratch, notes)
     if not os.path.isfile(real):
         raise UsageError(f"not a folder or .zip file: {path}")
     if not zipfile.is_zipfile(real):
         ends_in_zip = real.lower().endswith(".zip")
         raise UsageError(f"not a zip file: {path}" if ends_in_zip else f"not a folder or .zip file: {path}")
-    return _read_zip(path, real, layout, scratch)
+    return _read_zip(path, real, zip_layout, scratch, notes)
 
 
-def _read_zip(path, real, layout, scratch):
-    zip_id = _stem(os.path.basename(real)) or "submission"
+def _read_zip(path, real, layout, scratch, notes, zip_id=None, exports_only=False):
+    """The submissions of a zip PATH; with `exports_only` (a zip a folder PATH holds alone), a batch only when
+    the zip is an export (Gradescope's metadata, or Canvas's or Moodle's names) and one submission otherwise."""
+    zip_id = zip_id or _stem(os.path.basename(real)) or "submission"
     if layout == "single":
         return [SubmissionSource(zip_id, real)]
     folder = scratch.new_folder()
@@ -122,22 +141,27 @@ def _read_zip(path, real, layout, scratch):
     except ExtractionStopped as e:
         raise UsageError(f"{path}: {e}") from None
     root = _unwrap_zip(folder) if layout == "batch" else _batch_root(folder)
+    if exports_only and root is not None and not (os.path.isfile(os.path.join(root, METADATA))
+                                                  or _flat_download(root)):
+        root = None
     if root is None:  # one submission: staging reads the zip itself and reports its problems
         shutil.rmtree(folder, ignore_errors=True)
         return [SubmissionSource(zip_id, real)]
-    return _members(root, path, layout == "batch", scratch)
+    return _members(root, path, layout == "batch", scratch, notes)
 
 
-def _read_folder(folder, folder_id, layout, scratch):
+def _read_folder(folder, folder_id, layout, zip_layout, scratch, notes):
     if layout == "single":
         return [SubmissionSource(folder_id, folder)]
     lone = _lone_zip(folder) if layout == "auto" else None
-    if lone:  # alice/submission.zip: what `make submit` builds, graded as the zip's contents
-        return [SubmissionSource(folder_id, lone)]
+    if lone:  # alice/submission.zip (what `make submit` builds), or Canvas's submissions.zip saved alone
+        if not zipfile.is_zipfile(lone):  # staging reads it and says why it cannot
+            return [SubmissionSource(folder_id, lone)]
+        return _read_zip(lone, lone, zip_layout, scratch, notes, zip_id=folder_id, exports_only=True)
     root = folder if layout == "batch" else _batch_root(folder)
     if root is None:
         return [SubmissionSource(folder_id, folder)]
-    return _members(root, folder, layout == "batch", scratch)
+    return _members(root, folder, layout == "batch", scratch, notes)
 
 
 def _batch_root(folder):
@@ -184,7 +208,7 @@ def _plain_files(folder, skip_zips=False):
 
 
 def _flat_download(folder):
-    """{(lms, user): files} when `folder` is a flat Canvas or Moodle download (no sub-folders), else None."""
+    """The lms.FlatDownload of `folder` when it is a flat Canvas or Moodle download (no sub-folders), else None."""
     if _entries(folder)[0]:
         return None
     return lms.flat_groups(_plain_files(folder))
@@ -207,17 +231,20 @@ def _entries(folder):
     return folders, zips
 
 
-def _members(root, shown, required, scratch):
+def _members(root, shown, required, scratch, notes):
     """One SubmissionSource per sub-folder or zip of `root` (per student in a flat LMS download), named by
     Gradescope, Canvas or Moodle when it can."""
     flat = _flat_download(root)
     if flat:
-        return _flat_members(flat, scratch)
+        if flat.unplaced:
+            notes.append(f"not graded: {_listed(flat.unplaced)} in {os.path.basename(shown)} "
+                         f"(not named {lms.GRAMMAR[flat.lms]}); the rest of the class is graded")
+        return _flat_members(flat.groups, scratch)
     metadata = _load_metadata(root)
     folders, zips = _entries(root)
     if required and not folders and not zips:
         raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
-    sources = []
+    sources, moodle_seen = [], {}
     for name, path in folders + zips:
         submitters = ()
         moodle = lms.moodle_folder(name) if os.path.isdir(path) else None
@@ -228,8 +255,28 @@ def _members(root, shown, required, scratch):
             submitters, name = (_lms_submitter(moodle),), f"{moodle.name}_{moodle.user}"
         if os.path.isdir(path):
             path = _lone_zip(path) or path
-        sources.append(SubmissionSource(name, os.path.abspath(path), submitters))
+        source = SubmissionSource(name, os.path.abspath(path), submitters)
+        if moodle:  # a participant's plugin folders (file, onlinetext) are one submission: the upload's
+            kept = moodle_seen.get(moodle.user)
+            if kept is not None and not _moodle_upload(sources[kept].path):
+                sources[kept] = source
+            if kept is None:
+                moodle_seen[moodle.user] = len(sources)
+                sources.append(source)
+            continue
+        sources.append(source)
     return sources
+
+
+def _moodle_upload(path):
+    """Whether a Moodle plugin folder (or the zip it held) is the file submission's, not the online text's."""
+    folder = os.path.basename(os.path.dirname(path) if path.lower().endswith(".zip") and os.path.isfile(path) else path)
+    return folder.endswith("_assignsubmission_file_")
+
+
+def _listed(names, at_most=3):
+    shown = ", ".join(names[:at_most])
+    return shown + (f" and {len(names) - at_most} more" if len(names) > at_most else "")
 
 
 def _flat_members(groups, scratch):
