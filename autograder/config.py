@@ -71,6 +71,18 @@ class Config:
     late_cutoff_days: float = setting("late.cutoff_days", 0.0,
                                       "days after the due date past which the total is 0 (0: no cut-off)", minimum=0,
                                       grades=False)
+    # Moodle's grading worksheet (reports.classbook.moodle_import_csv): its importer skips a grade above the
+    # assignment's maximum, and finds its columns by their names in the site's language.
+    moodle_max_grade: float = setting("moodle.max_grade", 0.0,
+                                      "the Moodle assignment's Maximum grade (0: the lab's maximum); a total above "
+                                      "it is capped in import-moodle.csv, and named", minimum=0, grades=False)
+    moodle_identifier: str = setting("moodle.identifier", "Identifier", "Moodle's column for the participant",
+                                     grades=False)
+    moodle_participant: str = setting("moodle.participant", "Participant ",
+                                      "what Moodle writes before a participant id in that column", grades=False)
+    moodle_grade: str = setting("moodle.grade", "Grade", "Moodle's grade column", grades=False)
+    moodle_last_modified: str = setting("moodle.last_modified", "Last modified (grade)",
+                                        "Moodle's column for when the grade last changed", grades=False)
 
 
 SETTINGS = {f.metadata["key"]: f for f in dataclasses.fields(Config)}
@@ -121,7 +133,7 @@ def load_config(path=None):
 def _flatten(raw, path):
     """{"section.name": value} from grading.yaml's two levels."""
     if type(raw) is not dict:
-        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope, late), got a {type(raw).__name__}")
+        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope, late, moodle), got a {type(raw).__name__}")
     flat = {}
     for section, entries in raw.items():
         if entries is None:

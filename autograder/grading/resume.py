@@ -11,7 +11,7 @@ import sys
 from autograder.grading import fingerprint, reference_check
 from autograder.paths import KIT_ROOT
 from autograder.reports import history, lateness, report, similarity
-from autograder.reports.classbook import submission_label
+from autograder.reports.classbook import MoodleSheet, submission_label
 
 
 class BatchOutcome:
@@ -66,7 +66,8 @@ def finish(outcome, sources, finished, out_dir, config):
     _check_one_maximum(outcome.entries)
     renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
     policy = lateness.Policy.of(config)
-    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because, policy):
+    sheet = MoodleSheet.of(config)
+    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because, policy, sheet):
         sys.stderr.write(line + "\n")
     _write_similarity(out_dir, outcome.entries)
     return outcome

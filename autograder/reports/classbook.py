@@ -2,9 +2,11 @@
 summary.md (the score distribution and the tests the class fails most).
 """
 import csv
+import datetime
 import io
 import statistics
 import urllib.parse
+from dataclasses import dataclass
 
 from autograder.reports import lateness
 from autograder.reports.inert_text import md_text, spreadsheet_cell
@@ -78,15 +80,67 @@ def canvas_import_csv(entries, applied=None, late=None):
     """Canvas's gradebook import for the students a Canvas download named: its five student columns (ID is
     Canvas's user id, which it matches first), then the lab's column. An empty cell leaves a grade as it was."""
     return _lms_rows(entries, applied, late, "canvas", [*CANVAS_COLUMNS, IMPORT_COLUMN],
-                     lambda who, final, _: [spreadsheet_cell(who.name), who.lms_id, "", "", "", final])
+                     lambda who, final, *_: [spreadsheet_cell(who.name), who.lms_id, "", "", "", final])
 
 
-def moodle_import_csv(entries, applied=None, late=None):
-    """Moodle's grading worksheet ("Upload grading worksheet") for the participants a Moodle download
-    named: a row is matched by its Identifier, "Participant <id>". Rows with no grade are left out."""
-    return _lms_rows(entries, applied, late, "moodle", ["Identifier", "Full name", "Grade", "Maximum Grade"],
-                     lambda who, final, max_score: [f"Participant {who.lms_id}", spreadsheet_cell(who.name),
-                                                    final, max_score], skip_empty=True)
+@dataclass(frozen=True)
+class MoodleSheet:
+    """Moodle's offline grading worksheet as its importer reads it (mod/assign/feedback/offline/importgradeslib.php,
+    ``init`` and ``next``): the Identifier, Grade and Last modified (grade) columns, found by their names in the
+    site's language; a participant is the text after ``participant`` ("Participant " in English). Its
+    ``process_import_grades`` (locallib.php) skips a grade above the assignment's maximum ("Out of range"), so a
+    total above ``max_grade`` (0: the lab's maximum) is capped, and named. Set in grading.yaml's ``moodle``."""
+    max_grade: float = 0.0
+    identifier: str = "Identifier"
+    participant: str = "Participant "
+    grade: str = "Grade"
+    last_modified: str = "Last modified (grade)"
+
+    @classmethod
+    def of(cls, config):
+        return cls(config.moodle_max_grade, config.moodle_identifier, config.moodle_participant, config.moodle_grade,
+                   config.moodle_last_modified)
+
+    def maximum(self, results):
+        return self.max_grade or results["extra_data"]["max_score"]
+
+
+MOODLE_TOTAL = "Total before the cap"  # no Moodle column has this name: its importer ignores it
+
+
+def moodle_import_csv(entries, applied=None, late=None, sheet=None, modified=None):
+    """Moodle's grading worksheet ("Upload grading worksheet") for the participants a Moodle download named: a row
+    is matched by its Identifier, "Participant <id>". The grade is the final total, at most the sheet's maximum
+    (``moodle_capped`` names who was capped); ``Last modified (grade)`` is when that total last changed
+    (``modified``: {submission id: an ISO 8601 time}, from history.csv; now when unknown). Rows with no grade are
+    left out (Moodle skips an empty grade)."""
+    sheet, modified = sheet or MoodleSheet(), modified or {}
+    now = _atom(datetime.datetime.now().astimezone())
+
+    def row(who, final, max_score, submission_id):
+        maximum = float(max_score) if not sheet.max_grade else sheet.max_grade
+        capped = f"{min(float(final), maximum):g}"
+        return [f"{sheet.participant}{who.lms_id}", spreadsheet_cell(who.name), capped, f"{maximum:g}",
+                modified.get(submission_id, now), final]
+    header = [sheet.identifier, "Full name", sheet.grade, "Maximum Grade", sheet.last_modified, MOODLE_TOTAL]
+    return _lms_rows(entries, applied, late, "moodle", header, row, skip_empty=True)
+
+
+def moodle_capped(entries, applied=None, late=None, sheet=None):
+    """[(submission id, final total, maximum)] of the Moodle rows whose total is above the worksheet's maximum."""
+    sheet, applied, late = sheet or MoodleSheet(), applied or {}, late or {}
+    capped = []
+    for submission_id, submitters, results in entries:
+        _, final, _, _ = scores_of(results, applied.get(submission_id), [], late.get(submission_id))
+        if final != "" and any(getattr(w, "lms", "") == "moodle" for w in submitters):
+            if float(final) > sheet.maximum(results):
+                capped.append((submission_id, final, sheet.maximum(results)))
+    return capped
+
+
+def _atom(when):
+    """A time as PHP's DATE_ATOM writes it (2026-10-01T23:59:00-07:00), which Moodle's strtotime reads."""
+    return when.isoformat(timespec="seconds")
 
 
 def _lms_rows(entries, applied, late, lms, header, row, skip_empty=False):
@@ -97,7 +151,7 @@ def _lms_rows(entries, applied, late, lms, header, row, skip_empty=False):
         _, final, _, _ = scores_of(results, applied.get(submission_id), [], late.get(submission_id))
         for who in submitters:
             if getattr(who, "lms", "") == lms and not (skip_empty and final == ""):
-                rows.append(row(who, final, f"{results['extra_data']['max_score']:g}"))
+                rows.append(row(who, final, f"{results['extra_data']['max_score']:g}", submission_id))
     if not any(getattr(w, "lms", "") == lms for _, submitters, _ in entries for w in submitters):
         return None
     buffer = io.StringIO()

@@ -28,6 +28,22 @@ def last_totals(out_dir):
     return {row["submission"]: row.get("new_total") or "" for row in rows if row.get("submission")}
 
 
+def last_changed(out_dir):
+    """{submission id: when its total last changed, as an ISO 8601 time with a colon in the offset} from OUT's
+    history.csv (Moodle's worksheet says it in Last modified (grade))."""
+    try:
+        with open(os.path.join(out_dir, FILE_NAME), encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    when = {}
+    for row in rows:
+        stamp = row.get("when") or ""
+        if row.get("submission") and len(stamp) == 24 and stamp[-5] in "+-":  # as ``append`` writes it
+            when[row["submission"]] = f"{stamp[:-2]}:{stamp[-2:]}"
+    return when
+
+
 def changes(entries, finals, graded_because, adjusted, last):
     """The rows to append: (submission, student, old, new, reason).
 
