@@ -12,6 +12,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from autograder.reports.inert_text import csv_text
+
 FILE_NAME = "adjustments.csv"
 COLUMNS = ("student", "points", "override", "reason")
 MAX_BYTES = 4 * 2**20  # an instructor's file of a term is a few KB; past this, it is not one
@@ -59,7 +61,7 @@ def ensure_header(out_dir, name, columns):
     except FileExistsError:
         return
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        csv.writer(f).writerow(columns)
+        f.write(csv_text([columns]))
 
 
 def read_instructors_file(out_dir, name, nothing):

@@ -7,11 +7,10 @@ the last one this file recorded, so a report folder deleted by hand, or an OUT c
 still shows where a grade came from. The file is only ever opened for appending.
 """
 import csv
-import io
 import os
 import time
 
-from autograder.reports.inert_text import spreadsheet_cell
+from autograder.reports.inert_text import csv_text, spreadsheet_cell
 
 FILE_NAME = "history.csv"
 COLUMNS = ("when", "submission", "student", "old_total", "new_total", "reason")
@@ -52,7 +51,7 @@ def changes(entries, finals, graded_because, adjusted, last):
     ``last``: ``last_totals``."""
     rows = []
     for submission_id, submitters, results in entries:
-        new, old = finals[submission_id], last.get(submission_id)
+        new, old = finals[submission_id], last.get(spreadsheet_cell(submission_id))  # keyed as written
         adjustment = adjusted.get(submission_id)
         if submission_id in graded_because:
             reason = graded_because[submission_id] + (f"; {adjustment}" if adjustment else "")
@@ -65,7 +64,7 @@ def changes(entries, finals, graded_because, adjusted, last):
         else:
             continue
         student = "; ".join(s.name or s.email for s in submitters if s.name or s.email)
-        rows.append((spreadsheet_cell(submission_id), spreadsheet_cell(student), old or "", new, reason))
+        rows.append((submission_id, student, old or "", new, reason))
     return rows
 
 
@@ -74,12 +73,8 @@ def append(out_dir, rows, now=None):
     if not rows:
         return
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
     path = os.path.join(out_dir, FILE_NAME)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8", newline="") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            writer.writerow(COLUMNS)
-        writer.writerows((when, *row) for row in rows)
-        f.write(buffer.getvalue())
+        text = csv_text([COLUMNS, *((when, *row) for row in rows)], ("old_total", "new_total"))
+        f.write(text if os.fstat(f.fileno()).st_size == 0 else text.split("\r\n", 1)[1])  # the header once

@@ -25,7 +25,7 @@ import zipfile
 
 from autograder.parts import PART_TITLES
 from autograder.reports.html_pages import _e, _overview_html, _page
-from autograder.reports.inert_text import md_text
+from autograder.reports.inert_text import csv_value, md_text
 from autograder.reports.report import load_results, write_atomic
 from autograder.reports.results import GRADED, part_scores
 
@@ -65,7 +65,7 @@ def _overview(results, book, tests):
         why = md_text(extra.get('why_not_graded', extra.get('status', '')))
         if book.get("total"):  # the instructor graded it (an override in adjustments.csv): nothing is withheld
             return lines + [f"**Not graded by the autograder: {why}.**", "",
-                            f"- Adjusted by your instructor: {md_text(book.get('adjustment', ''))}.", "",
+                            f"- Adjusted by your instructor: {md_text(csv_value(book.get('adjustment_reason', '')))}.", "",
                             f"**Your total: {book['total']} / {extra['max_score']:g}.**"]
         return lines + [f"**Not graded: {why}.** This is not a score of 0; your instructor will be in touch."]
     withheld = [t for t in results["tests"] if t not in tests and t["max_score"] > 0]
@@ -82,8 +82,8 @@ def _overview(results, book, tests):
         lines.append(f"- Submitted {md_text(book['late'])}.")
     if book.get("late_penalty"):
         lines.append(f"- Late penalty: -{book['late_penalty']} points.")
-    if book.get("adjustment"):
-        lines.append(f"- Adjusted by your instructor: {md_text(book['adjustment'])}.")
+    if book.get("adjustment_reason"):
+        lines.append(f"- Adjusted by your instructor: {md_text(csv_value(book['adjustment_reason']))}.")
     total = book.get("total") or raw
     if total != raw or book.get("late_penalty") or book.get("adjustment"):
         lines += ["", f"**Your total: {total} / {extra['max_score']:g}.**"]

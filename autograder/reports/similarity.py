@@ -9,10 +9,11 @@ its code in common with the other. The page shows each listed pair side by side 
 
 It never changes a grade: nothing here is read by the gradebook, history.csv or any feedback.
 """
-import csv
 import html
 import io
 import os
+
+from autograder.reports.inert_text import csv_text
 
 NOISE = 25  # characters of normalised code a match must span (copydetect's default noise threshold)
 WINDOW = 1  # winnowing window: every fingerprint kept (guarantee threshold = noise threshold)
@@ -114,13 +115,11 @@ def listed(pair):
 
 
 def similarity_csv(pairs):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(COLUMNS)
-    for a, b, share_a, share_b, overlap, _, _ in pairs:
-        writer.writerow([a, b, f"{share_a:.2f}", f"{share_b:.2f}", overlap, "yes" if listed((a, b, share_a, share_b))
-                         else ""])
-    return buffer.getvalue()
+    """The pairs as CSV; the submission ids are the students' own folder names, guarded as every kit CSV is."""
+    return csv_text([COLUMNS, *([a, b, f"{share_a:.2f}", f"{share_b:.2f}", overlap,
+                                 "yes" if listed((a, b, share_a, share_b)) else ""]
+                                for a, b, share_a, share_b, overlap, _, _ in pairs)],
+                    ("share_of_a", "share_of_b", "shared_tokens"))
 
 
 def similarity_html(pairs, labels):

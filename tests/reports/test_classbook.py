@@ -319,12 +319,29 @@ def test_no_import_file_without_that_lms_identity():
     assert canvas_import_csv(entries(7)) is None and moodle_import_csv(entries(7)) is None
 
 
-def test_the_gradebook_shows_raw_adjustment_and_final():
+def test_the_gradebook_shows_raw_adjustment_and_final_as_numbers_and_the_reason_apart():
+    """Every number column holds a number (an LMS imports it as a grade); the adjustment's words have their own
+    column: an override's adjustment is what it added to the total."""
     from autograder.reports.adjustments import Applied
     applied = {"s0": Applied(points=-2, reasons=["two days late"]), "s1": Applied(override=9.5, reasons=["by hand"])}
     rows = list(csv.DictReader(io.StringIO(gradebook_csv(entries(7, 6), applied))))
-    assert [(r["raw"], r["adjustment"], r["total"]) for r in rows] == [
-        ("7", "-2 points (two days late)", "5"), ("6", "set to 9.5 (by hand)", "9.5")]
+    assert [(r["raw"], r["adjustment"], r["total"], r["adjustment_reason"]) for r in rows] == [
+        ("7", "-2", "5", "'-2 points (two days late)"), ("6", "3.5", "9.5", "set to 9.5 (by hand)")]
+    for row in rows:
+        for column in ("total", "raw", "adjustment", "max"):
+            float(row[column])
+
+
+def test_every_csv_the_kit_writes_guards_a_cell_a_spreadsheet_would_run():
+    """One helper for every file: a text cell starting with =, +, -, @, a tab or a CR gets a leading quote (even
+    "-2": an SID is text); a number the kit computed, in a number column, stays a number."""
+    from autograder.reports.inert_text import csv_text
+    from autograder.reports.similarity import similarity_csv
+    hostile = ["=2+3_101", "+1", "-1+1", "@SUM(A1)", "\t=1", "\r=1", "-2", "Ada"]
+    rows = list(csv.reader(io.StringIO(csv_text([[*map(str, range(8)), "n"], [*hostile, "-2"]], numbers=["n"]))))
+    assert rows[1] == ["'=2+3_101", "'+1", "'-1+1", "'@SUM(A1)", "'\t=1", "'=1", "'-2", "Ada", "-2"]
+    pairs = list(csv.reader(io.StringIO(similarity_csv([("=2+3_101", "@bob", 0.9, 0.8, 40, None, None)]))))
+    assert pairs[1][:2] == ["'=2+3_101", "'@bob"]
 
 
 def test_the_gradebook_says_which_submissions_the_export_marked_late():

@@ -69,8 +69,8 @@ def test_points_and_overrides_are_applied_by_submission_or_by_student(tmp_path):
     run(tmp_path, [graded(7), graded(6, "s1", ADA)])
     book = gradebook(tmp_path)
     assert (book["s0"]["raw"], book["s0"]["total"]) == ("7", "5")
-    assert (book["s1"]["raw"], book["s1"]["adjustment"], book["s1"]["total"]) == ("6", "set to 9.5 (graded by hand)",
-                                                                                   "9.5")
+    assert (book["s1"]["raw"], book["s1"]["adjustment"], book["s1"]["total"]) == ("6", "3.5", "9.5")
+    assert book["s1"]["adjustment_reason"] == "set to 9.5 (graded by hand)"
 
 
 def test_a_malformed_row_is_named_by_its_line_and_the_others_still_apply(tmp_path):
