@@ -32,16 +32,38 @@ def setting(key, default, help, choices=None, minimum=None, maximum=None, check=
                                             "maximum": maximum, "check": check, "grades": grades})
 
 
+TIME = re.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d(?::?\d\d)?)?$")
+
+
+def parse_time(value):
+    """An aware datetime from grading.yaml, extensions.csv or Gradescope's metadata, or None: the one reader of a
+    time, so a due date grading.yaml accepts is one the late policy applies (23:59:60 or +25:00 is neither).
+
+    Accepts a datetime (PyYAML's reading of a timestamp) or text with a date and a time: ISO 8601
+    ("2026-10-01 23:59", "2026-10-01T23:59:00-07:00") or Rails' "2025-10-14 22:41:07.334051000 -07:00".
+    A time without an offset is the machine's local time; a date alone is refused (which minute?)."""
+    if isinstance(value, datetime.datetime):
+        when = value
+    else:
+        match = TIME.match(value.strip()) if isinstance(value, str) else None
+        if not match:
+            return None
+        date, clock, fraction, zone = match.groups()
+        text = f"{date}T{clock}" + (f".{fraction[:6].ljust(6, '0')}" if fraction else "")
+        text += "+00:00" if zone == "Z" else (zone or "")
+        try:
+            when = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    return when if when.tzinfo else when.astimezone()
+
+
 def _date_and_time(text):
-    """What is wrong with a due date, or None; empty means no due date (reports.lateness reads it)."""
-    if not text.strip():
+    """What is wrong with a due date, or None; empty means no due date. Read by ``parse_time``, as the late
+    policy reads it (reports.lateness)."""
+    if not text.strip() or parse_time(text) is not None:
         return None
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d)(:\d\d(\.\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?", text.strip())
-    try:
-        datetime.datetime.strptime(f"{match[1]} {match[2]}", "%Y-%m-%d %H:%M")
-    except (TypeError, ValueError):
-        return "a date and a time, such as 2026-10-01 23:59 or 2026-10-01 23:59 -07:00"
-    return None
+    return "a date and a time, such as 2026-10-01 23:59 or 2026-10-01 23:59 -07:00"
 
 
 @dataclass(frozen=True)
