@@ -68,6 +68,7 @@ class Submitter:
     late: bool = False  # the export marked the submission late (Canvas's LATE_)
     submitted_at: str = ""  # when the export says it was submitted (Gradescope's created_at), as it wrote it
     lms_file_id: str = ""  # Canvas: one submitted file's attachment id (reports.release names feedback by it)
+    lms_file_name: str = ""  # Canvas: that file's own name, under which its Re-Upload shows the feedback
 
 
 @dataclass(frozen=True)
@@ -289,14 +290,22 @@ def _flat_members(groups, scratch):
         lms.regroup(members, folder)
         path = _lone_zip(folder) or folder
         late = any(w.late for w, _ in members)
-        file_id = next((w.file_id for w, _ in members if w.file_id), "")
-        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late, file_id),)))
+        uploads = sorted((w for w, _ in members if w.file_id), key=lambda w: (_FEEDBACK_CARRIERS.get(
+            os.path.splitext(w.file.lower())[1], len(_FEEDBACK_CARRIERS)), w.file, w.file_id))
+        carrier = uploads[0] if uploads else None
+        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late, carrier),)))
     return sources
 
 
-def _lms_submitter(who, late=False, file_id=""):
+# Canvas shows re-uploaded feedback under the submitted file's own name (assignment.rb: display_name from the
+# attachment): the one it is attached to is the file whose kind the feedback can be written as, .py first.
+_FEEDBACK_CARRIERS = {".py": 0, ".ipynb": 1, ".zip": 2, ".html": 3, ".md": 4, ".txt": 5}
+
+
+def _lms_submitter(who, late=False, carrier=None):
     return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late,
-                     lms_file_id=bounded_text(file_id))
+                     lms_file_id=bounded_text(carrier.file_id) if carrier else "",
+                     lms_file_name=bounded_text(carrier.file) if carrier else "")
 
 
 # --- Gradescope metadata --------------------------------------------------------------------

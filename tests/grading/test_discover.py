@@ -358,7 +358,9 @@ def test_a_canvas_download_is_one_submission_per_student_with_the_canvas_user_id
     sources = discover([str(canvas_download(tmp_path / "canvas"))])
     assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
     who = {s.id: s.submitters for s in sources}
-    assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815", lms_file_id="9001"),)
+    assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815", lms_file_id="9001",
+                                                 lms_file_name="attention.py"),)
+    assert who["hoppergrace_1906"][0].lms_file_name == "submission.zip"
     assert who["turingalan_1912"][0].late and not who["lovelaceada_1815"][0].late
 
 
