@@ -74,11 +74,15 @@ def finish(outcome, sources, finished, out_dir, config):
 
 
 def _write_similarity(out_dir, entries):
-    """similarity.html and .csv over the class (never a grade); the stubs students start from are boilerplate."""
+    """similarity.html and .csv over the class (never a grade); the stubs students start from and the reference
+    solution are boilerplate: code every correct solution shares is no evidence."""
     stubs = []
-    for name in ("attention.py", "mha.py"):
-        with open(os.path.join(KIT_ROOT, "assignment", name), encoding="utf-8") as f:
-            stubs.append(f.read())
+    for folder in ("assignment", "solution"):
+        files = {}
+        for name in ("attention.py", "mha.py"):
+            with open(os.path.join(KIT_ROOT, folder, name), encoding="utf-8") as f:
+                files[name] = f.read()
+        stubs += [*files.values(), similarity.joined(files)]  # the files apart, and where they meet
     labels = {i: submission_label(i, submitters) for i, submitters, _ in entries}
     line = similarity.write(out_dir, entries, stubs, labels)
     if line:
