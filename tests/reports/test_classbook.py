@@ -378,6 +378,17 @@ def test_the_anonymous_summary_names_nobody():
         assert who not in page, who
 
 
+def test_the_anonymous_summary_charts_each_parts_scores_over_every_graded_submission():
+    """One chart per part, each counting once every graded submission scored in that part (the one with no files
+    left out): the two scored in masks, in the masks chart."""
+    page = anonymous_class()
+    charts = re.findall(r"<figcaption>([^<]*): scores of (\d+) submissions \(% of its ([\d.]+) points\)</figcaption>"
+                        r'<div class="bands">(.*?)</div></figure>', page)
+    assert len(charts) >= 2 and ("Masks", "2", "10") in [c[:3] for c in charts], charts
+    for _, count, _, columns in charts:
+        assert sum(int(n) for n in re.findall(r'<div class="band"><span>(\d+)</span>', columns)) == int(count)
+
+
 def test_the_anonymous_summary_keeps_the_core_mean_apart_from_extra_credit():
     page = anonymous_class()
     assert "Core score, extra credit apart: mean 3.3" in page, page  # (10 + 0 + 0) / 3, the 5 extra points apart
@@ -387,5 +398,6 @@ def test_the_anonymous_summary_keeps_the_core_mean_apart_from_extra_credit():
 
 def test_the_anonymous_summary_draws_the_distribution_each_part_and_the_common_bugs():
     page = anonymous_class()
-    assert page.count('class="column"') == 10 and "<h2>Each part</h2>" in page
+    assert page.count('<div class="bands">') == 1 + len(re.findall(r"<figcaption>[^<]*: scores of \d+ submissions", page))
+    assert "<h2>Each part</h2>" in page
     assert "<code>split_without_transpose</code></td><td class=\"num\">1 of 3" in page, page
