@@ -245,7 +245,7 @@ def _members(root, shown, required, scratch, notes):
     folders, zips = _entries(root)
     if required and not folders and not zips:
         raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
-    sources, moodle_seen = [], {}
+    sources, moodle_seen = [], {}  # moodle_seen: {participant id: index of their submission}
     for name, path in folders + zips:
         submitters = ()
         moodle = lms.moodle_folder(name) if os.path.isdir(path) else None
@@ -257,15 +257,12 @@ def _members(root, shown, required, scratch, notes):
         if os.path.isdir(path):
             path = _lone_zip(path) or path
         source = SubmissionSource(name, os.path.abspath(path), submitters)
-        if moodle:  # a participant's plugin folders (file, onlinetext) are one submission: the upload's
-            kept = moodle_seen.get(moodle.user)
-            if kept is not None and not _moodle_upload(sources[kept].path):
-                sources[kept] = source
-            if kept is None:
-                moodle_seen[moodle.user] = len(sources)
-                sources.append(source)
-            continue
-        sources.append(source)
+        kept = moodle_seen.setdefault(moodle.user, len(sources)) if moodle else len(sources)
+        if kept == len(sources):
+            sources.append(source)
+        elif not _moodle_upload(sources[kept].path):  # a participant's plugin folders are one submission: the
+            sources[kept] = source                     # upload's (file), not the online text's
+
     return sources
 
 
