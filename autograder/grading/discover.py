@@ -237,14 +237,19 @@ def _members(root, shown, required, scratch, notes):
     Gradescope, Canvas or Moodle when it can."""
     flat = _flat_download(root)
     if flat:
+        notes.append(f"{_shown(shown)}: read as a {flat.lms.capitalize()} download: {_count(len(flat.groups), 'student')}, "
+                     "named by its file names")
         if flat.unplaced:
-            notes.append(f"not graded: {_listed(flat.unplaced)} in {os.path.basename(shown)} "
+            notes.append(f"not graded: {_listed(flat.unplaced)} in {_shown(shown)} "
                          f"(not named {lms.GRAMMAR[flat.lms]}); the rest of the class is graded")
         return _flat_members(flat.groups, scratch)
     metadata = _load_metadata(root)
     folders, zips = _entries(root)
     if required and not folders and not zips:
         raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
+    if metadata is not None:  # an export names its students: say so, so that one posing as an export is seen
+        notes.append(f"{_shown(shown)}: read as a Gradescope export: {_count(len(metadata), 'submission')} named by its "
+                     f"{METADATA} (names, emails, SIDs, hand-in times)")
     sources, moodle_seen = [], {}  # moodle_seen: {participant id: index of their submission}
     for name, path in folders + zips:
         submitters = ()
@@ -262,8 +267,19 @@ def _members(root, shown, required, scratch, notes):
             sources.append(source)
         elif not _moodle_upload(sources[kept].path):  # a participant's plugin folders are one submission: the
             sources[kept] = source                     # upload's (file), not the online text's
+    if moodle_seen:
+        notes.append(f"{_shown(shown)}: read as a Moodle download: {_count(len(moodle_seen), 'participant')}, named by its "
+                     "folder names")
 
     return sources
+
+
+def _count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _shown(path):
+    return os.path.basename(str(path).rstrip(os.sep)) or str(path)
 
 
 def _moodle_upload(path):

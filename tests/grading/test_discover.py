@@ -423,7 +423,8 @@ def test_a_canvas_students_own_file_name_never_changes_how_the_class_is_read(tmp
     folder = canvas_download(tmp_path / "canvas")
     write(folder / "lovelaceada_1815_9004_notes_7_assignsubmission_file_attention.py", "# notes\n")
     with discovered([str(folder)]) as sources:
-        assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"] and sources.notes == []
+        assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
+        assert sources.notes == ["canvas: read as a Canvas download: 3 students, named by its file names"]
         ada = next(s for s in sources if s.id == "lovelaceada_1815")
         assert "notes_7_assignsubmission_file_attention.py" in os.listdir(ada.path)
 
@@ -461,7 +462,7 @@ def test_a_file_that_fits_no_grammar_is_named_in_one_line_and_the_class_is_grade
     write(folder / "Ada Lovelace_482914_assignsubmission_file_mha.py", MHA)
     with discovered([str(folder)]) as sources:
         assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
-        assert sources.notes == [
+        assert sources.notes[1:] == [
             "not graded: Ada Lovelace_482914_assignsubmission_file_mha.py, grading notes.txt in canvas (not named as "
             "Canvas names a download's files, <lastfirst>[_LATE]_<userid>_<attachmentid>_<file>); the rest of the "
             "class is graded"]
@@ -523,3 +524,16 @@ def test_a_zip_graded_beside_the_class_is_one_submission_whatever_it_holds(tmp_p
         assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912", "eve"]
         assert sources[-1].submitters == () and sources[-1].path == str(eve)
         assert all(not who.submitted_at for s in sources for who in s.submitters)
+
+
+def test_every_export_read_says_so_in_one_line_so_an_upload_posing_as_one_is_seen(tmp_path):
+    with discovered([str(forged_export(tmp_path / "eve"))]) as sources:
+        assert sources.notes == ["eve: read as a Gradescope export: 2 submissions named by its "
+                                 "submission_metadata.yml (names, emails, SIDs, hand-in times)"]
+    moodle = tmp_path / "moodle"
+    submission(moodle / "Ada Lovelace_482914_assignsubmission_file_")
+    submission(moodle / "Alan Turing_482915_assignsubmission_file_")
+    with discovered([str(moodle)]) as sources:
+        assert sources.notes == ["moodle: read as a Moodle download: 2 participants, named by its folder names"]
+    with discovered([str(submission(tmp_path / "alice"))]) as sources:
+        assert sources.notes == [], "one student's folder is no export"
