@@ -107,8 +107,10 @@ def test_zip_carries_every_module_of_the_engine_in_its_group(autograder_zip):
 
 
 def test_zip_is_small(autograder_zip):
-    """Code and the suite only (no wheels, no data): 205 KB once the term's files (issue 33) joined the engine."""
-    assert autograder_zip.stat().st_size < 256 * 1024
+    """Code and the suite only (no wheels, no data): 205 KB once the term's files (issue 33) joined the engine,
+    262 KB before issue 48 and 270 KB after it (each LMS's grammar, Moodle's worksheet, one CSV writer). A wheel
+    or a data file would add megabytes: the cap keeps room for code, not for those."""
+    assert autograder_zip.stat().st_size < 320 * 1024
 
 
 def test_runtime_requirements_pin_every_package(autograder_zip):
