@@ -412,8 +412,8 @@ def test_a_flat_moodle_download_is_one_submission_per_participant(tmp_path):
 # Read from source, not run against a live LMS:
 # - Canvas, instructure/canvas-lms lib/content_zipper.rb @05e9653c (get_filename, add_upload_submission,
 #   sanitize_user_name): "<lastfirst>[_LATE]_<user_id>_<attachment id>_<display name>", lastfirst with every
-#   "_<digits>_" run removed; app/models/assignment.rb infer_comment_context_from_filename (as indexed): split on
-#   "_", the first two all-digit parts are the user id and the attachment id.
+#   "_<digits>_" run written as "<digits>"; app/models/assignment.rb infer_comment_context_from_filename (as
+#   indexed): split on "_", the first two all-digit parts are the user id and the attachment id.
 # - Moodle, moodle/moodle mod/assign/locallib.php download_submissions (as indexed): the prefix is
 #   str_replace('_', ' ', fullname) . '_' . uniqueid, then "_assignsubmission_<plugin>_".
 
@@ -430,7 +430,7 @@ def test_a_canvas_students_own_file_name_never_changes_how_the_class_is_read(tmp
 
 
 def test_a_canvas_lastfirst_may_hold_underscores_and_the_ids_are_the_first_two_numbers():
-    """Canvas keeps word characters (underscores too) of the sortable name, and removes "_<digits>_" runs, so
+    """Canvas keeps word characters (underscores too) of the sortable name, and writes a "_<digits>_" run as "<digits>", so
     its re-upload reader takes the first two all-digit parts as the user id and the attachment id
     (assignment.rb infer_comment_context_from_filename)."""
     from autograder.grading import lms
