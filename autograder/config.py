@@ -155,7 +155,8 @@ def load_config(path=None):
 def _flatten(raw, path):
     """{"section.name": value} from grading.yaml's two levels."""
     if type(raw) is not dict:
-        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope, late, moodle), got a {type(raw).__name__}")
+        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope, late, moodle), "
+                          f"got a {type(raw).__name__}")
     flat = {}
     for section, entries in raw.items():
         if entries is None:

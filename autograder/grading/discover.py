@@ -237,7 +237,8 @@ def _members(root, shown, required, scratch, notes):
     Gradescope, Canvas or Moodle when it can."""
     flat = _flat_download(root)
     if flat:
-        notes.append(f"{_shown(shown)}: read as a {flat.lms.capitalize()} download: {_count(len(flat.groups), 'student')}, "
+        students = _count(len(flat.groups), "student")
+        notes.append(f"{_shown(shown)}: read as a {flat.lms.capitalize()} download: {students}, "
                      "named by its file names")
         if flat.unplaced:
             notes.append(f"not graded: {_listed(flat.unplaced)} in {_shown(shown)} "
@@ -248,8 +249,9 @@ def _members(root, shown, required, scratch, notes):
     if required and not folders and not zips:
         raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
     if metadata is not None:  # an export names its students: say so, so that one posing as an export is seen
-        notes.append(f"{_shown(shown)}: read as a Gradescope export: {_count(len(metadata), 'submission')} named by its "
-                     f"{METADATA} (names, emails, SIDs, hand-in times)")
+        named = _count(len(metadata), "submission")
+        notes.append(f"{_shown(shown)}: read as a Gradescope export: {named} named by its {METADATA} "
+                     "(names, emails, SIDs, hand-in times)")
     sources, moodle_seen = [], {}  # moodle_seen: {participant id: index of their submission}
     for name, path in folders + zips:
         submitters = ()
@@ -268,8 +270,8 @@ def _members(root, shown, required, scratch, notes):
         elif not _moodle_upload(sources[kept].path):  # a participant's plugin folders are one submission: the
             sources[kept] = source                     # upload's (file), not the online text's
     if moodle_seen:
-        notes.append(f"{_shown(shown)}: read as a Moodle download: {_count(len(moodle_seen), 'participant')}, named by its "
-                     "folder names")
+        participants = _count(len(moodle_seen), "participant")
+        notes.append(f"{_shown(shown)}: read as a Moodle download: {participants}, named by its folder names")
 
     return sources
 

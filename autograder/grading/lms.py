@@ -3,12 +3,12 @@
 - Canvas (``lib/content_zipper.rb``, ``get_filename`` and ``add_upload_submission``) names each uploaded file
   ``<lastfirst>[_LATE]_<userid>_<attachmentid>_<the file's own name>``; a text entry is
   ``<lastfirst>[_LATE]_<userid>_text.html`` and a URL ``..._link.html``. ``lastfirst`` is the sortable name,
-  lowercased, with every ``_<digits>_`` run removed and non-word characters dropped, so its re-upload reader
-  (``infer_comment_context_from_filename`` in ``app/models/assignment.rb``: split on ``_``, the first two
-  all-digit parts are the user id and the attachment id) finds the ids in the prefix. The same rule is read
-  here: whatever a student named the file comes after both ids and never changes how the class is read. A
-  re-uploaded file keeps a ``-N`` suffix (``attention-1.py``). The user id is Canvas's own ``ID``, which its
-  gradebook import matches first.
+  lowercased, each ``_<digits>_`` run written ``<digits>`` and non-word characters dropped, so that its
+  re-upload reader (``infer_comment_context_from_filename`` in ``app/models/assignment.rb``: split on ``_``,
+  the first two all-digit parts are the user id and the attachment id) finds the ids in the prefix. The same
+  rule is read here: whatever a student named the file comes after both ids and never changes how the class
+  is read. A re-uploaded file keeps a ``-N`` suffix (``attention-1.py``). The user id is Canvas's own ``ID``,
+  which its gradebook import matches first.
 - Moodle (``mod/assign/locallib.php``, ``download_submissions``) names each student's folder (or, without
   folders, each file's prefix) ``<Full Name>_<participantid>_assignsubmission_<plugin>_``, after replacing
   every ``_`` of the name by a space: the name holds no ``_``, so the prefix ends at the first one. The

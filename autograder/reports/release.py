@@ -70,8 +70,9 @@ def _overview(results, book, tests):
     if extra.get("status", GRADED) != GRADED:
         why = md_text(extra.get('why_not_graded', extra.get('status', '')))
         if book.get("total"):  # the instructor graded it (an override in adjustments.csv): nothing is withheld
+            reason = md_text(csv_value(book.get("adjustment_reason", "")))
             return lines + [f"**Not graded by the autograder: {why}.**", "",
-                            f"- Adjusted by your instructor: {md_text(csv_value(book.get('adjustment_reason', '')))}.", "",
+                            f"- Adjusted by your instructor: {reason}.", "",
                             f"**Your total: {book['total']} / {extra['max_score']:g}.**"]
         return lines + [f"**Not graded: {why}.** This is not a score of 0; your instructor will be in touch."]
     withheld = [t for t in results["tests"] if t not in tests and t["max_score"] > 0]

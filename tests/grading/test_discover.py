@@ -430,8 +430,8 @@ def test_a_canvas_students_own_file_name_never_changes_how_the_class_is_read(tmp
 
 
 def test_a_canvas_lastfirst_may_hold_underscores_and_the_ids_are_the_first_two_numbers():
-    """Canvas keeps word characters (underscores too) of the sortable name, and writes a "_<digits>_" run as "<digits>", so
-    its re-upload reader takes the first two all-digit parts as the user id and the attachment id
+    """Canvas keeps word characters (underscores too) of the sortable name, and writes a "_<digits>_" run as
+    "<digits>", so its re-upload reader takes the first two all-digit parts as the user id and the attachment id
     (assignment.rb infer_comment_context_from_filename)."""
     from autograder.grading import lms
     who = lms.flat_file("o_brienpat_LATE_2024_77_mha_v2_3.py")
