@@ -292,7 +292,7 @@ def test_the_instructors_maximum_carries_extra_credit_into_the_worksheet():
 
 
 def test_the_headers_follow_the_sites_language():
-    """The columns are looked up with get_string: a German Moodle (mod/assign/lang/de/assign.php) reads
+    """The columns are looked up with get_string: a German Moodle (the de language pack's assign.php) reads
     "ID", "Teilnehmer/in" before the id, "Zuletzt geändert (Bewertung)", and moodle.php's "Bewertung"."""
     from autograder.reports.classbook import MoodleSheet
     sheet = MoodleSheet(identifier="ID", participant="Teilnehmer/in", grade="Bewertung",
