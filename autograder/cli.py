@@ -56,6 +56,8 @@ def grade_command(args):
         with discovered(args.paths, args.layout or "auto") as sources:
             if not sources:
                 raise UsageError(f"no submissions found in {' '.join(args.paths)}")
+            for note in sources.notes:  # a file of an LMS download that fits no grammar: named, in one line
+                print(clean(note))
             return _grade(sources, out_dir, args, started)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)

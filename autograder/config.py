@@ -32,16 +32,38 @@ def setting(key, default, help, choices=None, minimum=None, maximum=None, check=
                                             "maximum": maximum, "check": check, "grades": grades})
 
 
+TIME = re.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d(?::?\d\d)?)?$")
+
+
+def parse_time(value):
+    """An aware datetime from grading.yaml, extensions.csv or Gradescope's metadata, or None: the one reader of a
+    time, so a due date grading.yaml accepts is one the late policy applies (23:59:60 or +25:00 is neither).
+
+    Accepts a datetime (PyYAML's reading of a timestamp) or text with a date and a time: ISO 8601
+    ("2026-10-01 23:59", "2026-10-01T23:59:00-07:00") or Rails' "2025-10-14 22:41:07.334051000 -07:00".
+    A time without an offset is the machine's local time; a date alone is refused (which minute?)."""
+    if isinstance(value, datetime.datetime):
+        when = value
+    else:
+        match = TIME.match(value.strip()) if isinstance(value, str) else None
+        if not match:
+            return None
+        date, clock, fraction, zone = match.groups()
+        text = f"{date}T{clock}" + (f".{fraction[:6].ljust(6, '0')}" if fraction else "")
+        text += "+00:00" if zone == "Z" else (zone or "")
+        try:
+            when = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    return when if when.tzinfo else when.astimezone()
+
+
 def _date_and_time(text):
-    """What is wrong with a due date, or None; empty means no due date (reports.lateness reads it)."""
-    if not text.strip():
+    """What is wrong with a due date, or None; empty means no due date. Read by ``parse_time``, as the late
+    policy reads it (reports.lateness)."""
+    if not text.strip() or parse_time(text) is not None:
         return None
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d)(:\d\d(\.\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?", text.strip())
-    try:
-        datetime.datetime.strptime(f"{match[1]} {match[2]}", "%Y-%m-%d %H:%M")
-    except (TypeError, ValueError):
-        return "a date and a time, such as 2026-10-01 23:59 or 2026-10-01 23:59 -07:00"
-    return None
+    return "a date and a time, such as 2026-10-01 23:59 or 2026-10-01 23:59 -07:00"
 
 
 @dataclass(frozen=True)
@@ -71,6 +93,18 @@ class Config:
     late_cutoff_days: float = setting("late.cutoff_days", 0.0,
                                       "days after the due date past which the total is 0 (0: no cut-off)", minimum=0,
                                       grades=False)
+    # Moodle's grading worksheet (reports.classbook.moodle_import_csv): its importer skips a grade above the
+    # assignment's maximum, and finds its columns by their names in the site's language.
+    moodle_max_grade: float = setting("moodle.max_grade", 0.0,
+                                      "the Moodle assignment's Maximum grade (0: the lab's maximum); a total above "
+                                      "it is capped in import-moodle.csv, and named", minimum=0, grades=False)
+    moodle_identifier: str = setting("moodle.identifier", "Identifier", "Moodle's column for the participant",
+                                     grades=False)
+    moodle_participant: str = setting("moodle.participant", "Participant ",
+                                      "what Moodle writes before a participant id in that column", grades=False)
+    moodle_grade: str = setting("moodle.grade", "Grade", "Moodle's grade column", grades=False)
+    moodle_last_modified: str = setting("moodle.last_modified", "Last modified (grade)",
+                                        "Moodle's column for when the grade last changed", grades=False)
 
 
 SETTINGS = {f.metadata["key"]: f for f in dataclasses.fields(Config)}
@@ -121,7 +155,8 @@ def load_config(path=None):
 def _flatten(raw, path):
     """{"section.name": value} from grading.yaml's two levels."""
     if type(raw) is not dict:
-        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope, late), got a {type(raw).__name__}")
+        raise ConfigError(f"{path}: expected sections (visibility, limits, gradescope, late, moodle), "
+                          f"got a {type(raw).__name__}")
     flat = {}
     for section, entries in raw.items():
         if entries is None:

@@ -10,6 +10,12 @@ each sub-folder or zip in it is one submission, even an empty or broken one (its
 says what is missing). "single" and "batch" force either reading. Wrapper folders (a zip
 that holds one folder, a folder holding only the export) are looked through.
 
+Who handed a submission in (and when) is read only from the layout at the top of a PATH the instructor named,
+never from a file inside one submission: a zip or folder that is a member of a batch is one submission, whatever
+it holds, and so is a .zip PATH given beside other PATHs (an upload graded beside the class is never an export).
+A folder holding one zip and nothing else is read as that zip (Canvas's submissions.zip saved alone is the
+class; alice/submission.zip is alice's upload).
+
 Nothing below a PATH is followed if it is a symlink. Standard library (and PyYAML) only.
 """
 import atexit
@@ -39,6 +45,15 @@ METADATA_MAX_NODES = 400_000
 SUBMITTER_FIELD_CHARS = 200  # a name, an email or a student id: longer is cut, with an ellipsis
 
 
+class Found(list):
+    """The SubmissionSources discovered, with ``notes``: one line per thing the instructor should know that is not
+    a submission's own problem (a file of an LMS download that fits no naming grammar: named, not graded)."""
+
+    def __init__(self, sources=(), notes=()):
+        super().__init__(sources)
+        self.notes = list(notes)
+
+
 class UsageError(Exception):
     """A PATH or option the grader cannot use; the message is one line for the command line."""
 
@@ -53,6 +68,7 @@ class Submitter:
     late: bool = False  # the export marked the submission late (Canvas's LATE_)
     submitted_at: str = ""  # when the export says it was submitted (Gradescope's created_at), as it wrote it
     lms_file_id: str = ""  # Canvas: one submitted file's attachment id (reports.release names feedback by it)
+    lms_file_name: str = ""  # Canvas: that file's own name, under which its Re-Upload shows the feedback
 
 
 @dataclass(frozen=True)
@@ -88,30 +104,34 @@ def discover(paths, layout="auto", scratch=None):
     if not paths:
         raise UsageError("no submission PATH given")
     scratch = _Scratch(scratch)
-    sources = []
+    sources, notes = [], []
     for path in paths:
-        sources += sorted(_read_path(path, layout, scratch), key=lambda s: (s.id, s.path))
-    return _unique([_safe(source) for source in sources])
+        # A .zip beside other PATHs is an upload graded beside the class: never read as an export.
+        zip_layout = "single" if len(paths) > 1 and layout == "auto" else layout
+        sources += sorted(_read_path(path, layout, zip_layout, scratch, notes), key=lambda s: (s.id, s.path))
+    return Found(_unique([_safe(source) for source in sources]), notes)
 
 
 # --- one PATH -------------------------------------------------------------------------------
 
-def _read_path(path, layout, scratch):
+def _read_path(path, layout, zip_layout, scratch, notes):
     if not os.path.lexists(path):
         raise UsageError(f"no such file or folder: {path}")
     real = os.path.realpath(path)  # the PATH itself may be a symlink; nothing below it is followed
     if os.path.isdir(real):
-        return _read_folder(real, _name(real), layout, scratch)
+        return _read_folder(real, _name(real), layout, zip_layout, scratch, notes)
     if not os.path.isfile(real):
         raise UsageError(f"not a folder or .zip file: {path}")
     if not zipfile.is_zipfile(real):
         ends_in_zip = real.lower().endswith(".zip")
         raise UsageError(f"not a zip file: {path}" if ends_in_zip else f"not a folder or .zip file: {path}")
-    return _read_zip(path, real, layout, scratch)
+    return _read_zip(path, real, zip_layout, scratch, notes)
 
 
-def _read_zip(path, real, layout, scratch):
-    zip_id = _stem(os.path.basename(real)) or "submission"
+def _read_zip(path, real, layout, scratch, notes, zip_id=None, exports_only=False):
+    """The submissions of a zip PATH; with `exports_only` (a zip a folder PATH holds alone), a batch only when
+    the zip is an export (Gradescope's metadata, or Canvas's or Moodle's names) and one submission otherwise."""
+    zip_id = zip_id or _stem(os.path.basename(real)) or "submission"
     if layout == "single":
         return [SubmissionSource(zip_id, real)]
     folder = scratch.new_folder()
@@ -122,22 +142,27 @@ def _read_zip(path, real, layout, scratch):
     except ExtractionStopped as e:
         raise UsageError(f"{path}: {e}") from None
     root = _unwrap_zip(folder) if layout == "batch" else _batch_root(folder)
+    if exports_only and root is not None and not (os.path.isfile(os.path.join(root, METADATA))
+                                                  or _flat_download(root)):
+        root = None
     if root is None:  # one submission: staging reads the zip itself and reports its problems
         shutil.rmtree(folder, ignore_errors=True)
         return [SubmissionSource(zip_id, real)]
-    return _members(root, path, layout == "batch", scratch)
+    return _members(root, path, layout == "batch", scratch, notes)
 
 
-def _read_folder(folder, folder_id, layout, scratch):
+def _read_folder(folder, folder_id, layout, zip_layout, scratch, notes):
     if layout == "single":
         return [SubmissionSource(folder_id, folder)]
     lone = _lone_zip(folder) if layout == "auto" else None
-    if lone:  # alice/submission.zip: what `make submit` builds, graded as the zip's contents
-        return [SubmissionSource(folder_id, lone)]
+    if lone:  # alice/submission.zip (what `make submit` builds), or Canvas's submissions.zip saved alone
+        if not zipfile.is_zipfile(lone):  # staging reads it and says why it cannot
+            return [SubmissionSource(folder_id, lone)]
+        return _read_zip(lone, lone, zip_layout, scratch, notes, zip_id=folder_id, exports_only=True)
     root = folder if layout == "batch" else _batch_root(folder)
     if root is None:
         return [SubmissionSource(folder_id, folder)]
-    return _members(root, folder, layout == "batch", scratch)
+    return _members(root, folder, layout == "batch", scratch, notes)
 
 
 def _batch_root(folder):
@@ -184,7 +209,7 @@ def _plain_files(folder, skip_zips=False):
 
 
 def _flat_download(folder):
-    """{(lms, user): files} when `folder` is a flat Canvas or Moodle download (no sub-folders), else None."""
+    """The lms.FlatDownload of `folder` when it is a flat Canvas or Moodle download (no sub-folders), else None."""
     if _entries(folder)[0]:
         return None
     return lms.flat_groups(_plain_files(folder))
@@ -207,17 +232,27 @@ def _entries(folder):
     return folders, zips
 
 
-def _members(root, shown, required, scratch):
+def _members(root, shown, required, scratch, notes):
     """One SubmissionSource per sub-folder or zip of `root` (per student in a flat LMS download), named by
     Gradescope, Canvas or Moodle when it can."""
     flat = _flat_download(root)
     if flat:
-        return _flat_members(flat, scratch)
+        students = _count(len(flat.groups), "student")
+        notes.append(f"{_shown(shown)}: read as a {flat.lms.capitalize()} download: {students}, "
+                     "named by its file names")
+        if flat.unplaced:
+            notes.append(f"not graded: {_listed(flat.unplaced)} in {_shown(shown)} "
+                         f"(not named {lms.GRAMMAR[flat.lms]}); the rest of the class is graded")
+        return _flat_members(flat.groups, scratch)
     metadata = _load_metadata(root)
     folders, zips = _entries(root)
     if required and not folders and not zips:
         raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
-    sources = []
+    if metadata is not None:  # an export names its students: say so, so that one posing as an export is seen
+        named = _count(len(metadata), "submission")
+        notes.append(f"{_shown(shown)}: read as a Gradescope export: {named} named by its {METADATA} "
+                     "(names, emails, SIDs, hand-in times)")
+    sources, moodle_seen = [], {}  # moodle_seen: {participant id: index of their submission}
     for name, path in folders + zips:
         submitters = ()
         moodle = lms.moodle_folder(name) if os.path.isdir(path) else None
@@ -228,8 +263,36 @@ def _members(root, shown, required, scratch):
             submitters, name = (_lms_submitter(moodle),), f"{moodle.name}_{moodle.user}"
         if os.path.isdir(path):
             path = _lone_zip(path) or path
-        sources.append(SubmissionSource(name, os.path.abspath(path), submitters))
+        source = SubmissionSource(name, os.path.abspath(path), submitters)
+        kept = moodle_seen.setdefault(moodle.user, len(sources)) if moodle else len(sources)
+        if kept == len(sources):
+            sources.append(source)
+        elif not _moodle_upload(sources[kept].path):  # a participant's plugin folders are one submission: the
+            sources[kept] = source                     # upload's (file), not the online text's
+    if moodle_seen:
+        participants = _count(len(moodle_seen), "participant")
+        notes.append(f"{_shown(shown)}: read as a Moodle download: {participants}, named by its folder names")
+
     return sources
+
+
+def _count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _shown(path):
+    return os.path.basename(str(path).rstrip(os.sep)) or str(path)
+
+
+def _moodle_upload(path):
+    """Whether a Moodle plugin folder (or the zip it held) is the file submission's, not the online text's."""
+    folder = os.path.basename(os.path.dirname(path) if path.lower().endswith(".zip") and os.path.isfile(path) else path)
+    return folder.endswith("_assignsubmission_file_")
+
+
+def _listed(names, at_most=3):
+    shown = ", ".join(names[:at_most])
+    return shown + (f" and {len(names) - at_most} more" if len(names) > at_most else "")
 
 
 def _flat_members(groups, scratch):
@@ -242,14 +305,22 @@ def _flat_members(groups, scratch):
         lms.regroup(members, folder)
         path = _lone_zip(folder) or folder
         late = any(w.late for w, _ in members)
-        file_id = next((w.file_id for w, _ in members if w.file_id), "")
-        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late, file_id),)))
+        uploads = sorted((w for w, _ in members if w.file_id), key=lambda w: (_FEEDBACK_CARRIERS.get(
+            os.path.splitext(w.file.lower())[1], len(_FEEDBACK_CARRIERS)), w.file, w.file_id))
+        carrier = uploads[0] if uploads else None
+        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late, carrier),)))
     return sources
 
 
-def _lms_submitter(who, late=False, file_id=""):
+# Canvas shows re-uploaded feedback under the submitted file's own name (assignment.rb: display_name from the
+# attachment): the one it is attached to is the file whose kind the feedback can be written as, .py first.
+_FEEDBACK_CARRIERS = {".py": 0, ".ipynb": 1, ".zip": 2, ".html": 3, ".md": 4, ".txt": 5}
+
+
+def _lms_submitter(who, late=False, carrier=None):
     return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late,
-                     lms_file_id=bounded_text(file_id))
+                     lms_file_id=bounded_text(carrier.file_id) if carrier else "",
+                     lms_file_name=bounded_text(carrier.file) if carrier else "")
 
 
 # --- Gradescope metadata --------------------------------------------------------------------

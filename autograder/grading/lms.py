@@ -1,14 +1,25 @@
-"""Canvas's and Moodle's "download all submissions" layouts, recognised from their documented naming.
+"""Canvas's and Moodle's "download all submissions" layouts, read by each LMS's own naming grammar.
 
-- Canvas puts every file of the class in one folder, named ``<lastfirst>_<userid>_<submissionid>_<file>``
-  (``<lastfirst>_LATE_<userid>_...`` when late). A re-uploaded file keeps a ``-N`` suffix
-  (``attention-1.py``). The user id is Canvas's own ``ID``, which its gradebook import matches first.
-- Moodle names each student's folder (or, without folders, each file's prefix)
-  ``<Full Name>_<participantid>_assignsubmission_file_``; its grading worksheet matches a row by
-  ``Participant <participantid>``.
+- Canvas (``lib/content_zipper.rb``, ``get_filename`` and ``add_upload_submission``) names each uploaded file
+  ``<lastfirst>[_LATE]_<userid>_<attachmentid>_<the file's own name>``; a text entry is
+  ``<lastfirst>[_LATE]_<userid>_text.html`` and a URL ``..._link.html``. ``lastfirst`` is the sortable name,
+  lowercased, each ``_<digits>_`` run written ``<digits>`` and non-word characters dropped, so that its
+  re-upload reader (``infer_comment_context_from_filename`` in ``app/models/assignment.rb``: split on ``_``,
+  the first two all-digit parts are the user id and the attachment id) finds the ids in the prefix. The same
+  rule is read here: whatever a student named the file comes after both ids and never changes how the class
+  is read. A re-uploaded file keeps a ``-N`` suffix (``attention-1.py``). The user id is Canvas's own ``ID``,
+  which its gradebook import matches first.
+- Moodle (``mod/assign/locallib.php``, ``download_submissions``) names each student's folder (or, without
+  folders, each file's prefix) ``<Full Name>_<participantid>_assignsubmission_<plugin>_``, after replacing
+  every ``_`` of the name by a space: the name holds no ``_``, so the prefix ends at the first one. The
+  plugin is ``file`` for uploads and ``onlinetext`` for the online text, both the same participant's.
+  Its grading worksheet matches a row by ``Participant <participantid>``.
 
-A flat download is regrouped here into one folder per student (files copied, each read with a
-bound by staging's own reader, never a symlink), so that staging reads it as any other upload.
+The two grammars exclude each other (the part after Moodle's id is ``assignsubmission``, after Canvas's the
+attachment id or ``text.html``), so a flat folder is read by the grammar most of its files fit, and a file
+that fits neither is named, not guessed at. A flat download is regrouped here into one folder per student
+(files copied, each read with a bound by staging's own reader, never a symlink), so that staging reads it as
+any other upload.
 """
 import os
 import re
@@ -17,8 +28,9 @@ from dataclasses import dataclass
 from autograder.grading import stage
 
 CANVAS, MOODLE = "canvas", "moodle"
-CANVAS_NAME = re.compile(r"^(?P<name>[^_]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
-MOODLE_NAME = re.compile(r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.*)$")
+# Moodle's prefix: a name without "_", the participant id, then the plugin's own folder (its subtype and type).
+MOODLE_NAME = re.compile(r"^(?P<name>[^_]+)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.*)$", re.DOTALL)
+CANVAS_ONLINE = ("text.html", "link.html")  # Canvas's text entry and URL: a user id and no attachment id
 CANVAS_RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.(?:py|zip|ipynb))$", re.IGNORECASE)
 COPY_MAX_BYTES = 16 * 1024 * 1024 + 1  # one past staging's zip cap: a larger file is refused there, with its line
 
@@ -29,42 +41,83 @@ class Identity:
     user: str     # Canvas's user id, or Moodle's participant id
     name: str     # as the LMS spells it: Canvas's "lastfirst", Moodle's full name
     late: bool = False
-    file: str = ""  # the file's own name once the LMS prefix is removed
+    file: str = ""  # the file's own name once the LMS prefix is removed ("" for an online text or URL)
     file_id: str = ""  # Canvas: the submitted file's attachment id, which its Re-Upload Submissions matches
 
 
-def moodle_folder(name):
-    """The Identity of a Moodle per-student folder name, or None."""
+GRAMMAR = {CANVAS: "as Canvas names a download's files, <lastfirst>[_LATE]_<userid>_<attachmentid>_<file>",
+           MOODLE: "as Moodle names a download's files, <Full Name>_<participantid>_assignsubmission_<plugin>_<file>"}
+
+
+@dataclass(frozen=True)
+class FlatDownload:
+    lms: str          # the grammar most of the files fit: CANVAS or MOODLE
+    groups: dict      # {(lms, user): [(Identity, path)]}
+    unplaced: tuple   # names of the files that fit no grammar, or the other LMS's: named, never graded
+
+
+def moodle_name(name):
+    """The Identity of a name that starts with Moodle's prefix (a folder's, or a flat download's file), or None.
+    ``plugin`` tells an upload (``file``) from the online text (``onlinetext``): both are the participant's."""
     match = MOODLE_NAME.match(name)
-    if not match or match["plugin"] != "file":
+    if not match:
         return None
-    return Identity(MOODLE, match["user"], match["name"])
+    return Identity(MOODLE, match["user"], match["name"], file=match["file"])
+
+
+def moodle_folder(name):
+    """The Identity of a Moodle per-student folder name (any of its plugins' folders), or None."""
+    who = moodle_name(name)
+    return who if who is not None and who.file == "" else None
+
+
+def canvas_name(name):
+    """The Identity of a file of Canvas's download, read as Canvas's own re-upload reads it: split on "_", the
+    first two all-digit parts are the user id and the attachment id; what comes before them is ``lastfirst``
+    (then ``LATE``), what comes after is the file's own name. None when the name has no such prefix."""
+    parts = name.split("_")
+    user = next((i for i, part in enumerate(parts) if part.isascii() and part.isdigit()), None)
+    if not user:  # no id, or nothing before it
+        return None
+    late = user >= 2 and parts[user - 1] == "LATE"
+    who = "_".join(parts[:user - 1 if late else user])
+    if len(parts) == user + 2 and parts[user + 1] in CANVAS_ONLINE:  # a text entry or URL: no attachment
+        return Identity(CANVAS, parts[user], who, late, parts[user + 1])
+    attachment = parts[user + 1] if len(parts) > user + 2 else ""
+    own = "_".join(parts[user + 2:])
+    if not (attachment.isascii() and attachment.isdigit()) or not own:
+        return None
+    own = CANVAS_RESUBMITTED.sub(r"\g<stem>\g<ext>", own)
+    return Identity(CANVAS, parts[user], who, late, own, attachment)
 
 
 def flat_file(name):
     """The Identity of a file of a flat Canvas or Moodle download, with its own name, or None."""
-    match = MOODLE_NAME.match(name)
-    if match and match["file"]:
-        return Identity(MOODLE, match["user"], match["name"], file=match["file"])
-    match = CANVAS_NAME.match(name)
-    if match:
-        own = CANVAS_RESUBMITTED.sub(r"\g<stem>\g<ext>", match["file"])
-        return Identity(CANVAS, match["user"], match["name"], bool(match["late"]), own, match["sub"])
-    return None
+    who = moodle_name(name)
+    if who is not None:
+        return who if who.file else None
+    return canvas_name(name)
 
 
 def flat_groups(files):
-    """{(lms, user): [(Identity, path)]} for the files of `files` ((name, path) pairs) named the way one LMS
-    names a flat download's files (others, such as a notes file of the instructor's, are left out), or None
-    when none is, or when both LMS namings occur."""
-    groups = {}
-    for name, path in files:
-        who = flat_file(name)
+    """The FlatDownload of `files` ((name, path) pairs) when at least one is named the way Canvas or Moodle names
+    a flat download's files, else None. The folder is read by the grammar most of its files fit; a file that
+    fits neither (a notes file of the instructor's, a stray copy) or the other one is listed in ``unplaced``."""
+    read = [(name, path, flat_file(name)) for name, path in files]
+    counts = {}
+    for _, _, who in read:
         if who is not None:
-            groups.setdefault((who.lms, who.user), []).append((who, path))
-    if len({lms for lms, _ in groups}) != 1:
+            counts[who.lms] = counts.get(who.lms, 0) + 1
+    if not counts:
         return None
-    return groups
+    grammar = max(sorted(counts), key=counts.get)
+    groups, unplaced = {}, []
+    for name, path, who in read:
+        if who is not None and who.lms == grammar:
+            groups.setdefault((who.lms, who.user), []).append((who, path))
+        else:
+            unplaced.append(name)
+    return FlatDownload(grammar, groups, tuple(unplaced))
 
 
 def _newest_first(member):

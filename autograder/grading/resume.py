@@ -11,7 +11,7 @@ import sys
 from autograder.grading import fingerprint, reference_check
 from autograder.paths import KIT_ROOT
 from autograder.reports import history, lateness, report, similarity
-from autograder.reports.classbook import submission_label
+from autograder.reports.classbook import MoodleSheet, submission_label
 
 
 class BatchOutcome:
@@ -66,18 +66,23 @@ def finish(outcome, sources, finished, out_dir, config):
     _check_one_maximum(outcome.entries)
     renamed = [(s.renamed_from, s.id) for s in sources if getattr(s, "renamed_from", None) is not None]
     policy = lateness.Policy.of(config)
-    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because, policy):
+    sheet = MoodleSheet.of(config)
+    for line in report.write_term_files(out_dir, outcome.entries, renamed, outcome.graded_because, policy, sheet):
         sys.stderr.write(line + "\n")
     _write_similarity(out_dir, outcome.entries)
     return outcome
 
 
 def _write_similarity(out_dir, entries):
-    """similarity.html and .csv over the class (never a grade); the stubs students start from are boilerplate."""
+    """similarity.html and .csv over the class (never a grade); the stubs students start from and the reference
+    solution are boilerplate: code every correct solution shares is no evidence."""
     stubs = []
-    for name in ("attention.py", "mha.py"):
-        with open(os.path.join(KIT_ROOT, "assignment", name), encoding="utf-8") as f:
-            stubs.append(f.read())
+    for folder in ("assignment", "solution"):
+        files = {}
+        for name in ("attention.py", "mha.py"):
+            with open(os.path.join(KIT_ROOT, folder, name), encoding="utf-8") as f:
+                files[name] = f.read()
+        stubs += [*files.values(), similarity.joined(files)]  # the files apart, and where they meet
     labels = {i: submission_label(i, submitters) for i, submitters, _ in entries}
     line = similarity.write(out_dir, entries, stubs, labels)
     if line:

@@ -29,6 +29,9 @@ ZIP_DIRECTORY_BYTES_PER_ENTRY = 1024 # room in the zip's central directory per a
 IGNORED_DIRS = ("__MACOSX", "__pycache__", "site-packages", "node_modules")
 NAMED_AT_MOST = 3                    # other files named in "you uploaded ..."
 UPLOAD_HINT = "upload attention.py and mha.py"
+# What browsers and LMSs make of a file's name: another case (Attention.py), a copy number from a download
+# folder (mha (1).py) or a re-upload (mha-1.py). Such a file is graded, with a note, when the exact name is absent.
+_NEAR_NAME = re.compile(r"^(?P<stem>[^/]+?)(?: \(\d+\)|-\d+)?(?P<ext>\.py)$", re.IGNORECASE)
 _CHUNK = 64 * 1024
 
 
@@ -44,7 +47,7 @@ class Candidate:
     name: str    # the submission file it stands for, e.g. "mha.py"
     path: str    # relative to the searched folder, "/"-separated
     depth: int   # number of folders above it inside the searched folder
-    kind: str    # "file", "symlink", "other" (fifo, device, ...) or "misnamed" (e.g. MHA.py)
+    kind: str    # "file", "symlink", "other" (fifo, device, ...) or "misnamed" (a regular file: MHA.py, mha (1).py)
 
     @property
     def folder(self):
@@ -66,6 +69,14 @@ def is_ignored_dir(name):
     return name in IGNORED_DIRS or name.startswith(".")
 
 
+def submission_name(file_name):
+    """The submission file `file_name` stands for ("attention.py" for attention.py, Attention.py, attention (1).py
+    or attention-2.py), or None."""
+    near = _NEAR_NAME.match(file_name)
+    name = f"{near['stem']}{near['ext']}".lower() if near else None
+    return name if name in SUBMISSION_FILES else None
+
+
 def find_candidates(root, max_depth=MAX_DEPTH):
     """Every entry named like a submission file at most `max_depth` folders below `root`.
 
@@ -77,7 +88,6 @@ def find_candidates(root, max_depth=MAX_DEPTH):
 
 def scan(root, max_depth=MAX_DEPTH, max_entries=MAX_SCANNED_ENTRIES):
     """The candidates below `root` (``find_candidates``), and the other files met on the way."""
-    wanted = {name.lower(): name for name in SUBMISSION_FILES}
     result, level, left = Scan(), [("", root)], max_entries
     for depth in range(max_depth + 1):
         below = []
@@ -95,8 +105,8 @@ def scan(root, max_depth=MAX_DEPTH, max_entries=MAX_SCANNED_ENTRIES):
                 if entry.is_dir(follow_symlinks=False):
                     if not is_ignored_dir(entry.name):
                         below.append((f"{path}/", entry.path))
-                elif entry.name.lower() in wanted:
-                    name = wanted[entry.name.lower()]
+                elif submission_name(entry.name):
+                    name = submission_name(entry.name)
                     result.candidates.append(Candidate(name, path, depth, _kind(entry, name)))
                 elif not entry.name.startswith("."):
                     result.others.append(path)
@@ -105,11 +115,11 @@ def scan(root, max_depth=MAX_DEPTH, max_entries=MAX_SCANNED_ENTRIES):
 
 
 def _kind(entry, name):
-    if entry.name != name:
-        return "misnamed"
     if entry.is_symlink():
         return "symlink"
-    return "file" if entry.is_file(follow_symlinks=False) else "other"
+    if not entry.is_file(follow_symlinks=False):
+        return "other"
+    return "file" if entry.name == name else "misnamed"
 
 
 def choose(candidates, root):
@@ -118,7 +128,8 @@ def choose(candidates, root):
     The two files come from one folder when a folder holds both (the shallowest such folder, then
     the first by path): a stray copy elsewhere never splits the pair. Otherwise each is the shallowest
     regular file of its name. Identical copies are no choice at all; different ones are named, with
-    the one graded.
+    the one graded. Without a file of the exact name, a misnamed one (``Attention.py``, ``mha (1).py``) is
+    graded, with a note that says so.
     """
     files = [c for c in candidates if c.kind == "file"]
     folders = {c.folder for c in files if c.name == SUBMISSION_FILES[0]} & \
@@ -131,6 +142,10 @@ def choose(candidates, root):
         problems += [f"{c.path} is not a regular file: ignored" for c in own if c.kind == "other"]
         copies = [c for c in own if c.kind == "file"]
         if not copies:
+            misnamed = [c for c in own if c.kind == "misnamed"]
+            if misnamed:
+                chosen[name] = misnamed[0]
+                problems.append(f"graded {misnamed[0].path} as {name}: name the file exactly {name}")
             continue
         pick = next((c for c in copies if c.folder == pair), copies[0])
         chosen[name] = pick
@@ -321,7 +336,8 @@ def _extract(zip_path, dest, max_total_bytes, max_files, only, problems, strict=
             for info in archive.infolist():
                 budget.take_entry()  # skipped entries too: each one costs time and memory
                 parts = _safe_parts(info.filename)
-                if wanted is not None and (not parts or parts[-1].lower() not in wanted):
+                if wanted is not None and (not parts or (parts[-1].lower() not in wanted
+                                                         and submission_name(parts[-1]) not in wanted)):
                     if skipped is not None and parts and not info.is_dir() and not any(
                             is_ignored_dir(p) for p in parts[:-1]) and not parts[-1].startswith("."):
                         skipped.append("/".join(parts))

@@ -12,6 +12,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from autograder.reports.inert_text import csv_text
+
 FILE_NAME = "adjustments.csv"
 COLUMNS = ("student", "points", "override", "reason")
 MAX_BYTES = 4 * 2**20  # an instructor's file of a term is a few KB; past this, it is not one
@@ -59,7 +61,7 @@ def ensure_header(out_dir, name, columns):
     except FileExistsError:
         return
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        csv.writer(f).writerow(columns)
+        f.write(csv_text([columns]))
 
 
 def read_instructors_file(out_dir, name, nothing):
@@ -81,35 +83,47 @@ def read_instructors_file(out_dir, name, nothing):
         return None, [f"{path}: not UTF-8 text (save it as CSV UTF-8): {nothing}"]
 
 
-def load(out_dir):
-    """(the usable rows, one message per row skipped) of OUT's adjustments.csv; none when it is missing."""
-    text, problems = read_instructors_file(out_dir, FILE_NAME, "no adjustment applied")
-    if not text:
-        return [], problems
-    try:
-        rows, skipped = _rows(text)
-    except ValueError as err:
-        return [], [f"{os.path.join(out_dir, FILE_NAME)}: {err}: no adjustment applied"]
-    return rows, [f"{FILE_NAME}:{number}: {problem}: row skipped" for number, problem in skipped]
-
-
-def load_text(text):
-    """(the usable rows, "line N: what is wrong" per row skipped) of an adjustments.csv's text."""
-    rows, skipped = _rows(text)
-    return rows, [f"line {number}: {problem}" for number, problem in skipped]
-
-
-def _rows(text):
+def table(text, columns):
+    """[(line number, cells)] of the rows with something in them of an instructor's CSV (adjustments.csv,
+    extensions.csv) whose line 1 is the header `columns`; a one-line ValueError when it is not CSV, or its
+    header is another. The one reader of both files."""
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as err:
         raise ValueError(f"not CSV ({err})") from None
-    if not rows or [c.strip().lower() for c in rows[0][:len(COLUMNS)]] != list(COLUMNS):
-        raise ValueError(f"line 1 must be the header {','.join(COLUMNS)}")
+    if not rows or [c.strip().lower() for c in rows[0][:len(columns)]] != list(columns):
+        raise ValueError(f"line 1 must be the header {','.join(columns)}")
+    return [(number, row) for number, row in enumerate(rows[1:], start=2) if any(cell.strip() for cell in row)]
+
+
+def read_table(out_dir, name, columns, nothing):
+    """(``table`` of OUT/``name``, []) or ([], [one line ending with ``nothing``]) when the file cannot be used;
+    ([], []) when it is missing."""
+    text, problems = read_instructors_file(out_dir, name, nothing)
+    if not text:
+        return [], problems
+    try:
+        return table(text, columns), []
+    except ValueError as err:
+        return [], [f"{os.path.join(out_dir, name)}: {err}: {nothing}"]
+
+
+def load(out_dir):
+    """(the usable rows, one message per row skipped) of OUT's adjustments.csv; none when it is missing."""
+    rows, problems = read_table(out_dir, FILE_NAME, COLUMNS, "no adjustment applied")
+    adjustments, skipped = _parsed(rows)
+    return adjustments, problems + [f"{FILE_NAME}:{number}: {problem}: row skipped" for number, problem in skipped]
+
+
+def load_text(text):
+    """(the usable rows, "line N: what is wrong" per row skipped) of an adjustments.csv's text."""
+    adjustments, skipped = _parsed(table(text, COLUMNS))
+    return adjustments, [f"line {number}: {problem}" for number, problem in skipped]
+
+
+def _parsed(rows):
     adjustments, skipped = [], []
-    for number, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
+    for number, row in rows:
         try:
             adjustments.append(_parse(number, row))
         except ValueError as err:

@@ -1,14 +1,14 @@
 """The class files in markdown and CSV: gradebook.csv (ready to import into Canvas or Moodle) and
 summary.md (the score distribution and the tests the class fails most).
 """
-import csv
-import io
+import datetime
 import statistics
 import urllib.parse
+from dataclasses import dataclass
 
 from autograder.parts import LAB_NAME
 from autograder.reports import lateness
-from autograder.reports.inert_text import md_text, spreadsheet_cell
+from autograder.reports.inert_text import csv_text, md_text
 from autograder.reports.results import GRADED, GRADER_ERROR, NO_FILES, part_scores, parts_in
 
 # Canvas's gradebook import needs these first, in this order; it finds each student by ID, then SIS
@@ -31,23 +31,23 @@ def gradebook_csv(entries, applied=None, late=None):
     applied = applied or {}
     late = lateness.assess_all(lateness.Policy(), entries, {}) if late is None else late  # the export's flag
     parts = parts_in(r for _, _, r in entries)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow([*CANVAS_COLUMNS, "total", "raw", "late_penalty", "adjustment", *parts, "max", "status",
-                     "submission_id", "email", "late"])
+    rows = [[*CANVAS_COLUMNS, "total", "raw", "late_penalty", "adjustment", "adjustment_reason", *parts, "max",
+             "status", "submission_id", "email", "late"]]
     for submission_id, submitters, results in entries:
         was_late = late.get(submission_id)
-        raw, final, adjustment, per_part = scores_of(results, applied.get(submission_id), parts, was_late)
+        raw, final, reason, per_part = scores_of(results, applied.get(submission_id), parts, was_late)
         penalty = _cell(was_late.penalty(float(raw))) if was_late and raw and was_late.fraction else ""
+        # The adjustment as a number: what it added to the total after the late penalty (none without a raw total).
+        base = final_total(float(raw), None, was_late) if raw else None
+        adjustment = _cell(round(float(final) - base, 4)) if reason and final and base is not None else ""
         max_score = f"{results['extra_data']['max_score']:g}"
         for who in submitters or [None]:
             # ID is Canvas's own user id: known from a Canvas download, never guessed otherwise.
             canvas_id = who.lms_id if who and getattr(who, "lms", "") == "canvas" else ""
             name, sid, email = (who.name or submission_id, who.sid, who.email) if who else (submission_id, "", "")
-            name, sid, email, shown_id = map(spreadsheet_cell, (name, sid, email, submission_id))
-            writer.writerow([name, canvas_id, sid, email, "", final, raw, penalty, adjustment, *per_part, max_score,
-                             status_of(results), shown_id, email, was_late.text if was_late else ""])
-    return BOM + buffer.getvalue()
+            rows.append([name, canvas_id, sid, email, "", final, raw, penalty, adjustment, reason, *per_part, max_score,
+                         status_of(results), submission_id, email, was_late.text if was_late else ""])
+    return BOM + csv_text(rows, ["total", "raw", "late_penalty", "adjustment", *parts, "max"])
 
 
 def scores_of(results, applied, parts, late=None):
@@ -79,18 +79,71 @@ def canvas_import_csv(entries, applied=None, late=None):
     """Canvas's gradebook import for the students a Canvas download named: its five student columns (ID is
     Canvas's user id, which it matches first), then the lab's column. An empty cell leaves a grade as it was."""
     return _lms_rows(entries, applied, late, "canvas", [*CANVAS_COLUMNS, IMPORT_COLUMN],
-                     lambda who, final, _: [spreadsheet_cell(who.name), who.lms_id, "", "", "", final])
+                     lambda who, final, *_: [who.name, who.lms_id, "", "", "", final])
 
 
-def moodle_import_csv(entries, applied=None, late=None):
-    """Moodle's grading worksheet ("Upload grading worksheet") for the participants a Moodle download
-    named: a row is matched by its Identifier, "Participant <id>". Rows with no grade are left out."""
-    return _lms_rows(entries, applied, late, "moodle", ["Identifier", "Full name", "Grade", "Maximum Grade"],
-                     lambda who, final, max_score: [f"Participant {who.lms_id}", spreadsheet_cell(who.name),
-                                                    final, max_score], skip_empty=True)
+@dataclass(frozen=True)
+class MoodleSheet:
+    """Moodle's offline grading worksheet as its importer reads it (mod/assign/feedback/offline/importgradeslib.php,
+    ``init`` and ``next``): the Identifier, Grade and Last modified (grade) columns, found by their names in the
+    site's language; a participant is the text after ``participant`` ("Participant " in English). Its
+    ``process_import_grades`` (locallib.php) skips a grade above the assignment's maximum ("Out of range"), so a
+    total above ``max_grade`` (0: the lab's maximum) is capped, and named. Set in grading.yaml's ``moodle``."""
+    max_grade: float = 0.0
+    identifier: str = "Identifier"
+    participant: str = "Participant "
+    grade: str = "Grade"
+    last_modified: str = "Last modified (grade)"
+
+    @classmethod
+    def of(cls, config):
+        return cls(config.moodle_max_grade, config.moodle_identifier, config.moodle_participant, config.moodle_grade,
+                   config.moodle_last_modified)
+
+    def maximum(self, results):
+        return self.max_grade or results["extra_data"]["max_score"]
 
 
-def _lms_rows(entries, applied, late, lms, header, row, skip_empty=False):
+MOODLE_TOTAL = "Total before the cap"  # no Moodle column has this name: its importer ignores it
+NUMBER_COLUMNS = (IMPORT_COLUMN, "Maximum Grade", MOODLE_TOTAL)  # and the Moodle sheet's grade (MoodleSheet.grade)
+
+
+def moodle_import_csv(entries, applied=None, late=None, sheet=None, modified=None):
+    """Moodle's grading worksheet ("Upload grading worksheet") for the participants a Moodle download named: a row
+    is matched by its Identifier, "Participant <id>". The grade is the final total, at most the sheet's maximum
+    (``moodle_capped`` names who was capped); ``Last modified (grade)`` is when that total last changed
+    (``modified``: {submission id: an ISO 8601 time}, from history.csv; now when unknown). Rows with no grade are
+    left out (Moodle skips an empty grade)."""
+    sheet, modified = sheet or MoodleSheet(), modified or {}
+    now = _atom(datetime.datetime.now().astimezone())
+
+    def row(who, final, max_score, submission_id):
+        maximum = float(max_score) if not sheet.max_grade else sheet.max_grade
+        capped = f"{min(float(final), maximum):g}"
+        return [f"{sheet.participant}{who.lms_id}", who.name, capped, f"{maximum:g}",
+                modified.get(submission_id, now), final]
+    header = [sheet.identifier, "Full name", sheet.grade, "Maximum Grade", sheet.last_modified, MOODLE_TOTAL]
+    return _lms_rows(entries, applied, late, "moodle", header, row, skip_empty=True, numbers=[sheet.grade])
+
+
+def moodle_capped(entries, applied=None, late=None, sheet=None):
+    """[(submission id, final total, maximum)] of the Moodle rows whose total is above the worksheet's maximum."""
+    sheet, applied, late = sheet or MoodleSheet(), applied or {}, late or {}
+    capped = []
+    for submission_id, submitters, results in entries:
+        _, final, _, _ = scores_of(results, applied.get(submission_id), [], late.get(submission_id))
+        if final != "" and any(getattr(w, "lms", "") == "moodle" for w in submitters):
+            if float(final) > sheet.maximum(results):
+                capped.append((submission_id, final, sheet.maximum(results)))
+    return capped
+
+
+def _atom(when):
+    """A time as PHP's DATE_ATOM writes it (2026-10-01T23:59:00-07:00), which Moodle's strtotime reads."""
+    return when.isoformat(timespec="seconds")
+
+
+def _lms_rows(entries, applied, late, lms, header, row, skip_empty=False, numbers=()):
     """The import file's text, or None when no submission carries that LMS's identity."""
     applied, late = applied or {}, late or {}
     rows = []
@@ -98,12 +151,10 @@ def _lms_rows(entries, applied, late, lms, header, row, skip_empty=False):
         _, final, _, _ = scores_of(results, applied.get(submission_id), [], late.get(submission_id))
         for who in submitters:
             if getattr(who, "lms", "") == lms and not (skip_empty and final == ""):
-                rows.append(row(who, final, f"{results['extra_data']['max_score']:g}"))
+                rows.append(row(who, final, f"{results['extra_data']['max_score']:g}", submission_id))
     if not any(getattr(w, "lms", "") == lms for _, submitters, _ in entries for w in submitters):
         return None
-    buffer = io.StringIO()
-    csv.writer(buffer).writerows([header, *rows])
-    return BOM + buffer.getvalue()
+    return BOM + csv_text([header, *rows], [*NUMBER_COLUMNS, *numbers])
 
 
 def pass_rates(entries):

@@ -7,11 +7,10 @@ the last one this file recorded, so a report folder deleted by hand, or an OUT c
 still shows where a grade came from. The file is only ever opened for appending.
 """
 import csv
-import io
 import os
 import time
 
-from autograder.reports.inert_text import spreadsheet_cell
+from autograder.reports.inert_text import csv_text, spreadsheet_cell
 
 FILE_NAME = "history.csv"
 COLUMNS = ("when", "submission", "student", "old_total", "new_total", "reason")
@@ -28,6 +27,22 @@ def last_totals(out_dir):
     return {row["submission"]: row.get("new_total") or "" for row in rows if row.get("submission")}
 
 
+def last_changed(out_dir):
+    """{submission id: when its total last changed, as an ISO 8601 time with a colon in the offset} from OUT's
+    history.csv (Moodle's worksheet says it in Last modified (grade))."""
+    try:
+        with open(os.path.join(out_dir, FILE_NAME), encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    when = {}
+    for row in rows:
+        stamp = row.get("when") or ""
+        if row.get("submission") and len(stamp) == 24 and stamp[-5] in "+-":  # as ``append`` writes it
+            when[row["submission"]] = f"{stamp[:-2]}:{stamp[-2:]}"
+    return when
+
+
 def changes(entries, finals, graded_because, adjusted, last):
     """The rows to append: (submission, student, old, new, reason).
 
@@ -36,7 +51,7 @@ def changes(entries, finals, graded_because, adjusted, last):
     ``last``: ``last_totals``."""
     rows = []
     for submission_id, submitters, results in entries:
-        new, old = finals[submission_id], last.get(submission_id)
+        new, old = finals[submission_id], last.get(spreadsheet_cell(submission_id))  # keyed as written
         adjustment = adjusted.get(submission_id)
         if submission_id in graded_because:
             reason = graded_because[submission_id] + (f"; {adjustment}" if adjustment else "")
@@ -49,7 +64,7 @@ def changes(entries, finals, graded_because, adjusted, last):
         else:
             continue
         student = "; ".join(s.name or s.email for s in submitters if s.name or s.email)
-        rows.append((spreadsheet_cell(submission_id), spreadsheet_cell(student), old or "", new, reason))
+        rows.append((submission_id, student, old or "", new, reason))
     return rows
 
 
@@ -58,12 +73,8 @@ def append(out_dir, rows, now=None):
     if not rows:
         return
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
     path = os.path.join(out_dir, FILE_NAME)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8", newline="") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            writer.writerow(COLUMNS)
-        writer.writerows((when, *row) for row in rows)
-        f.write(buffer.getvalue())
+        text = csv_text([COLUMNS, *((when, *row) for row in rows)], ("old_total", "new_total"))
+        f.write(text if os.fstat(f.fileno()).st_size == 0 else text.split("\r\n", 1)[1])  # the header once

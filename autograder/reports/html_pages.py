@@ -116,15 +116,15 @@ def _overview_html(text):
     return "\n".join(blocks)
 
 
-def _score_chart(scores, max_score):
+def _score_chart(scores, max_score, caption=None):
     """How many submissions scored in each tenth of the maximum, as columns."""
     bands = score_bands(scores, max_score)
     tallest = max(count for _, count in bands) or 1
     columns = "".join(f'<div class="band"><span>{count}</span><span class="column" style="height: '
                       f'{CHART_HEIGHT * count / tallest:.0f}px"></span><span class="label">{label}</span></div>'
                       for label, count in bands)
-    return (f'<figure><figcaption>Scores of {len(scores)} submissions (% of the maximum)</figcaption>'
-            f'<div class="bands">{columns}</div></figure>')
+    caption = caption or f"Scores of {len(scores)} submissions (% of the maximum)"
+    return f'<figure><figcaption>{_e(caption)}</figcaption><div class="bands">{columns}</div></figure>'
 
 
 def _bar(fraction):
@@ -259,6 +259,10 @@ def summary_anonymous_html(entries):
         body.append(f'<tr><td>{_e(PART_TITLES.get(part, part))}</td><td class="num">{mean:.1f} / {points:g}</td>'
                     f"<td>{_bar(mean / points if points else 1)}</td></tr>")
     body.append("</table>")
+    body.append("<h2>Each part's scores</h2>")
+    for part, (scores, points) in _part_scores_of(entries).items():
+        body.append(_score_chart(scores, points, f"{PART_TITLES.get(part, part)}: scores of {len(scores)} "
+                                                 f"submissions (% of its {points:g} points)"))
     earned = sum(1 for e in extra if e > 0)
     body.append(f"<p>Extra credit (not in the core figures): {earned} of {len(extra)} submissions earned some; "
                 f"mean {statistics.mean(extra):.1f} of {entries[0][2]['extra_data'].get('extra_credit_max', 0):g}.</p>")
@@ -276,11 +280,16 @@ def summary_anonymous_html(entries):
 
 def _part_means(entries):
     """{part: (mean score, its points)} over graded entries, in the lab's order."""
+    return {part: (statistics.mean(got), points) for part, (got, points) in _part_scores_of(entries).items()}
+
+
+def _part_scores_of(entries):
+    """{part: ([each graded entry's score in it], its points)}, in the lab's order."""
     totals = {}
     for _, _, results in entries:
         for part, (got, points) in part_scores(results).items():
             totals.setdefault(part, ([], points))[0].append(got)
-    return {part: (statistics.mean(got), points) for part, (got, points) in totals.items()}
+    return totals
 
 
 def _common_bugs_html(entries, out_dir):

@@ -6,6 +6,8 @@ run inside, or with every punctuation mark escaped; a gradebook cell starts with
 plainly starts with a letter or a digit. The HTML pages escape it on top of ``clean`` (and their CSP
 allows no script).
 """
+import csv
+import io
 import re
 import unicodedata
 
@@ -45,3 +47,32 @@ def spreadsheet_cell(text):
     first = next((ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf"), "")
     plain = not first or unicodedata.normalize("NFKC", first)[:1].isalnum()
     return text if plain else "'" + text
+
+
+# A number the kit computed (-5, 87.5, 1e-3): in a number column it is written as it is, and stays a number.
+PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def csv_cell(value, number=False):
+    """One cell of a CSV the kit writes: in a `number` column a plain number as it is; anything else (any text a
+    student or an instructor controls, even "-42") through ``spreadsheet_cell``."""
+    text = "" if value is None else str(value)
+    return text if number and PLAIN_NUMBER.fullmatch(text) else spreadsheet_cell(text)
+
+
+def csv_value(cell):
+    """What ``csv_cell`` was given, from the text cell it wrote (its leading quote removed): for a kit file read
+    back."""
+    return cell[1:] if cell.startswith("'") and csv_cell(cell[1:]) == cell else cell
+
+
+def csv_text(rows, numbers=()):
+    """The CSV text of `rows` (a header first), every cell guarded by ``csv_cell``; ``numbers``: the header's names
+    of the columns that hold numbers. The one writer of every CSV the kit writes (gradebook.csv, the import
+    files, history.csv, similarity.csv, the instructors' templates)."""
+    rows = [list(row) for row in rows]
+    is_number = [name in numbers for name in rows[0]] if rows else []
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows([csv_cell(cell, n) for cell, n in zip(row, is_number + [False] * len(row))]
+                                 for row in rows)
+    return buffer.getvalue()

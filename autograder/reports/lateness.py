@@ -8,46 +8,18 @@ grading.yaml's ``late`` section sets the policy (``Policy``): a due date, a perc
 taken per day late (a part of a day counts as a day), and a cut-off in days after which the final total is
 0 (the work was graded, so it is a 0 and not a blank; a submission that could not be graded stays blank).
 ``extensions.csv`` in OUT, the instructor's own file like adjustments.csv, gives a student a later due date.
-Standard library only.
+Standard library only, and the kit's config (whose ``parse_time`` reads every time here).
 """
-import csv
 import datetime
-import io
 import math
-import os
-import re
 from dataclasses import dataclass
 
+from autograder.config import parse_time  # the one reader of a time: grading.yaml's, extensions.csv's, an export's
 from autograder.reports import adjustments
 
 FILE_NAME = "extensions.csv"
 COLUMNS = ("student", "due", "reason")
 DAY = datetime.timedelta(days=1)
-
-
-TIME = re.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d(?::?\d\d)?)?$")
-
-
-def parse_time(value):
-    """An aware datetime from grading.yaml, extensions.csv or Gradescope's metadata, or None.
-
-    Accepts a datetime (PyYAML's reading of a timestamp) or text with a date and a time: ISO 8601
-    ("2026-10-01 23:59", "2026-10-01T23:59:00-07:00") or Rails' "2025-10-14 22:41:07.334051000 -07:00".
-    A time without an offset is the machine's local time; a date alone is refused (which minute?)."""
-    if isinstance(value, datetime.datetime):
-        when = value
-    else:
-        match = TIME.match(value.strip()) if isinstance(value, str) else None
-        if not match:
-            return None
-        date, clock, fraction, zone = match.groups()
-        text = f"{date}T{clock}" + (f".{fraction[:6].ljust(6, '0')}" if fraction else "")
-        text += "+00:00" if zone == "Z" else (zone or "")
-        try:
-            when = datetime.datetime.fromisoformat(text)
-        except ValueError:
-            return None
-    return when if when.tzinfo else when.astimezone()
 
 
 @dataclass(frozen=True)
@@ -119,21 +91,10 @@ def ensure_template(out_dir):
 
 def load_extensions(out_dir):
     """([(line, who, due datetime, reason)], one message per row skipped) of OUT's extensions.csv."""
-    path = os.path.join(out_dir, FILE_NAME)
-    text, problems = adjustments.read_instructors_file(out_dir, FILE_NAME, "no extension applied")
-    if not text:
-        return [], problems
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as err:
-        return [], [f"{path}: not CSV ({err}): no extension applied"]
-    if not rows or [c.strip().lower() for c in rows[0][:len(COLUMNS)]] != list(COLUMNS):
-        return [], [f"{path}: line 1 must be the header {','.join(COLUMNS)}: no extension applied"]
-    found, messages = [], []
-    for number, row in enumerate(rows[1:], start=2):
+    rows, messages = adjustments.read_table(out_dir, FILE_NAME, COLUMNS, "no extension applied")
+    found = []
+    for number, row in rows:
         cells = [c.strip() for c in row] + ["", "", ""]
-        if not any(cells):
-            continue
         due = parse_time(cells[1])
         if not cells[0] or due is None:
             why = "no student or submission named" if not cells[0] else \

@@ -12,13 +12,19 @@ left out (it may echo a hidden test's inputs), as is the sandbox's description.
   named ``<Full Name>_<participant id>_assignfeedback_file`` (mod/assign/feedback/file/importziplib.php
   reads the participant id after the first ``_`` and the plugin from the next two parts).
 - ``release/canvas-feedback.zip``: Canvas's "Re-Upload Submissions": each file is named
-  ``<lastfirst>_<user id>_<attachment id>_feedback.html``; Canvas takes the first two numbers of the name as
-  the user and one of that user's submitted files, and attaches the file to that submission as a comment.
+  ``<lastfirst>_<user id>_<attachment id>_<that file's own name>``; Canvas takes the first two numbers of the
+  name as the user and one of that user's submitted files, and attaches the file to that submission as a
+  comment under the submitted file's display name, whatever the uploaded file is called
+  (app/models/assignment.rb, ``infer_comment_context_from_filename``: ``display_name: attachment.display_name``).
+  A student would see "attention.py" holding HTML; so the feedback is written in the kind of file the name
+  says (``canvas_feedback``): Python comments in a .py, a notebook's markdown cell in an .ipynb, feedback.html
+  and feedback.md in a .zip, and the page or its text otherwise.
 
 Every file is written from one submission's own results; nothing of another student is read into it.
 """
 import csv
 import io
+import json
 import os
 import shutil
 import zipfile
@@ -26,7 +32,7 @@ import zipfile
 from autograder.files import write_atomic
 from autograder.parts import PART_TITLES
 from autograder.reports.html_pages import _e, _overview_html, _page
-from autograder.reports.inert_text import md_text
+from autograder.reports.inert_text import csv_value, md_text
 from autograder.reports.report import load_results
 from autograder.reports.results import GRADED, part_scores
 
@@ -65,8 +71,9 @@ def _overview(results, book, tests):
     if extra.get("status", GRADED) != GRADED:
         why = md_text(extra.get('why_not_graded', extra.get('status', '')))
         if book.get("total"):  # the instructor graded it (an override in adjustments.csv): nothing is withheld
+            reason = md_text(csv_value(book.get("adjustment_reason", "")))
             return lines + [f"**Not graded by the autograder: {why}.**", "",
-                            f"- Adjusted by your instructor: {md_text(book.get('adjustment', ''))}.", "",
+                            f"- Adjusted by your instructor: {reason}.", "",
                             f"**Your total: {book['total']} / {extra['max_score']:g}.**"]
         return lines + [f"**Not graded: {why}.** This is not a score of 0; your instructor will be in touch."]
     withheld = [t for t in results["tests"] if t not in tests and t["max_score"] > 0]
@@ -83,8 +90,8 @@ def _overview(results, book, tests):
         lines.append(f"- Submitted {md_text(book['late'])}.")
     if book.get("late_penalty"):
         lines.append(f"- Late penalty: -{book['late_penalty']} points.")
-    if book.get("adjustment"):
-        lines.append(f"- Adjusted by your instructor: {md_text(book['adjustment'])}.")
+    if book.get("adjustment_reason"):
+        lines.append(f"- Adjusted by your instructor: {md_text(csv_value(book['adjustment_reason']))}.")
     total = book.get("total") or raw
     if total != raw or book.get("late_penalty") or book.get("adjustment"):
         lines += ["", f"**Your total: {total} / {extra['max_score']:g}.**"]
@@ -155,7 +162,9 @@ def write_release(out_dir, reports, show="visible"):
                 moodle[f"{name.replace('_', ' ').replace('/', ' ')}_{user}_assignfeedback_file/feedback.html"] = page
             if who.get("lms") == "canvas" and user.isdigit() and who.get("lms_file_id", "").isdigit():
                 lastfirst = "".join(c for c in name if c.isalpha()) or "student"
-                canvas[f"{lastfirst}_{user}_{who['lms_file_id']}_feedback.html"] = page
+                shown = _plain_name(who.get("lms_file_name", "")) or "feedback.html"
+                canvas[f"{lastfirst}_{user}_{who['lms_file_id']}_{shown}"] = canvas_feedback(
+                    shown, student_markdown(results, row, show), page)
     lines = [f"release: {len(reports)} submissions in {folder}/<submission>/ (tests shown: "
              f"{', '.join(SHOWN[show])})"]
     for name, files, how in (("moodle-feedback.zip", moodle, "Moodle: Upload multiple feedback files in a zip"),
@@ -166,9 +175,36 @@ def write_release(out_dir, reports, show="visible"):
     return lines
 
 
+CANVAS_NOTE = ("Feedback on your submission. Canvas names this file after the file you handed in; it holds your "
+               "feedback, not your code.")
+
+
+def canvas_feedback(shown, markdown, page):
+    """The feedback as the kind of file `shown` (the submitted file's name, which Canvas will show) says it is,
+    so that it opens as that kind: str or bytes."""
+    kind = os.path.splitext(shown.lower())[1]
+    if kind == ".py":
+        return "".join(f"# {line}".rstrip() + "\n" for line in [CANVAS_NOTE, "", *markdown.splitlines()])
+    if kind == ".ipynb":
+        cell = {"cell_type": "markdown", "metadata": {}, "source": f"{CANVAS_NOTE}\n\n{markdown}"}
+        return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    if kind == ".zip":
+        return _zipped({"feedback.html": page, "feedback.md": markdown})
+    if kind in (".html", ".htm"):
+        return page
+    return f"{CANVAS_NOTE}\n\n{markdown}"
+
+
+def _plain_name(name):
+    """A submitted file's own name as one plain zip entry name (no folder, no control character), or ""."""
+    name = os.path.basename(name.replace("\\", "/"))
+    return "".join(ch for ch in name if ch.isprintable()).strip().lstrip(".")
+
+
 def _zipped(files):
+    """A zip of {name: text or bytes}; names are flagged UTF-8 (zipfile sets the flag for a non-ASCII name)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in sorted(files.items()):
-            archive.writestr(name, text)
+        for name, data in sorted(files.items()):
+            archive.writestr(name, data)
     return buffer.getvalue()

@@ -14,10 +14,10 @@ import time
 
 from autograder.files import write_atomic
 from autograder.reports import adjustments, history, lateness
-from autograder.reports.classbook import (canvas_import_csv, final_total, gradebook_csv, moodle_import_csv, scores_of,
-                                          summary_markdown)
+from autograder.reports.classbook import (canvas_import_csv, final_total, gradebook_csv, moodle_capped,
+                                          moodle_import_csv, scores_of, summary_markdown)
 from autograder.reports.feedback import feedback_markdown
-from autograder.reports.inert_text import md_text
+from autograder.reports.inert_text import clean, md_text, spreadsheet_cell
 from autograder.reports.html_pages import feedback_html, summary_anonymous_html, summary_html
 from autograder.reports.results import results_json
 
@@ -73,13 +73,14 @@ def _snapshot_files(folder):
     return files
 
 
-def write_class_files(out_dir, entries, renamed=(), applied=None, late=None):
+def write_class_files(out_dir, entries, renamed=(), applied=None, late=None, moodle=None, modified=None):
     """Write gradebook.csv, summary.md and summary.html for a batch's (id, submitters, results) entries, and
     the Canvas and Moodle import files when the download named the students; ``applied``: the adjustments,
-    ``late``: {id: lateness.Late}."""
+    ``late``: {id: lateness.Late}; ``moodle``: classbook.MoodleSheet (grading.yaml's), ``modified``: {id: when
+    its total last changed} for Moodle's worksheet."""
     write_atomic(os.path.join(out_dir, "gradebook.csv"), gradebook_csv(entries, applied, late))
     for name, text in (("import-canvas.csv", canvas_import_csv(entries, applied, late)),
-                       ("import-moodle.csv", moodle_import_csv(entries, applied, late))):
+                       ("import-moodle.csv", moodle_import_csv(entries, applied, late, moodle, modified))):
         if text is not None:
             write_atomic(os.path.join(out_dir, name), text)
     write_atomic(os.path.join(out_dir, "summary.md"), summary_markdown(entries, renamed))
@@ -87,7 +88,7 @@ def write_class_files(out_dir, entries, renamed=(), applied=None, late=None):
     write_atomic(os.path.join(out_dir, "summary-anonymous.html"), summary_anonymous_html(entries))
 
 
-def write_term_files(out_dir, entries, renamed=(), graded_because=None, policy=None):
+def write_term_files(out_dir, entries, renamed=(), graded_because=None, policy=None, moodle=None):
     """The class files with the late policy (``policy``: lateness.Policy, grading.yaml's) and the instructor's
     extensions and adjustments applied, each feedback.md saying its penalty and adjustment, and history.csv's
     new rows; ``graded_because``: {id: why it was graded in this run}. Returns the lines to show about
@@ -99,14 +100,28 @@ def write_term_files(out_dir, entries, renamed=(), graded_because=None, policy=N
     extension_rows, extension_messages = lateness.load_extensions(out_dir)
     extended, extension_unmatched = lateness.resolve_extensions(extension_rows, entries)
     late = lateness.assess_all(policy or lateness.Policy(), entries, extended)
-    write_class_files(out_dir, entries, renamed, applied, late)
-    for submission_id, _, results in entries:
-        state_adjustment(out_dir, submission_id, results, applied.get(submission_id), late.get(submission_id))
     finals = {i: scores_of(r, applied.get(i), [], late.get(i))[1] for i, _, r in entries}
     described = {i: _changes_described(r, applied.get(i), late.get(i), extended.get(i)) for i, _, r in entries}
     history.append(out_dir, history.changes(entries, finals, graded_because or {},
                                             {i: d for i, d in described.items() if d}, history.last_totals(out_dir)))
-    return messages + unmatched + extension_messages + extension_unmatched
+    changed = history.last_changed(out_dir)  # keyed as history.csv writes a submission's cell
+    modified = {i: changed[spreadsheet_cell(i)] for i, _, _ in entries if spreadsheet_cell(i) in changed}
+    write_class_files(out_dir, entries, renamed, applied, late, moodle, modified)
+    for submission_id, _, results in entries:
+        state_adjustment(out_dir, submission_id, results, applied.get(submission_id), late.get(submission_id))
+    capped = moodle_capped(entries, applied, late, moodle)
+    return messages + unmatched + extension_messages + extension_unmatched + _capped_lines(capped)
+
+
+def _capped_lines(capped):
+    """The line that names the totals import-moodle.csv caps at the worksheet's maximum (Moodle would skip them)."""
+    if not capped:
+        return []
+    named = ", ".join(f"{clean(i)} ({final} capped at {maximum:g})" for i, final, maximum in capped[:5])
+    more = f" and {len(capped) - 5} more" if len(capped) > 5 else ""
+    return [f"import-moodle.csv: {len(capped)} total{'s' if len(capped) > 1 else ''} above the maximum grade, "
+            f"capped (Moodle skips a grade above it): {named}{more}; set moodle.max_grade in grading.yaml to the "
+            "assignment's Maximum grade to carry the extra credit (docs/instructor.md)"]
 
 
 def _changes_described(results, applied, late, extended_to=None):

@@ -2,24 +2,33 @@
 
 Made with copydetect (pip: copydetect; the winnowing fingerprints of MOSS): each submission's graded Python
 files (its submitted/ snapshot, so the exact code that was graded) are one document; names, strings and
-comments are normalised away by copydetect's filter, and every fingerprint the stubs students start from
-also hold (assignment/attention.py and mha.py) is left out, so the given boilerplate makes no pair similar.
-Every pair of submissions is compared once; a pair is listed when either side has ``THRESHOLD`` or more of
-its code in common with the other. The page shows each listed pair side by side with the shared code marked.
+comments are normalised away by copydetect's filter. Left out, so that code every correct solution must
+share makes no pair similar: every fingerprint of the boilerplate the caller gives (the stubs students start
+from and the reference solution), and, in a class of ``COMMON_MIN_CLASS`` or more, every fingerprint more than
+``COMMON_SHARE`` of the submissions hold (what the contract forces everyone to write).
+Every pair of submissions is compared once and ranked by the larger of its two shares. A pair is listed only
+when it is an outlier of the class's own distribution: at least ``OUTLIER_MADS`` robust deviations (the median
+absolute deviation, scaled to a standard deviation) above the median pair, and never below ``THRESHOLD``; in a
+class too small for a distribution (fewer than ``DISTRIBUTION_MIN_PAIRS`` pairs), at ``THRESHOLD``. The page
+shows each listed pair side by side with the shared code marked.
 
 It never changes a grade: nothing here is read by the gradebook, history.csv or any feedback.
 """
-import csv
 import html
 import io
 import os
 
+from autograder.reports.inert_text import csv_text
+
 NOISE = 25  # characters of normalised code a match must span (copydetect's default noise threshold)
 WINDOW = 1  # winnowing window: every fingerprint kept (guarantee threshold = noise threshold)
-THRESHOLD = 0.5  # share of one submission's code found in the other
+THRESHOLD = 0.5  # share of one submission's code found in the other: the floor of a listed pair
+OUTLIER_MADS = 3.5  # Iglewicz and Hoaglin's cut-off for a robust z-score
+DISTRIBUTION_MIN_PAIRS = 10  # five submissions: fewer pairs make no distribution to stand out from
+COMMON_SHARE, COMMON_MIN_CLASS = 0.5, 5  # code more than half of a class of five or more holds is no evidence
 SIDE_BY_SIDE = 50  # listed pairs shown side by side, most similar first (each view holds both sides' code)
 CSV_NAME, HTML_NAME = "similarity.csv", "similarity.html"
-COLUMNS = ("submission_a", "submission_b", "share_of_a", "share_of_b", "shared_tokens", "listed")
+COLUMNS = ("submission_a", "submission_b", "share_of_a", "share_of_b", "shared_tokens", "above_class", "listed")
 
 
 def documents(out_dir, entries):
@@ -31,13 +40,18 @@ def documents(out_dir, entries):
             names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
         except OSError:
             continue
-        parts = []
+        files = {}
         for name in names:
             with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
-                parts.append(f"# --- {name} ---\n{f.read()}")
-        if parts:
-            found[submission_id] = "\n".join(parts)
+                files[name] = f.read()
+        if files:
+            found[submission_id] = joined(files)
     return found
+
+
+def joined(files):
+    """One document of {file name: code}, as a submission's files are compared (and boilerplate is given)."""
+    return "\n".join(f"# --- {name} ---\n{text}" for name, text in sorted(files.items()))
 
 
 def compare(texts, boilerplate_texts):
@@ -46,12 +60,10 @@ def compare(texts, boilerplate_texts):
     The marked html is None but for the first SIDE_BY_SIDE listed pairs, the ones the page shows."""
     if len(texts) < 2:  # no pair: copydetect's import (matplotlib's, most of it) would double a one-submission grade
         return []
-    from copydetect import CodeFingerprint, compare_files
+    from copydetect import compare_files
     from copydetect.utils import highlight_overlap
 
-    boilerplate = boilerplate_hashes(boilerplate_texts)
-    prints = {i: CodeFingerprint("s.py", NOISE, WINDOW, boilerplate, fp=io.StringIO(text))
-              for i, text in sorted(texts.items())}
+    prints = fingerprints(texts, boilerplate_texts)
     occurrences = {i: _occurrences(fp) for i, fp in prints.items()}
     ids = list(prints)
     compared = []
@@ -60,16 +72,72 @@ def compare(texts, boilerplate_texts):
             overlap, share_a, share_b = _shares(prints[a], prints[b], occurrences[a], occurrences[b])
             compared.append((a, b, share_a, share_b, overlap))
     compared.sort(key=lambda p: (-max(p[2], p[3]), p[0], p[1]))
+    cutoff = class_cutoff(compared)
     pairs, shown = [], 0
     for a, b, share_a, share_b, overlap in compared:
         marked_a = marked_b = None
-        if overlap and listed((a, b, share_a, share_b)) and shown < SIDE_BY_SIDE:  # the pairs the page shows
+        if overlap and listed((a, b, share_a, share_b), cutoff) and shown < SIDE_BY_SIDE:  # the pairs the page shows
             shown += 1
             _, _, (slices_a, slices_b) = compare_files(prints[a], prints[b])
             marked_a, _ = highlight_overlap(prints[a].raw_code, slices_a, "<mark>", "</mark>", escape_html=True)
             marked_b, _ = highlight_overlap(prints[b].raw_code, slices_b, "<mark>", "</mark>", escape_html=True)
         pairs.append((a, b, share_a, share_b, overlap, marked_a, marked_b))
     return pairs
+
+
+def fingerprints(texts, boilerplate_texts):
+    """{id: copydetect's fingerprint of its code}, the boilerplate's fingerprints and the class's common ones left
+    out."""
+    import numpy as np
+    from copydetect import CodeFingerprint
+
+    def printed(boilerplate):
+        return {i: CodeFingerprint("s.py", NOISE, WINDOW, boilerplate, fp=io.StringIO(text))
+                for i, text in sorted(texts.items())}
+    boilerplate = boilerplate_hashes(boilerplate_texts)
+    prints = printed(boilerplate)
+    common = class_common(prints.values())
+    return printed(np.union1d(boilerplate, common)) if len(common) else prints
+
+
+def class_common(prints):
+    """The fingerprints more than COMMON_SHARE of the documents hold, in a class of COMMON_MIN_CLASS or more."""
+    import numpy as np
+
+    prints = list(prints)
+    if len(prints) < COMMON_MIN_CLASS:
+        return np.array([], dtype=np.int64)
+    hashes, counts = np.unique(np.concatenate([np.unique(np.fromiter(fp.hash_idx.keys(), dtype=np.int64))
+                                               for fp in prints]), return_counts=True)
+    return hashes[counts > COMMON_SHARE * len(prints)]
+
+
+def class_cutoff(pairs):
+    """The share a pair must reach to be listed: OUTLIER_MADS robust deviations above the class's median pair,
+    and at least THRESHOLD (THRESHOLD alone below DISTRIBUTION_MIN_PAIRS pairs)."""
+    scores = sorted(max(p[2], p[3]) for p in pairs)
+    if len(scores) < DISTRIBUTION_MIN_PAIRS:
+        return THRESHOLD
+    median, spread = _median_and_spread(scores)
+    return max(THRESHOLD, median + OUTLIER_MADS * spread)
+
+
+def above_class(pairs):
+    """{(a, b): how many robust deviations the pair's larger share is above the class's median pair}, or {} when
+    the class makes no distribution (too few pairs, or no spread)."""
+    scores = [max(p[2], p[3]) for p in pairs]
+    if len(scores) < DISTRIBUTION_MIN_PAIRS:
+        return {}
+    median, spread = _median_and_spread(scores)
+    return {(p[0], p[1]): (max(p[2], p[3]) - median) / spread for p in pairs} if spread else {}
+
+
+def _median_and_spread(scores):
+    """The median and the median absolute deviation, scaled (x 1.4826) to a normal distribution's deviation."""
+    import statistics
+
+    median = statistics.median(scores)
+    return median, 1.4826 * statistics.median(abs(s - median) for s in scores)
 
 
 def boilerplate_hashes(texts):
@@ -109,29 +177,34 @@ def _shares(fp_a, fp_b, occ_a, occ_b):
     return tokens_a, float(share_a), float(share_b)
 
 
-def listed(pair):
-    return max(pair[2], pair[3]) >= THRESHOLD
+def listed(pair, cutoff=THRESHOLD):
+    return max(pair[2], pair[3]) >= cutoff
 
 
 def similarity_csv(pairs):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(COLUMNS)
-    for a, b, share_a, share_b, overlap, _, _ in pairs:
-        writer.writerow([a, b, f"{share_a:.2f}", f"{share_b:.2f}", overlap, "yes" if listed((a, b, share_a, share_b))
-                         else ""])
-    return buffer.getvalue()
+    """Every pair, most similar first, with how far it stands above the class's median pair; the submission ids
+    are the students' own folder names, guarded as every kit CSV is."""
+    cutoff, z = class_cutoff(pairs), above_class(pairs)
+    return csv_text([COLUMNS, *([a, b, f"{share_a:.2f}", f"{share_b:.2f}", overlap,
+                                 f"{z[(a, b)]:.1f}" if (a, b) in z else "",
+                                 "yes" if listed((a, b, share_a, share_b), cutoff) else ""]
+                                for a, b, share_a, share_b, overlap, _, _ in pairs)],
+                    ("share_of_a", "share_of_b", "shared_tokens", "above_class"))
 
 
 def similarity_html(pairs, labels):
     """The listed pairs, then each side by side; ``labels``: {id: who handed it in}."""
-    shown = [p for p in pairs if listed(p)]
+    cutoff = class_cutoff(pairs)
+    shown = [p for p in pairs if listed(p, cutoff)]
     e = html.escape
+    how = (f"stand out from the class: {OUTLIER_MADS:g} robust deviations above its median pair, and at least "
+           f"{THRESHOLD:.0%} of one side's code ({cutoff:.0%} here)" if len(pairs) >= DISTRIBUTION_MIN_PAIRS
+           else f"share {THRESHOLD:.0%} or more of one side's code (too few pairs for a class distribution)")
     body = ["<h1>Code similarity</h1>",
-            f"<p>{len(pairs)} pairs compared with copydetect (k = {NOISE} characters of normalised code; the stubs' "
-            f"code left out); {len(shown)} pairs share {THRESHOLD:.0%} or more of one side's code. Similar code is a "
-            "reason to look, never a finding: two correct solutions of a short exercise can look alike. "
-            "This page changes no grade.</p>"]
+            f"<p>{len(pairs)} pairs compared with copydetect (k = {NOISE} characters of normalised code; the stubs', "
+            f"the reference's and the code most of the class shares left out); {len(shown)} pairs {how}. Similar "
+            "code is a reason to look, never a finding: two correct solutions of a short exercise can look alike. "
+            f"This page changes no grade; {CSV_NAME} ranks every pair.</p>"]
     if shown:
         body.append("<table><tr><th>Pair</th><th>Share of the first</th><th>Share of the second</th></tr>")
         for n, (a, b, share_a, share_b, _, _, _) in enumerate(shown):
@@ -175,6 +248,7 @@ def write(out_dir, entries, stub_texts, labels):
         return "similarity: copydetect is not installed here (make venv installs it); no similarity report"
     write_atomic(os.path.join(out_dir, CSV_NAME), similarity_csv(pairs))
     write_atomic(os.path.join(out_dir, HTML_NAME), similarity_html(pairs, labels))
-    flagged = sum(1 for p in pairs if listed(p))
-    return f"similarity: {flagged} of {len(pairs)} pairs share {THRESHOLD:.0%} or more of one side's code " \
-           f"({HTML_NAME})" if flagged else None
+    cutoff = class_cutoff(pairs)
+    flagged = sum(1 for p in pairs if listed(p, cutoff))
+    return f"similarity: {flagged} of {len(pairs)} pairs stand out from the class ({cutoff:.0%} or more of one " \
+           f"side's code; {HTML_NAME})" if flagged else None

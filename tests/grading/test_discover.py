@@ -358,7 +358,9 @@ def test_a_canvas_download_is_one_submission_per_student_with_the_canvas_user_id
     sources = discover([str(canvas_download(tmp_path / "canvas"))])
     assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
     who = {s.id: s.submitters for s in sources}
-    assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815", lms_file_id="9001"),)
+    assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815", lms_file_id="9001",
+                                                 lms_file_name="attention.py"),)
+    assert who["hoppergrace_1906"][0].lms_file_name == "submission.zip"
     assert who["turingalan_1912"][0].late and not who["lovelaceada_1815"][0].late
 
 
@@ -404,3 +406,134 @@ def test_a_flat_moodle_download_is_one_submission_per_participant(tmp_path):
         assert [(s.id, s.submitters[0].lms_id) for s in sources] == [("Ada Lovelace_482914", "482914"),
                                                                     ("Alan Turing_482915", "482915")]
         assert sorted(os.listdir(sources[0].path)) == ["attention.py", "mha.py"]
+
+
+# --- each LMS's own naming grammar (issue 48) ------------------------------------------------
+# Read from source, not run against a live LMS:
+# - Canvas, instructure/canvas-lms lib/content_zipper.rb @05e9653c (get_filename, add_upload_submission,
+#   sanitize_user_name): "<lastfirst>[_LATE]_<user_id>_<attachment id>_<display name>", lastfirst with every
+#   "_<digits>_" run written as "<digits>"; app/models/assignment.rb infer_comment_context_from_filename (as
+#   indexed): split on "_", the first two all-digit parts are the user id and the attachment id.
+# - Moodle, moodle/moodle mod/assign/locallib.php download_submissions (as indexed): the prefix is
+#   str_replace('_', ' ', fullname) . '_' . uniqueid, then "_assignsubmission_<plugin>_".
+
+def test_a_canvas_students_own_file_name_never_changes_how_the_class_is_read(tmp_path):
+    """Canvas's prefix is fixed (content_zipper.rb get_filename): a tail that spells Moodle's marker is still
+    that Canvas student's file, and every student of the download is found."""
+    folder = canvas_download(tmp_path / "canvas")
+    write(folder / "lovelaceada_1815_9004_notes_7_assignsubmission_file_attention.py", "# notes\n")
+    with discovered([str(folder)]) as sources:
+        assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
+        assert sources.notes == ["canvas: read as a Canvas download: 3 students, named by its file names"]
+        ada = next(s for s in sources if s.id == "lovelaceada_1815")
+        assert "notes_7_assignsubmission_file_attention.py" in os.listdir(ada.path)
+
+
+def test_a_canvas_lastfirst_may_hold_underscores_and_the_ids_are_the_first_two_numbers():
+    """Canvas keeps word characters (underscores too) of the sortable name, and writes a "_<digits>_" run as
+    "<digits>", so its re-upload reader takes the first two all-digit parts as the user id and the attachment id
+    (assignment.rb infer_comment_context_from_filename)."""
+    from autograder.grading import lms
+    who = lms.flat_file("o_brienpat_LATE_2024_77_mha_v2_3.py")
+    assert (who.lms, who.name, who.user, who.file_id, who.file, who.late) == (
+        "canvas", "o_brienpat", "2024", "77", "mha_v2_3.py", True)
+
+
+def test_a_canvas_text_entry_belongs_to_its_student():
+    """content_zipper.rb add_text_or_url: "<lastfirst>_<user id>_text.html", no attachment id."""
+    from autograder.grading import lms
+    who = lms.flat_file("lovelaceada_1815_text.html")
+    assert (who.lms, who.user, who.file, who.file_id) == ("canvas", "1815", "text.html", "")
+
+
+def test_the_moodle_prefix_ends_at_the_first_underscore_whatever_the_file_is_called():
+    """Moodle replaces "_" in the full name by a space (locallib.php download_submissions): the participant id
+    is the first number, whatever the student called the file."""
+    from autograder.grading import lms
+    who = lms.flat_file("Ada Lovelace_482914_assignsubmission_file_x_9_assignsubmission_file_mha.py")
+    assert (who.lms, who.user, who.name, who.file) == ("moodle", "482914", "Ada Lovelace",
+                                                       "x_9_assignsubmission_file_mha.py")
+    assert lms.flat_file("Ada_Lovelace_482914_assignsubmission_file_mha.py") is None, "no Moodle name holds a _"
+
+
+def test_a_file_that_fits_no_grammar_is_named_in_one_line_and_the_class_is_graded(tmp_path):
+    folder = canvas_download(tmp_path / "canvas")
+    write(folder / "grading notes.txt", "the instructor's")
+    write(folder / "Ada Lovelace_482914_assignsubmission_file_mha.py", MHA)
+    with discovered([str(folder)]) as sources:
+        assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
+        assert sources.notes[1:] == [
+            "not graded: Ada Lovelace_482914_assignsubmission_file_mha.py, grading notes.txt in canvas (not named as "
+            "Canvas names a download's files, <lastfirst>[_LATE]_<userid>_<attachmentid>_<file>); the rest of the "
+            "class is graded"]
+
+
+def test_a_folder_holding_canvas_submissions_zip_alone_is_the_class(tmp_path):
+    """What a browser saves: Canvas's submissions.zip, alone in a folder."""
+    saved = tmp_path / "Downloads"
+    saved.mkdir()
+    zip_folder(canvas_download(tmp_path / "canvas"), saved / "submissions.zip")
+    with discovered([str(saved)]) as sources:
+        assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
+        assert all(s.submitters[0].lms == "canvas" for s in sources)
+
+
+def test_a_students_zip_of_several_folders_alone_in_a_folder_is_still_one_submission(tmp_path):
+    folder = tmp_path / "alice"
+    folder.mkdir()
+    src = submission(tmp_path / "src", "lab3")
+    write(src / "notes" / "readme.txt", "mine")
+    zip_folder(src, folder / "submission.zip")
+    assert discover([str(folder)]) == [SubmissionSource("alice", str(folder / "submission.zip"))]
+
+
+def test_a_moodle_online_text_folder_belongs_to_its_participant(tmp_path):
+    """Moodle writes one folder per plugin (locallib.php: "_assignsubmission_<plugin>_"): the online text and
+    the upload are one participant's one submission, and an online text alone is that participant's row."""
+    export = tmp_path / "moodle"
+    submission(export / "Ada Lovelace_482914_assignsubmission_file_")
+    write(export / "Ada Lovelace_482914_assignsubmission_onlinetext_" / "onlinetext.html", "<p>hi</p>")
+    write(export / "Alan Turing_482915_assignsubmission_onlinetext_" / "onlinetext.html", "<p>no code</p>")
+    sources = discover([str(export)])
+    assert [(s.id, s.submitters[0].lms_id) for s in sources] == [("Ada Lovelace_482914", "482914"),
+                                                                ("Alan Turing_482915", "482915")]
+    assert sources[0].path == str(export / "Ada Lovelace_482914_assignsubmission_file_")
+
+
+def forged_export(folder):
+    """A student's upload dressed as a Gradescope export: her own row, a classmate's, and a 2020 hand-in time."""
+    write(folder / "submission_metadata.yml", GRADESCOPE_METADATA.replace("2025-10-14", "2020-01-01"))
+    submission(folder / "submission_231245781")
+    submission(folder / "submission_231246990")
+    return folder
+
+
+def test_an_upload_inside_a_batch_is_never_read_as_an_export(tmp_path):
+    batch = tmp_path / "class"
+    submission(batch / "bob")
+    zip_folder(forged_export(tmp_path / "forged"), batch / "eve.zip")
+    sources = discover([str(batch)])
+    assert [(s.id, s.submitters) for s in sources] == [("bob", ()), ("eve", ())]
+
+
+def test_a_zip_graded_beside_the_class_is_one_submission_whatever_it_holds(tmp_path):
+    """An upload is never an export: identity and hand-in time come from the layout the instructor named."""
+    canvas = canvas_download(tmp_path / "canvas")
+    eve = zip_folder(forged_export(tmp_path / "forged"), tmp_path / "eve.zip")
+    with discovered([str(canvas), str(eve)]) as sources:
+        assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912", "eve"]
+        assert sources[-1].submitters == () and sources[-1].path == str(eve)
+        assert all(not who.submitted_at for s in sources for who in s.submitters)
+
+
+def test_every_export_read_says_so_in_one_line_so_an_upload_posing_as_one_is_seen(tmp_path):
+    with discovered([str(forged_export(tmp_path / "eve"))]) as sources:
+        assert sources.notes == ["eve: read as a Gradescope export: 2 submissions named by its "
+                                 "submission_metadata.yml (names, emails, SIDs, hand-in times)"]
+    moodle = tmp_path / "moodle"
+    submission(moodle / "Ada Lovelace_482914_assignsubmission_file_")
+    submission(moodle / "Alan Turing_482915_assignsubmission_file_")
+    with discovered([str(moodle)]) as sources:
+        assert sources.notes == ["moodle: read as a Moodle download: 2 participants, named by its folder names"]
+    with discovered([str(submission(tmp_path / "alice"))]) as sources:
+        assert sources.notes == [], "one student's folder is no export"

@@ -187,12 +187,41 @@ def test_two_copies_at_the_same_depth_pick_the_first_path_and_say_so(tmp_path):
     assert staged.problems == ["found 2 different copies of mha.py (a/mha.py, b/mha.py): graded a/mha.py (the shallowest)"]
 
 
-def test_a_misnamed_file_gets_a_hint(tmp_path):
-    write(tmp_path / "sub" / "Attention.py", ATTENTION)
+@pytest.mark.parametrize("misnamed", ["Attention.py", "attention (1).py", "ATTENTION-2.py"])
+def test_a_file_misnamed_by_case_or_a_copy_number_is_graded_with_a_note(tmp_path, misnamed):
+    """Browsers save a second download as "attention (1).py", Canvas keeps "-1" on a re-upload, and some
+    editors capitalise: the file is graded under its own name, and the student is told to fix it."""
+    write(tmp_path / "sub" / misnamed, ATTENTION)
     write(tmp_path / "sub" / "mha.py", MHA)
     staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
-    assert staged.problems == [
-        "attention.py is missing (found Attention.py: the file must be named exactly attention.py)"]
+    assert staged.found == {"attention.py": misnamed, "mha.py": "mha.py"}
+    assert (tmp_path / "out" / "attention.py").read_text() == ATTENTION
+    assert staged.problems == [f"graded {misnamed} as attention.py: name the file exactly attention.py"]
+
+
+def test_a_misnamed_copy_in_a_zip_is_graded_with_a_note(tmp_path):
+    archive = tmp_path / "sub.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("lab/mha (1).py", MHA)
+        z.writestr("lab/attention.py", ATTENTION)
+    staged = stage(str(archive), str(tmp_path / "out"))
+    assert staged.found == {"attention.py": "lab/attention.py", "mha.py": "lab/mha (1).py"}
+    assert staged.problems == ["graded lab/mha (1).py as mha.py: name the file exactly mha.py"]
+
+
+def test_the_exact_name_wins_over_a_misnamed_copy(tmp_path):
+    write(tmp_path / "sub" / "attention.py", ATTENTION)
+    write(tmp_path / "sub" / "Attention (1).py", "# an older copy\n")
+    write(tmp_path / "sub" / "mha.py", MHA)
+    staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
+    assert staged.found["attention.py"] == "attention.py" and staged.problems == []
+
+
+def test_a_name_that_only_starts_like_a_submission_file_is_not_one(tmp_path):
+    write(tmp_path / "sub" / "attention_old.py", ATTENTION)
+    write(tmp_path / "sub" / "mha.py", MHA)
+    staged = stage(str(tmp_path / "sub"), str(tmp_path / "out"))
+    assert "attention.py" not in staged.found and staged.problems == ["attention.py is missing"]
 
 
 def test_macos_junk_and_hidden_folders_are_not_searched(tmp_path):

@@ -167,7 +167,8 @@ def test_an_adjustment_survives_a_forced_regrade_and_make_clean_and_the_history_
         assert run.returncode == 0, run.stderr[-3000:]
     assert (out / "adjustments.csv").read_text() == text, "the kit rewrote the instructor's adjustments"
     row = gradebook_row(out, "mask_bug")
-    assert float(row["total"]) == float(row["raw"]) - 5 and row["adjustment"] == "-5 points (two days late)", row
+    assert float(row["total"]) == float(row["raw"]) - 5 and row["adjustment"] == "-5", row
+    assert row["adjustment_reason"] == "'-5 points (two days late)", "a text cell starting with - is guarded"
     history = (out / "history.csv").read_bytes()
     assert history.startswith(history_before), "history.csv was rewritten, not appended to"
     added = history[len(history_before):].decode().splitlines()
@@ -270,8 +271,12 @@ def real_shaped(tmp_path_factory):
     (canvas / "núñezjosé_2002_9010_mha-1.py").write_text(ref["mha.py"])
     (canvas / "lovelaceada_LATE_1815_9001_attention.py").write_text(bug)
     (canvas / "lovelaceada_LATE_1815_9001_mha.py").write_text(ref["mha.py"])
+    # issue 48's intake attacks: a tail that spells Moodle's marker, and a file that fits no grammar
+    (canvas / "lovelaceada_LATE_1815_9003_notes_7_assignsubmission_file_attention.py").write_text("# notes\n")
+    (canvas / "grading notes.txt").write_text("the instructor's")
     moodle = kit.root / "moodle"
     for folder, files in (("Siobhán Ó Ceallaigh_482915_assignsubmission_file_", {"submission.zip": zipped}),
+                          ("Siobhán Ó Ceallaigh_482915_assignsubmission_onlinetext_", {"onlinetext.html": b"<p>hi</p>"}),
                           ("Grace Hopper_482916_assignsubmission_file_", {})):
         (moodle / folder).mkdir(parents=True)
         for name, data in files.items():
@@ -329,7 +334,25 @@ def test_a_canvas_re_upload_is_graded_and_the_import_file_names_each_student_by_
 
 
 def test_moodle_folders_with_non_ascii_names_import_by_participant_id(real_shaped):
-    from autograder.grading.suite_points import full_marks
+    """Moodle's worksheet importer (mod/assign/feedback/offline/importgradeslib.php @452e36fc, init) needs
+    Identifier, Grade and Last modified (grade); locallib.php @04975560 skips a grade above the maximum."""
+    from autograder.grading.suite_points import core_max, full_marks
     rows = rows_of(real_shaped["moodle"], "import-moodle.csv")
-    assert [(r["Identifier"], r["Full name"], r["Grade"]) for r in rows] == [
-        ("Participant 482915", "Siobhán Ó Ceallaigh", f"{full_marks():g}")], "the empty folder is left out"
+    assert [(r["Identifier"], r["Full name"], r["Grade"], r["Maximum Grade"], r["Total before the cap"])
+            for r in rows] == [("Participant 482915", "Siobhán Ó Ceallaigh", f"{min(full_marks(), core_max()):g}",
+                                f"{core_max():g}", f"{full_marks():g}")], "the empty folder is left out"
+    assert rows[0]["Last modified (grade)"], "Moodle reads an empty date as stale"
+    if full_marks() > core_max():
+        assert "import-moodle.csv: 1 total above the maximum grade, capped" in real_shaped["moodle-console"]
+
+
+def test_a_students_file_name_never_stops_a_canvas_class_and_a_stray_file_is_named_in_one_line(real_shaped):
+    """Canvas's prefix is fixed (lib/content_zipper.rb get_filename; assignment.rb
+    infer_comment_context_from_filename reads the first two numbers): the class is read as Canvas's."""
+    assert {r["ID"] for r in rows_of(real_shaped["canvas"], "import-canvas.csv")} == {"2002", "1815"}
+    lines = [line for line in real_shaped["canvas-console"].splitlines() if "grading notes.txt" in line]
+    assert len(lines) == 1 and lines[0].startswith("not graded: grading notes.txt"), lines
+
+
+def test_a_moodle_online_text_folder_is_no_second_row(real_shaped):
+    assert [r["submission_id"] for r in rows_of(real_shaped["moodle"])].count("Siobhán Ó Ceallaigh_482915") == 1

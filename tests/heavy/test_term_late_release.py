@@ -1,6 +1,6 @@
 """Late work, release and similarity on a real-shaped Gradescope export, graded by the kit's own command:
 the export's created_at reaches the gradebook's penalty, release/ holds no hidden test's output, and
-similarity pairs the two copies of one solution (issue 33, items 4, 7 and 8)."""
+similarity leaves the reference out (issue 33, items 4, 7 and 8; issue 48, item 4)."""
 import csv
 import io
 import shutil
@@ -81,8 +81,10 @@ def test_release_holds_no_hidden_tests_output_until_published(graded):
     assert hidden["name"] in released and f"**Your total: {total}.**" in released
 
 
-def test_similarity_pairs_the_two_copies_and_leaves_the_grades_alone(graded):
-    rows = list(csv.DictReader(io.StringIO((graded / "similarity.csv").read_text(encoding="utf-8"))))
-    top = rows[0]
-    assert (top["submission_a"], top["submission_b"], top["share_of_a"], top["listed"]) == ("1", "3", "1.00", "yes")
+def test_similarity_leaves_out_the_reference_and_leaves_the_grades_alone(graded):
+    """Code every correct solution must share is no evidence (issue 48): two copies of the reference itself share
+    nothing once the reference's fingerprints are left out, as the stubs' are."""
+    rows = {(r["submission_a"], r["submission_b"]): r for r in csv.DictReader(io.StringIO(
+        (graded / "similarity.csv").read_text(encoding="utf-8")))}
+    assert (rows[("1", "3")]["shared_tokens"], rows[("1", "3")]["listed"]) == ("0", "")
     assert book(graded)["3"]["raw"] == points(full_marks())

@@ -211,6 +211,21 @@ def test_a_due_date_without_a_time_or_not_a_date_is_refused_in_one_line(tmp_path
     assert "late.due must be a date and a time" in message and "\n" not in message
 
 
+@pytest.mark.parametrize("due", ["2026-10-01 23:59:60", "2026-10-01 23:59 +25:00", "2026-02-30 12:00"])
+def test_a_due_date_the_late_policy_could_not_apply_is_refused_at_load(tmp_path, due):
+    """One reader for grading.yaml and the policy (config.parse_time): a value accepted here is never turned
+    into no due date later, which would switch every late penalty off without a word."""
+    message = refused(tmp_path, f"late:\n  due: \"{due}\"\n")
+    assert "late.due must be a date and a time" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("due", ["2026-10-01 23:59", "2026-10-01T23:59:30Z", "2026-10-01 23:59 -0700",
+                                 "2025-10-14 22:41:07.334051000 -07:00"])
+def test_every_due_date_grading_yaml_accepts_is_one_the_late_policy_applies(tmp_path, due):
+    from autograder.reports.lateness import Policy
+    assert Policy.of(load_config(write(tmp_path, f"late:\n  due: \"{due}\"\n"))).due is not None
+
+
 def test_a_percentage_past_100_is_refused(tmp_path):
     assert "late.percent_per_day must be at most 100" in refused(tmp_path, "late:\n  percent_per_day: 150\n")
 

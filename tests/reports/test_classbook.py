@@ -237,13 +237,81 @@ def test_the_canvas_import_has_canvas_student_columns_then_the_lab_and_blank_for
     assert rows[1:] == [["lovelaceada", "1815", "", "", "", "7"], ["turingalan", "1912", "", "", "", ""]]
 
 
-def test_the_moodle_worksheet_names_each_participant_and_leaves_out_rows_with_no_grade():
+# --- Moodle's grading worksheet, from its importer's source (read, not run against a Moodle) -------------------
+# moodle/moodle mod/assign/feedback/offline/importgradeslib.php @452e36fc (init, next) and locallib.php @04975560
+# (process_import_grades); the English strings from mod/assign/lang/en/assign.php (recordid "Identifier",
+# hiddenuser "Participant ", lastmodifiedgrade "Last modified (grade)") and lang/en/moodle.php (grade "Grade").
+
+MOODLE_TURING = Submitter("Alan Turing", "", "", "moodle", "482915")
+
+
+def moodle_rows(made, **kw):
     from autograder.reports.classbook import moodle_import_csv
+    return list(csv.DictReader(io.StringIO(moodle_import_csv(made, **kw).lstrip("\ufeff"))))
+
+
+def test_the_moodle_worksheet_has_the_three_columns_its_importer_requires():
+    """importgradeslib.php init() returns false (and locallib.php stops with invalidgradeimport) unless the
+    header holds get_string('recordid', 'assign'), get_string('grade') and get_string('lastmodifiedgrade',
+    'assign'): in English, Identifier, Grade and Last modified (grade)."""
+    from autograder.reports.classbook import moodle_import_csv
+    header = read_csv(moodle_import_csv([("Zoë Ångström_482913", (MOODLE_ZOE,), entries(7)[0][2])]))[0]
+    assert {"Identifier", "Grade", "Last modified (grade)"} <= set(header), header
+
+
+def test_the_identifier_gives_back_the_participant_id_as_moodle_strips_it():
+    """importgradeslib.php next(): the id is substr($idstr, strlen(get_string('hiddenuser', 'assign')))."""
+    [row] = moodle_rows([("Zoë Ångström_482913", (MOODLE_ZOE,), entries(7)[0][2])])
+    assert row["Identifier"][len("Participant "):] == "482913" and row["Full name"] == "Zoë Ångström"
+
+
+def test_rows_with_no_grade_are_left_out_as_moodle_skips_an_empty_grade():
+    """process_import_grades: "Skip - grade has no value" for an empty grade."""
+    made = [("Zoë Ångström_482913", (MOODLE_ZOE,), entries(7)[0][2]), ("Alan Turing_482915", (MOODLE_TURING,),
+                                                                     no_files("x")[2])]
+    assert [r["Identifier"] for r in moodle_rows(made)] == ["Participant 482913"]
+
+
+def test_no_grade_is_above_the_maximum_the_worksheet_states():
+    """process_import_grades skips a grade above the assignment's maximum ("Out of range"): a total with extra
+    credit is capped at the worksheet's maximum, and the total before the cap stays in a column Moodle ignores."""
+    from autograder.reports.classbook import moodle_capped
+    made = [("Zoë Ångström_482913", (MOODLE_ZOE,), entries(11.5)[0][2])]
+    [row] = moodle_rows(made)
+    assert (row["Grade"], row["Maximum Grade"], row["Total before the cap"]) == ("10", "10", "11.5")
+    assert float(row["Grade"]) <= float(row["Maximum Grade"])
+    assert moodle_capped(made) == [("Zoë Ångström_482913", "11.5", 10.0)]
+
+
+def test_the_instructors_maximum_carries_extra_credit_into_the_worksheet():
+    from autograder.reports.classbook import MoodleSheet, moodle_capped
+    made = [("Zoë Ångström_482913", (MOODLE_ZOE,), entries(11.5)[0][2])]
+    [row] = moodle_rows(made, sheet=MoodleSheet(max_grade=12))
+    assert (row["Grade"], row["Maximum Grade"]) == ("11.5", "12")
+    assert moodle_capped(made, sheet=MoodleSheet(max_grade=12)) == []
+
+
+def test_the_headers_follow_the_sites_language():
+    """The columns are looked up with get_string: a German Moodle (the de language pack's assign.php) reads
+    "ID", "Teilnehmer/in" before the id, "Zuletzt geändert (Bewertung)", and moodle.php's "Bewertung"."""
+    from autograder.reports.classbook import MoodleSheet
+    sheet = MoodleSheet(identifier="ID", participant="Teilnehmer/in", grade="Bewertung",
+                        last_modified="Zuletzt geändert (Bewertung)")
+    [row] = moodle_rows([("Zoë Ångström_482913", (MOODLE_ZOE,), entries(7)[0][2])], sheet=sheet)
+    assert (row["ID"], row["Bewertung"]) == ("Teilnehmer/in482913", "7") and row["Zuletzt geändert (Bewertung)"]
+
+
+def test_last_modified_is_a_time_strtotime_reads_and_the_time_the_total_last_changed():
+    """next(): $result->modified = strtotime(...); a date older than Moodle's own grade (by over 60 s) is
+    stale and skipped unless "Ignore last modified date" is ticked. The worksheet says when the kit's total
+    last changed (history.csv), as DATE_ATOM, and the time of writing when history has no row."""
+    import datetime
     made = [("Zoë Ångström_482913", (MOODLE_ZOE,), entries(7)[0][2]),
-            ("Alan Turing_482915", (Submitter("Alan Turing", "", "", "moodle", "482915"),), no_files("x")[2])]
-    rows = read_csv(moodle_import_csv(made))
-    assert rows == [["Identifier", "Full name", "Grade", "Maximum Grade"],
-                    ["Participant 482913", "Zoë Ångström", "7", "10"]], rows
+            ("Alan Turing_482915", (MOODLE_TURING,), entries(8)[0][2])]
+    rows = moodle_rows(made, modified={"Zoë Ångström_482913": "2026-10-02T09:15:00+02:00"})
+    assert rows[0]["Last modified (grade)"] == "2026-10-02T09:15:00+02:00"
+    written = datetime.datetime.fromisoformat(rows[1]["Last modified (grade)"])
+    assert written.tzinfo and abs(written - datetime.datetime.now().astimezone()) < datetime.timedelta(minutes=1)
 
 
 def test_no_import_file_without_that_lms_identity():
@@ -251,12 +319,29 @@ def test_no_import_file_without_that_lms_identity():
     assert canvas_import_csv(entries(7)) is None and moodle_import_csv(entries(7)) is None
 
 
-def test_the_gradebook_shows_raw_adjustment_and_final():
+def test_the_gradebook_shows_raw_adjustment_and_final_as_numbers_and_the_reason_apart():
+    """Every number column holds a number (an LMS imports it as a grade); the adjustment's words have their own
+    column: an override's adjustment is what it added to the total."""
     from autograder.reports.adjustments import Applied
     applied = {"s0": Applied(points=-2, reasons=["two days late"]), "s1": Applied(override=9.5, reasons=["by hand"])}
     rows = list(csv.DictReader(io.StringIO(gradebook_csv(entries(7, 6), applied))))
-    assert [(r["raw"], r["adjustment"], r["total"]) for r in rows] == [
-        ("7", "-2 points (two days late)", "5"), ("6", "set to 9.5 (by hand)", "9.5")]
+    assert [(r["raw"], r["adjustment"], r["total"], r["adjustment_reason"]) for r in rows] == [
+        ("7", "-2", "5", "'-2 points (two days late)"), ("6", "3.5", "9.5", "set to 9.5 (by hand)")]
+    for row in rows:
+        for column in ("total", "raw", "adjustment", "max"):
+            float(row[column])
+
+
+def test_every_csv_the_kit_writes_guards_a_cell_a_spreadsheet_would_run():
+    """One helper for every file: a text cell starting with =, +, -, @, a tab or a CR gets a leading quote (even
+    "-2": an SID is text); a number the kit computed, in a number column, stays a number."""
+    from autograder.reports.inert_text import csv_text
+    from autograder.reports.similarity import similarity_csv
+    hostile = ["=2+3_101", "+1", "-1+1", "@SUM(A1)", "\t=1", "\r=1", "-2", "Ada"]
+    rows = list(csv.reader(io.StringIO(csv_text([[*map(str, range(8)), "n"], [*hostile, "-2"]], numbers=["n"]))))
+    assert rows[1] == ["'=2+3_101", "'+1", "'-1+1", "'@SUM(A1)", "'\t=1", "'=1", "'-2", "Ada", "-2"]
+    pairs = list(csv.reader(io.StringIO(similarity_csv([("=2+3_101", "@bob", 0.9, 0.8, 40, None, None)]))))
+    assert pairs[1][:2] == ["'=2+3_101", "'@bob"]
 
 
 def test_the_gradebook_says_which_submissions_the_export_marked_late():
@@ -293,6 +378,17 @@ def test_the_anonymous_summary_names_nobody():
         assert who not in page, who
 
 
+def test_the_anonymous_summary_charts_each_parts_scores_over_every_graded_submission():
+    """One chart per part, each counting once every graded submission scored in that part (the one with no files
+    left out): the two scored in masks, in the masks chart."""
+    page = anonymous_class()
+    charts = re.findall(r"<figcaption>([^<]*): scores of (\d+) submissions \(% of its ([\d.]+) points\)</figcaption>"
+                        r'<div class="bands">(.*?)</div></figure>', page)
+    assert len(charts) >= 2 and ("Masks", "2", "10") in [c[:3] for c in charts], charts
+    for _, count, _, columns in charts:
+        assert sum(int(n) for n in re.findall(r'<div class="band"><span>(\d+)</span>', columns)) == int(count)
+
+
 def test_the_anonymous_summary_keeps_the_core_mean_apart_from_extra_credit():
     page = anonymous_class()
     assert "Core score, extra credit apart: mean 3.3" in page, page  # (10 + 0 + 0) / 3, the 5 extra points apart
@@ -302,5 +398,6 @@ def test_the_anonymous_summary_keeps_the_core_mean_apart_from_extra_credit():
 
 def test_the_anonymous_summary_draws_the_distribution_each_part_and_the_common_bugs():
     page = anonymous_class()
-    assert page.count('class="column"') == 10 and "<h2>Each part</h2>" in page
+    assert page.count('<div class="bands">') == 1 + len(re.findall(r"<figcaption>[^<]*: scores of \d+ submissions", page))
+    assert "<h2>Each part</h2>" in page
     assert "<code>split_without_transpose</code></td><td class=\"num\">1 of 3" in page, page

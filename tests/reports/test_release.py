@@ -115,3 +115,53 @@ def test_release_of_a_folder_without_reports_is_one_line(tmp_path):
     run = subprocess.run([sys.executable, "-m", "autograder", "release", str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "no graded reports" in run.stderr
+
+
+# --- Canvas's Re-Upload Submissions shows the submitted file's name (read from source, not run) -------------
+# instructure/canvas-lms app/models/assignment.rb (as indexed): generate_comments_from_files attaches each file
+# with FileInContext.attach(self, filename, display_name), display_name from infer_comment_context_from_filename:
+# attachment.display_name, the attachment named by the file name's second number. What the uploaded file is
+# called is never shown: the feedback must open as the kind of file the student submitted.
+
+def canvas_released(tmp_path, file_name):
+    who = (Submitter("turingalan", "", "", "canvas", "1912", lms_file_id="9002", lms_file_name=file_name),)
+    term(tmp_path, [("alan", who, graded(who))])
+    released(tmp_path, "after_published")
+    archive = zipfile.ZipFile(tmp_path / "release" / "canvas-feedback.zip")
+    [name] = archive.namelist()
+    return name, archive.read(name)
+
+
+def test_canvas_feedback_on_a_py_file_is_python_whose_comments_are_the_feedback(tmp_path):
+    import ast
+    name, data = canvas_released(tmp_path, "attention.py")
+    assert name == "turingalan_1912_9002_attention.py", "the user id and attachment id come first, as Canvas reads"
+    text = data.decode("utf-8")
+    assert ast.parse(text).body == [], "only comments: it opens as Python and runs nothing"
+    assert "3 / 7" in text and "Canvas names this file after the file you handed in" in text
+
+
+def test_canvas_feedback_on_a_notebook_is_a_notebook_with_the_feedback_as_markdown(tmp_path):
+    import json
+    name, data = canvas_released(tmp_path, "playground.ipynb")
+    notebook = json.loads(data)
+    assert name.endswith("_9002_playground.ipynb") and notebook["nbformat"] == 4
+    assert notebook["cells"][0]["cell_type"] == "markdown" and "3 / 7" in notebook["cells"][0]["source"]
+
+
+def test_canvas_feedback_on_a_zip_is_a_zip_holding_the_feedback_pages(tmp_path):
+    import io
+    name, data = canvas_released(tmp_path, "submission.zip")
+    with zipfile.ZipFile(io.BytesIO(data)) as inner:
+        assert sorted(inner.namelist()) == ["feedback.html", "feedback.md"]
+        assert "3 / 7" in inner.read("feedback.md").decode("utf-8")
+
+
+def test_the_feedback_zips_flag_non_ascii_names_as_utf_8(tmp_path):
+    """Without the flag (general purpose bit 11), Windows' unzip reads "Kurt Gödel" as "Kurt G├╢del"."""
+    godel = (Submitter("Kurt Gödel", "", "", "moodle", "482917"),)
+    term(tmp_path, [("godel", godel, graded(godel))])
+    released(tmp_path)
+    with zipfile.ZipFile(tmp_path / "release" / "moodle-feedback.zip") as archive:
+        [info] = archive.infolist()
+        assert info.filename.startswith("Kurt Gödel_482917") and info.flag_bits & 0x800

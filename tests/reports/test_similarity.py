@@ -106,7 +106,7 @@ def test_one_submission_has_no_pair_and_costs_no_import_of_copydetect():
 def test_every_pairs_shares_are_copydetects_own():
     """The pairs' overlap is found with arrays, not copydetect's loop over every shared hash: the numbers must be
     the ones copydetect's compare_files gives, on the samples' code, with and without the stubs left out."""
-    from copydetect import CodeFingerprint, compare_files
+    from copydetect import compare_files
 
     samples = sorted((ROOT / "examples" / "submissions").glob("*/*.py"))
     texts = {f"{path.parent.name}/{path.name}": path.read_text(encoding="utf-8") for path in samples}
@@ -114,11 +114,69 @@ def test_every_pairs_shares_are_copydetects_own():
     texts["other_renamed"] = OTHER.replace("table", "memo").replace("items", "stock")
     for boilerplate_texts in (STUBS, []):
         pairs = similarity.compare(texts, boilerplate_texts)
-        boilerplate = similarity.boilerplate_hashes(boilerplate_texts)
-        prints = {i: CodeFingerprint(f"{i}.py", similarity.NOISE, similarity.WINDOW, boilerplate,
-                                     fp=io.StringIO(text)) for i, text in texts.items()}
+        prints = similarity.fingerprints(texts, boilerplate_texts)
         assert len(pairs) == len(texts) * (len(texts) - 1) // 2
         assert any(pair[4] for pair in pairs), "no pair overlaps: the comparison proves nothing"
         for a, b, share_a, share_b, overlap, _, _ in pairs:
             expected_overlap, (expected_a, expected_b), _ = compare_files(prints[a], prints[b])
             assert (overlap, share_a, share_b) == pytest.approx((expected_overlap, expected_a, expected_b)), (a, b)
+
+
+# --- what a class of 200 needs (issue 48): leave out what everyone must write, list only the outliers ---------
+
+def own_code(n):
+    """Code only submission n writes: lines of operators drawn at random per submission (copydetect keeps
+    operators and normalises names), so no two submissions share a fingerprint of their own."""
+    import random
+    draw = random.Random(n)
+    return "".join(f"value = (value {draw.choice('+-*/%&|^')} {draw.randint(2, 9)}) {draw.choice('<>')} "
+                   f"(value {draw.choice('+-*/%&|^')} other)\n" for _ in range(30))
+
+
+def overlaps(pairs):
+    return {(a, b): overlap for a, b, _, _, overlap, _, _ in pairs}
+
+
+def test_code_most_of_the_class_shares_makes_no_pair_similar(monkeypatch):
+    """What the contract forces everyone to write is no evidence: in a class of six, a block every submission
+    holds is left out like the stubs (at most one window where it meets a submission's own code), and no pair
+    is listed for it; kept in, it would make every pair similar."""
+    alone = {f"s{n}": own_code(n) for n in range(6)}
+    with_block = {i: OTHER + "\n" + code for i, code in alone.items()}
+    without, found = overlaps(similarity.compare(alone, STUBS)), similarity.compare(with_block, STUBS)
+    assert all(overlap <= without[pair] + similarity.NOISE for pair, overlap in overlaps(found).items())
+    assert not any(similarity.listed(p, similarity.class_cutoff(found)) for p in found)
+    monkeypatch.setattr(similarity, "COMMON_MIN_CLASS", 7)
+    assert all(overlap > 100 for overlap in overlaps(similarity.compare(with_block, STUBS)).values())
+
+
+def test_the_reference_solution_is_boilerplate_when_the_class_is_graded(tmp_path):
+    """Two submissions of the reference share nothing once its fingerprints are left out, as `make grade` does."""
+    from autograder.grading import resume
+    reference = {name: (ROOT / "solution" / f"{name}.py").read_text(encoding="utf-8") for name in ("attention", "mha")}
+    entries = [submitted(tmp_path, "ada", **reference), submitted(tmp_path, "alan", **reference)]
+    resume._write_similarity(str(tmp_path), entries)
+    assert (rows(tmp_path)[0]["shared_tokens"], rows(tmp_path)[0]["listed"]) == ("0", "")
+
+
+def class_of_pairs(shares):
+    return [(f"a{n}", f"b{n}", share, share / 2, 100, None, None) for n, share in enumerate(shares)]
+
+
+def test_only_pairs_that_stand_out_from_the_class_are_listed():
+    """At 200 students a fixed share lists hundreds of honest pairs: a pair is listed when it is OUTLIER_MADS
+    robust deviations above the class's median pair (and never below THRESHOLD)."""
+    honest = [0.45 + 0.15 * n / 44 for n in range(45)]  # every honest pair of ten submissions, up to 60%
+    pairs = sorted(class_of_pairs(honest + [0.97]), key=lambda p: -p[2])
+    shown = [p[2] for p in pairs if similarity.listed(p, similarity.class_cutoff(pairs))]
+    assert shown == [0.97], "the copy, and none of the honest pairs above 50%"
+    rows_ = list(csv.DictReader(io.StringIO(similarity.similarity_csv(pairs))))
+    assert [r["listed"] for r in rows_].count("yes") == 1 and float(rows_[0]["above_class"]) > similarity.OUTLIER_MADS
+    assert float(rows_[-1]["above_class"]) < 0, "every pair is ranked against the class"
+
+
+def test_a_class_too_small_for_a_distribution_lists_at_the_threshold_and_never_below_it():
+    assert similarity.class_cutoff(class_of_pairs([0.9, 0.55, 0.1])) == similarity.THRESHOLD
+    quiet = class_of_pairs([0.0] * 44 + [0.3])
+    assert similarity.class_cutoff(quiet) == similarity.THRESHOLD and not similarity.listed(quiet[-1],
+                                                                                            similarity.THRESHOLD)

@@ -69,8 +69,8 @@ def test_points_and_overrides_are_applied_by_submission_or_by_student(tmp_path):
     run(tmp_path, [graded(7), graded(6, "s1", ADA)])
     book = gradebook(tmp_path)
     assert (book["s0"]["raw"], book["s0"]["total"]) == ("7", "5")
-    assert (book["s1"]["raw"], book["s1"]["adjustment"], book["s1"]["total"]) == ("6", "set to 9.5 (graded by hand)",
-                                                                                   "9.5")
+    assert (book["s1"]["raw"], book["s1"]["adjustment"], book["s1"]["total"]) == ("6", "3.5", "9.5")
+    assert book["s1"]["adjustment_reason"] == "set to 9.5 (graded by hand)"
 
 
 def test_a_malformed_row_is_named_by_its_line_and_the_others_still_apply(tmp_path):
@@ -297,3 +297,35 @@ def test_points_taken_away_never_make_a_total_below_0(tmp_path):
     write_adjustments(tmp_path, "student,points,override,reason\ns0,-1,,forgot the header comment\n")
     run_late(tmp_path, [handed_in("2026-10-09 10:00:00 +00:00")], policy)
     assert gradebook(tmp_path)["s0"]["total"] == "0"
+
+
+# --- Moodle's worksheet in OUT (importgradeslib.php @452e36fc, locallib.php @04975560; read, not run) ---------
+
+MOODLE_ADA = (Submitter("Ada Lovelace", "", "", "moodle", "482914"),)
+
+
+def moodle_sheet(out):
+    return list(csv.DictReader(io.StringIO((out / "import-moodle.csv").read_text(encoding="utf-8-sig"))))
+
+
+def test_a_total_above_moodles_maximum_is_capped_and_named_never_skipped(tmp_path):
+    """process_import_grades skips a grade above the assignment's maximum with no message: the kit caps it and
+    says so in one line."""
+    run(tmp_path, [graded(10, "Ada Lovelace_482914", MOODLE_ADA)])
+    write_adjustments(tmp_path, "student,points,override,reason\nAda Lovelace_482914,2,,bonus\n")
+    lines = run(tmp_path, [graded(10, "Ada Lovelace_482914", MOODLE_ADA)], because={})
+    assert [(r["Grade"], r["Maximum Grade"], r["Total before the cap"]) for r in moodle_sheet(tmp_path)] == [
+        ("10", "10", "12")]
+    assert any(line.startswith("import-moodle.csv: 1 total above the maximum grade, capped") and
+               "Ada Lovelace_482914 (12 capped at 10)" in line for line in lines), lines
+
+
+def test_the_worksheets_last_modified_is_when_history_last_changed_that_total(tmp_path):
+    """A re-import is stale for Moodle when its date is older than Moodle's grade: the date is the kit's last
+    change of that total (history.csv), so a total unchanged since the last import keeps its date."""
+    run(tmp_path, [graded(7, "Ada Lovelace_482914", MOODLE_ADA)])
+    first = moodle_sheet(tmp_path)[0]["Last modified (grade)"]
+    stamp = history_rows(tmp_path)[-1]["when"]
+    assert first == f"{stamp[:-2]}:{stamp[-2:]}"
+    run(tmp_path, [graded(7, "Ada Lovelace_482914", MOODLE_ADA)], because={})
+    assert moodle_sheet(tmp_path)[0]["Last modified (grade)"] == first
