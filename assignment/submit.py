@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 # ============================================================================= autograder/rule/library_names.py
 
-FINGERPRINT = '27fc0dc3dccc62ca'
+FINGERPRINT = 'd637a809b3f710b4'
 LIBRARY_NAMES = {
     'T_destination': 'type.T_destination',
     '_MutableMapping__marker': '_Environ._MutableMapping__marker',
@@ -301,6 +301,7 @@ LIBRARY_NAMES = {
     'deg2rad_': 'tensortype.deg2rad_',
     'dense_dim': 'tensortype.dense_dim',
     'dequantize': 'tensortype.dequantize',
+    'descr': 'Float32DType.descr',
     'det': 'tensortype.det',
     'diag_embed': 'tensortype.diag_embed',
     'diagflat': 'tensortype.diagflat',
@@ -340,6 +341,7 @@ LIBRARY_NAMES = {
     'fileno': 'TextIOWrapper.fileno',
     'fill': 'type.fill',
     'filter': 'Logger.filter',
+    'filters': 'Logger.filters',
     'findCaller': 'Logger.findCaller',
     'fix': 'tensortype.fix',
     'fix_': 'tensortype.fix_',
@@ -388,6 +390,7 @@ LIBRARY_NAMES = {
     'greater_equal': 'tensortype.greater_equal',
     'greater_equal_': 'tensortype.greater_equal_',
     'handle': 'Logger.handle',
+    'handlers': 'Logger.handlers',
     'hardshrink': 'tensortype.hardshrink',
     'hasHandlers': 'Logger.hasHandlers',
     'has_uninitialized_params': 'type.has_uninitialized_params',

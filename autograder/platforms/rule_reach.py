@@ -86,7 +86,7 @@ def inert(value):
              types.GetSetDescriptorType, types.MemberDescriptorType)
     if isinstance(value, plain):
         return True
-    if type(value) in (tuple, list, frozenset) and len(value) <= 16:
+    if type(value) in (tuple, frozenset) and len(value) <= 16:  # a list may hold anything later: never inert
         return all(inert(item) for item in value)
     return False
 

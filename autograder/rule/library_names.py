@@ -7,7 +7,7 @@ one would read the library's attribute on such a value (numpy's arrays have .cty
 the checker refuses reading it. The fingerprint says what decided the table: the rule's tables, the
 walk's code and the installed libraries; a change to any of them recomputes it.
 """
-FINGERPRINT = '27fc0dc3dccc62ca'
+FINGERPRINT = 'd637a809b3f710b4'
 LIBRARY_NAMES = {
     'T_destination': 'type.T_destination',
     '_MutableMapping__marker': '_Environ._MutableMapping__marker',
@@ -275,6 +275,7 @@ LIBRARY_NAMES = {
     'deg2rad_': 'tensortype.deg2rad_',
     'dense_dim': 'tensortype.dense_dim',
     'dequantize': 'tensortype.dequantize',
+    'descr': 'Float32DType.descr',
     'det': 'tensortype.det',
     'diag_embed': 'tensortype.diag_embed',
     'diagflat': 'tensortype.diagflat',
@@ -314,6 +315,7 @@ LIBRARY_NAMES = {
     'fileno': 'TextIOWrapper.fileno',
     'fill': 'type.fill',
     'filter': 'Logger.filter',
+    'filters': 'Logger.filters',
     'findCaller': 'Logger.findCaller',
     'fix': 'tensortype.fix',
     'fix_': 'tensortype.fix_',
@@ -362,6 +364,7 @@ LIBRARY_NAMES = {
     'greater_equal': 'tensortype.greater_equal',
     'greater_equal_': 'tensortype.greater_equal_',
     'handle': 'Logger.handle',
+    'handlers': 'Logger.handlers',
     'hardshrink': 'tensortype.hardshrink',
     'hasHandlers': 'Logger.hasHandlers',
     'has_uninitialized_params': 'type.has_uninitialized_params',
