@@ -1209,6 +1209,7 @@ class _Checker:
         self.imported_values = {}  # name -> the dotted paths an import binds it to (from torch.nn import Module)
         self.class_aliases = set()  # names bound to a class of your other file (from attention import A as B)
         self.unread_imports = set()  # names imported from your other file when it cannot be read
+        self.aliased = set()  # ids of the class names a top-level `Alias = YourClass` names
         self.own = set()  # attribute names your file defines
         self.in_annotation = set()  # ids of the nodes inside a type annotation
         self.in_decorator = set()  # ids of the nodes inside a decorator
@@ -1417,6 +1418,22 @@ class _Checker:
             elif exports is None:  # the other file cannot be read: nothing of it runs, whatever it is
                 self.unread_imports.add(name)
 
+    def top_level_aliases(self, tree):
+        """Names a top-level ``Alias = YourClass`` binds: another name of the class (a class still, so its methods
+        are never read through it), not a value."""
+        aliases, grown = set(), True
+        while grown:
+            grown = False
+            for node in tree.body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                        and isinstance(node.value, ast.Name) and node.value.id in self.classes | aliases
+                        and node.targets[0].id not in aliases):
+                    aliases.add(node.targets[0].id)
+                    self.aliased.add(id(node.value))
+                    grown = True
+        self.rebound -= aliases
+        return aliases
+
     def collect_own(self):
         """Your files' attribute names (this one's and the other's); a name of the interpreter's is refused."""
         for name in set(_own_names(self.nodes)):
@@ -1431,6 +1448,7 @@ class _Checker:
             self.own |= {name for name in self.sibling.own if name not in INTERPRETER_MEMBERS and not _dunder(name)}
         self.classes = _classes(self.nodes) | self.class_aliases | (
             self.sibling.classes if self.sibling is not None else frozenset())
+        self.classes |= self.top_level_aliases(self.nodes[0])
         self.methods = set(_instance_methods(self.nodes)) | (
             self.sibling.methods if self.sibling is not None else frozenset())
         self.own_prefixes = {node.args[1].values[0].value for node in self.nodes
@@ -1615,7 +1633,8 @@ class _Checker:
         """Your class by name may be called, derived from, tested (isinstance), raised or caught, named in an
         annotation or given to super(); as any other value (stored, passed) its methods could be read through it."""
         parent = self.parent.get(id(node))
-        if id(node) in self.in_annotation or id(node) in self.in_decorator or self.chain_head(node):
+        if id(node) in self.in_annotation or id(node) in self.in_decorator or self.chain_head(node) \
+                or id(node) in self.aliased:
             return
         if isinstance(parent, ast.Call) and (parent.func is node or (
                 isinstance(parent.func, ast.Name) and parent.func.id in ("isinstance", "issubclass", "super"))):

@@ -105,7 +105,8 @@ EXPECTED = {
     "rule_exec_base64": Expect(ATTENTION_PARTS, (HIDDEN, "importing base64 is not allowed")),
     "rule_unwrap_tripwire": Expect(ATTENTION_PARTS, (HIDDEN, "__closure__")),
     "rule_silenced_record": Expect(ATTENTION_PARTS, (HIDDEN, "importing autograder.containment is not allowed")),
-    "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "torch._native_multi_head_attention")),
+    # Its first finding is now the method it reads through its class (issue 45); the private kernel is the second.
+    "rule_native_mha": Expect(MHA_PARTS, (HIDDEN, "MultiHeadAttention.forward is not allowed")),
     # Issue 31: the op record forged and SDPA's kernel called by a route the scanner of the time did not
     # follow. The dispatcher refuses the kernel in the child: no points from it, whichever layer says so
     # (a scanner that sees the route says "not graded ... (the from-scratch rule)"). Not in RULE_DODGES

@@ -458,7 +458,9 @@ CONSTRUCTS = {
     "a method read through its class": ("import numpy\nclass K:\n    def __init__(self):\n        self.v = 1\n"
                                          "    def grab(self):\n        return self._v\n"
                                          "def f():\n    return K.grab(numpy.zeros(1))", "read through its class"),
-    "a class kept as a value": ("class K:\n    def grab(self):\n        return 1\nalias = K", "used as a value"),
+    "a class kept as a value": ("class K:\n    def grab(self):\n        return 1\nclasses = [K]", "used as a value"),
+    "a method read through another name of its class": ("class K:\n    def grab(self):\n        return 1\n"
+                                                         "Alias = K\nx = Alias.grab(2)", "read through its class"),
     "self rebound": ("class K:\n    def grab(self, other):\n        self = other\n        return self._v",
                      "assigning to self"),
     "a private name on a self that is not a method's": ("def grab(self):\n    return self._ctypes", "private names"),
