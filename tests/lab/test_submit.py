@@ -476,8 +476,8 @@ CONSTRUCTS = {
                                                    "        return super().grab", "unbound"),
     "a method read through cls": ("class K:\n    def grab(self):\n        return self._v\n    @classmethod\n"
                                   "    def f(cls, other):\n        return cls.grab(other)", "read through its class"),
-    "a class of the other file under another name": ("from attention import Helper as H\nalias = H",
-                                                     "used as a value"),
+    "a class of the other file under another name": ("from attention import Helper as H\nx = H.grab(1)",
+                                                     "read through its class"),
     "a tensor as a base class": ("import torch\nclass T(torch.Tensor):\n    pass", "private parts"),
     "a numpy array as a base class": ("import numpy as np\nclass A(np.ndarray):\n    pass", "private parts"),
     "a layer registered under a special name": ("import torch\nclass K(torch.nn.Module):\n    def __init__(self):\n"
