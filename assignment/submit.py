@@ -1205,11 +1205,12 @@ class _Checker:
         self.own_modules = set()  # names bound to your other file (import attention)
         self.annotation_only = {}  # name -> dotted path, for names only annotations may use
         self.bound = set()  # every name the file binds
-        self.rebound = set()  # names bound otherwise than by a class statement or an import (not a class then)
+        self.rebound = set()  # top-level names bound otherwise than by a class statement or an import
         self.imported_values = {}  # name -> the dotted paths an import binds it to (from torch.nn import Module)
         self.class_aliases = set()  # names bound to a class of your other file (from attention import A as B)
         self.unread_imports = set()  # names imported from your other file when it cannot be read
         self.aliased = set()  # ids of the class names a top-level `Alias = YourClass` names
+        self.local_names = {}  # id of a def, lambda or comprehension -> the names bound in it
         self.own = set()  # attribute names your file defines
         self.in_annotation = set()  # ids of the nodes inside a type annotation
         self.in_decorator = set()  # ids of the nodes inside a decorator
@@ -1312,8 +1313,8 @@ class _Checker:
         for node in self.nodes:
             for name in self.binds(node):
                 self.bound.add(name)
-                if not isinstance(node, ast.ClassDef):
-                    self.rebound.add(name)
+                if not isinstance(node, ast.ClassDef) and isinstance(self.scope(node), ast.Module):
+                    self.rebound.add(name)  # a local B (B, T, _ = x.shape) leaves a class B a class
                 if name in REFUSED_NAMES or name in ATTRIBUTE_FUNCTIONS:
                     self.add(node, name, f"the name {name} is reserved for Python's own built-in",
                              hint="give it another name")
@@ -1654,10 +1655,24 @@ class _Checker:
             scope = self.parent.get(id(scope))
         return scope
 
+    def locally_bound(self, node):
+        """Is the name ``node`` reads bound in a def, lambda or comprehension around it (a local B, not class B)?"""
+        scope = self.parent.get(id(node))
+        while scope is not None:
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp,
+                                  ast.DictComp, ast.GeneratorExp)):
+                if id(scope) not in self.local_names:
+                    self.local_names[id(scope)] = {name for inner in ast.walk(scope) for name in self.binds(inner)
+                                                   if inner is not scope}
+                if node.id in self.local_names[id(scope)]:
+                    return True
+            scope = self.parent.get(id(scope))
+        return False
+
     def check_name(self, node):
         name, parent = node.id, self.parent.get(id(node))
         head = self.chain_head(node)
-        if name in self.classes and name not in self.rebound:
+        if name in self.classes and name not in self.rebound and not self.locally_bound(node):
             self.check_class_as_value(node)
         if name in self.methods and isinstance(self.scope(node), ast.ClassDef) and id(node) not in self.in_decorator:
             self.add(node, name, f"the method {name} used as a value in its class body is not allowed: through "

@@ -430,6 +430,8 @@ PUBLISHED_IDIOMS = {
                                           "def f(x):\n    if not isinstance(x, Oops):\n        raise Oops('no')\n"
                                           "    return Oops('x')",
     "__all__": "__all__ = ['scaled_dot_product_attention']",
+    "a local named like a class": "class B(ValueError):\n    pass\ndef f(x):\n    B, T, C = x.shape\n"
+                                  "    return x.view(B, T, C)",
     "the bases a class may have": "import torch.nn as nn\nfrom torch.nn import Module\nimport torch\n"
                                   "from typing import NamedTuple, Generic, TypeVar\nfrom collections import namedtuple\n"
                                   "T = TypeVar('T')\nclass A(nn.Module):\n    pass\nclass B(Module):\n    pass\n"
