@@ -85,4 +85,8 @@ def test_the_oracle_child_never_holds_a_refused_attention_py(tmp_path, zygote):
         scratch = [name for name in os.listdir(tmp_path) if ".run" in name]
     finally:
         student.close()
-    assert scratch and all(not os.path.exists(tmp_path / name / "attention.py") for name in scratch), scratch
+    folders = [tmp_path / name for name in scratch if os.path.isdir(tmp_path / name) and not name.endswith(".root")]
+    assert folders, scratch
+    for folder in folders:  # its attention.py is the reference's (autograder/grading/oracle.py), and nothing else
+        assert sorted(os.listdir(folder)) == ["attention.py", "mha.py"], os.listdir(folder)
+        assert "__kit_oracle__" in (folder / "attention.py").read_text(), "the oracle, not the refused file"
