@@ -22,7 +22,7 @@ from typing import Callable
 
 import torch
 
-from checks import (MISTAKES, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (MISTAKES, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
@@ -237,7 +237,7 @@ def padding_mask_is_true_exactly_at_real_tokens(attention):
         expected = real_tokens(TOKENS, pad_id)
         check_tensor(attention.padding_mask(TOKENS, pad_id), expected,
                      case=f"padding_mask({TOKENS.tolist()}, pad_id={pad_id})", what="mask",
-                     hint=padding_mask_hint(expected))
+                     hint=padding_mask_hint(TOKENS, pad_id))
 
 
 # ============================================================================= part1_attention
@@ -265,6 +265,11 @@ def attend(attention, query, key, value, mask=None):
     shapes = ((*query.shape[:-1], value.size(-1)), (*query.shape[:-1], key.size(-2)))  # output's, weights'
     output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention", shapes=shapes)
     return output, weights, case
+
+
+def again(attention, query, key, value, mask=None):
+    """A function of no arguments that calls the student's function again on the same inputs: (output, weights)."""
+    return lambda: attend(attention, query, key, value, mask)[:2]
 
 
 def at_rank(t, rank):
@@ -317,9 +322,10 @@ def attention_returns_output_and_weights_with_the_right_shapes(attention):
 def attention_weights_match_pytorch(attention):
     for name, *shapes in SHAPES:
         query, key, value = qkv(*shapes)
-        _, weights, case = attend(attention, query, key, value)
+        output, weights, case = attend(attention, query, key, value)
         check_tensor(weights, torch_attention(query, key, value)[1], case=f"{name}: {case}", what="weights",
-                     hint=lambda got: attention_hint(query, key, value, None, got) or FORMULA)
+                     hint=lambda got: calls_differ((output, weights), again(attention, query, key, value)())
+                     or attention_hint(query, key, value, None, got) or FORMULA)
 
 
 @case("part1_attention", points=2)
@@ -328,21 +334,23 @@ def attention_output_matches_pytorch(attention):
         query, key, value = qkv(*shapes)
         output, weights, case = attend(attention, query, key, value)
         check_tensor(output, torch_attention(query, key, value)[0], case=f"{name}: {case}", what="output",
-                     hint=lambda got: attention_hint(query, key, value, None, weights)
+                     hint=lambda got: calls_differ((output, weights), again(attention, query, key, value)())
+                     or attention_hint(query, key, value, None, weights) or output_not_applied(got, weights, value)
                      or "output = weights @ value: the weighted sum of the values")
 
 
 @case("part1_attention", points=1)
 def attention_weights_are_non_negative_and_rows_sum_to_one(attention):
     query, key, value = qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8))
-    _, weights, case = attend(attention, query, key, value)
+    output, weights, case = attend(attention, query, key, value)
     check_layout(weights, (2, 3, 5, 7), torch.float64, case=case, what="weights")
     if (weights < 0).any():
         fail(case, f"weights contain negative values (min {float(weights.min()):.3g})",
              hint="weights come out of a softmax, so they are never negative")
     sums = weights.detach().sum(dim=-1)
     check_tensor(sums, torch.ones_like(sums), case=case, what="row sums of weights (sum over the keys)",
-                 hint=lambda _: attention_hint(query, key, value, None, weights) or FORMULA)
+                 hint=lambda _: calls_differ((output, weights), again(attention, query, key, value)())
+                 or attention_hint(query, key, value, None, weights) or FORMULA)
 
 
 @case("part1_attention", points=1)
@@ -446,7 +454,8 @@ def causal_mask_in_attention_matches_pytorch(attention):
         query, key, value = qkv(*shapes)
         mask = lower_triangle(query.size(-2))
         output, weights, case = attend(attention, query, key, value, mask)
-        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention",
+                        again=again(attention, query, key, value, mask))
 
 
 @case("part1_attention", points=2)
@@ -471,7 +480,8 @@ def padding_mask_in_attention_matches_pytorch(attention):
                          [True, True, True, True, True]])
     mask = real[:, None, None, :]  # (B, 1, 1, T): broadcast over heads and queries
     output, weights, case = attend(attention, query, key, value, mask)
-    check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+    check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention",
+                    again=again(attention, query, key, value, mask))
 
 
 @case("part1_attention", points=1)
@@ -481,7 +491,8 @@ def numeric_masks_mean_nonzero_may_attend(attention):
     for mask in (lower_triangle(5).to(torch.int64), lower_triangle(5).to(torch.float32),  # 1 = may attend, 0 = blocked
                  torch.where(torch.eye(5, dtype=torch.bool), 1.0, others) * lower_triangle(5)):  # other nonzero values too
         output, weights, case = attend(attention, query, key, value, mask)
-        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention",
+                        again=again(attention, query, key, value, mask))
 
 
 @case("part1_attention", points=1)
@@ -525,7 +536,8 @@ def attention_stays_finite_on_large_scores(attention):
         if not torch.allclose(after.detach().double(), before.detach().double(), atol=1e-4, rtol=1e-3, equal_nan=True):
             error = float((after.detach().double() - before.detach().double()).abs().max())
             fail(case, f"output changed by up to {error:.3g}; a softmax over the keys does not change when "
-                       "every score moves by the same constant", hint=SHIFT_HINT)
+                       "every score moves by the same constant",
+                 hint=calls_differ(plain, attend(attention, query, key, value)[:2]) or SHIFT_HINT)
 
 
 # ============================================================================= part2_init
