@@ -8,6 +8,7 @@ import torch
 from autograder.grading import catalogue
 from autograder.grading.compare import diagnosed, expect_close, expect_pair
 from autograder.grading.oracle import CONTRACT
+from autograder.grading.properties import attention_properties, calls_differ
 from autograder.rules import read_source
 from autograder.grading.student import Failure, RuleViolation, StudentError
 from cases import AttentionCase
@@ -72,9 +73,31 @@ def _check_sdpa_at(student, reference, case, target, float32_ok, request):
     except StudentError as error:
         if error.mistake is not None and error.mistake.name == "numeric_mask_ignored":
             raise _if_bool_ignored_too(student, target, request, (q, k, v, mask != 0), error) from None
+        if error.mistake is None:
+            finding = measured(student, target, request, (q, k, v, mask), (got_out, got_weights))
+            if finding:
+                raise with_hint(error, finding) from None
         raise
     reply.case = case
     return reply
+
+
+def measured(student, target, request, inputs, result):
+    """The property of the student's own ``result`` on ``inputs`` that failed, in a sentence, or None: the same
+    call again gives another result (randomness), else attention_properties (the weights a distribution, no
+    weight on a blocked key, output = weights @ value)."""
+    again = student.try_call(target, *inputs, **request)
+    if not isinstance(again, Failure):
+        random = calls_differ(result, again.result)
+        if random:
+            return random
+    output, weights = result
+    return attention_properties(output, weights, inputs[2], inputs[3])
+
+
+def with_hint(error, finding):
+    """The same failure with its hint replaced by a measured property that failed."""
+    return StudentError(f"{error.unnamed}\n  hint: {finding}", error.figure, unnamed=error.unnamed)
 
 
 def handled_rank(student, case, target=SDPA):

@@ -357,7 +357,8 @@ def attention_weights_are_non_negative_and_rows_sum_to_one(attention):
 def attention_works_in_float32(attention):
     query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8), dtype=torch.float32)
     output, weights, case = attend(attention, query, key, value)
-    check_attention((output, weights), query, key, value, case=case, what="scaled_dot_product_attention")
+    check_attention((output, weights), query, key, value, case=case, what="scaled_dot_product_attention",
+                    again=again(attention, query, key, value))
 
 
 @case("part1_attention", points=1)
@@ -370,7 +371,8 @@ def attention_is_float64_accurate_in_float64(attention):
     expected_output, expected_weights = torch_attention(query, key, value, mask)
     for got, expected, what in [(weights, expected_weights, "weights"), (output, expected_output, "output")]:
         check_tensor(got, expected, case=case, what=what, precision=True,
-                     hint=lambda got: attention_hint(query, key, value, mask, weights) or FORMULA)
+                     hint=lambda got: calls_differ((output, weights), again(attention, query, key, value, mask)())
+                     or attention_hint(query, key, value, mask, weights) or FORMULA)
 
 
 def every_row_and_column_mixed(t):
@@ -434,8 +436,9 @@ def gradients_flow_back_to_query_key_and_value(attention):
             if not abs(claimed - finite_difference) <= 1e-6 + 1e-3 * float(got.norm()):
                 fail(case, f"the gradient w.r.t. {name} does not match your own forward: along a random direction "
                            f"your backward gives {claimed:.6g}, finite differences of your forward {finite_difference:.6g}",
-                     hint="the backward must differentiate what forward computes: no .detach() or .data on the way, "
-                          "no in-place edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
+                     hint=calls_differ(*(attend(attention, *inputs, mask)[:2] for _ in range(2)))
+                     or "the backward must differentiate what forward computes: no .detach() or .data on the way, "
+                        "no in-place edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
 
 
 @case("part1_attention", points=1)
@@ -444,7 +447,8 @@ def module_wrapper_matches_pytorch(attention):
     mask = lower_triangle(5)
     case = f"ScaledDotProductAttention()({describe(q=query, k=key, v=value, mask=mask)})"
     result = attention.ScaledDotProductAttention()(*copies(query, key, value, mask))
-    check_attention(result, query, key, value, mask, case=case, what="ScaledDotProductAttention.forward")
+    check_attention(result, query, key, value, mask, case=case, what="ScaledDotProductAttention.forward",
+                    again=lambda: attention.ScaledDotProductAttention()(*copies(query, key, value, mask)))
 
 
 @case("part1_attention", points=3)

@@ -351,7 +351,7 @@ def not_a_distribution(weights):
     if w.dim() < 1 or not w.numel():
         return None
     if not torch.isfinite(w).all():
-        return f"the weights hold inf/NaN, first at index {_at(_first_true(~torch.isfinite(w)))}"
+        return f"the weights are not a distribution: they hold inf/NaN, first at {_at(_first_true(~torch.isfinite(w)))}"
     if (w < -PROPERTY_ATOL).any():
         at = _worst(-w)
         return f"the weights are not a distribution: weight {_at(at)} is {w[at].item():.4g}, below 0"
@@ -369,7 +369,7 @@ def blocked_weight(weights, mask):
     if mask is None:
         return None
     w = weights.detach().double()
-    allowed = mask if mask.dtype == torch.bool else mask != 0
+    allowed = mask != 0  # a bool mask too: True != 0
     try:
         blocked = ~allowed.expand_as(w)
     except RuntimeError:
