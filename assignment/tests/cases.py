@@ -27,7 +27,7 @@ from checks import (MISTAKES, likely_bug, output_without_rescaling, STEP_CACHE_H
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
-                    merge_hint, mha_hint, modified_inputs, padding_mask_hint, causal_mask_hint, projections, randn, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
+                    merge_hint, mha_hint, modified_inputs, padding_mask_hint, causal_mask_hint, projections, randn, require_attention, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
                     valid_size_refused, watch_forbidden_calls)
 
 # The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
@@ -384,6 +384,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
     # Shapes only: a dtype is the float64 test's failure, not this one's too.
     check_layout(output, (2, 5, 4), getattr(output, "dtype", None), case=case, what="output")
     check_layout(weights, (2, 5, 5), getattr(weights, "dtype", None), case=case, what="weights")
+    require_attention((output, weights), value, mask, case=case)  # as in the grade: points for attention only
     if not (output.requires_grad and weights.requires_grad):
         fail(case, "no gradient flows from output and weights back to query, key and value",
              hint=NO_GRADIENT_HINT)
@@ -491,7 +492,7 @@ def attention_leaves_its_inputs_unchanged(attention):
         given = copies(query, key, value, mask)
         case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
         try:
-            attention.scaled_dot_product_attention(*given)
+            result = attention.scaled_dot_product_attention(*given)
         except Exception:
             if mask.dtype == torch.bool:
                 raise
@@ -499,6 +500,8 @@ def attention_leaves_its_inputs_unchanged(attention):
         changed = modified_inputs((query, key, value, mask), given)
         if changed:
             fail(case, INPUTS_MODIFIED.format(", ".join(changed)), hint=INPUTS_MODIFIED_HINT)
+        if mask.dtype == torch.bool:  # as in the grade: points for attention only
+            require_attention(result, value, mask, case=case)
 
 
 @case("part1_attention", points=1)
@@ -509,6 +512,7 @@ def attention_stays_finite_on_large_scores(attention):
     for dtype, shift in ((torch.float32, 300.0), (torch.float64, -1000.0)):  # exp(300) = inf, exp(-1000) = 0
         query, key, value = qkv((2, 6, 16), (2, 6, 16), (2, 6, 16), dtype=dtype)
         plain = attend(attention, query, key, value)[:2]
+        require_attention(plain, value, case=f"scaled_dot_product_attention({describe(q=query, k=key, v=value)})")
         big_query, big_key = shift_all_scores(query, key, shift)
         *shifted, case = attend(attention, big_query, big_key, value)
         case = f"{case}, every score shifted by {shift:g}"

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from autograder.grading import own_forward
-from conftest import ROOT, run_grader
+from conftest import ROOT, public_checks, run_grader
 from variant_builder import build_mutant, load_mutants
 
 MUTANTS = {m["name"]: m for m in load_mutants()}
@@ -182,3 +182,14 @@ def test_a_blocked_key_with_weight_is_not_attention():
 def test_an_output_that_is_not_the_weights_applied_to_the_values_is_not_attention():
     output, weights = attention(Q, K, V)
     assert "weights @ value" in own_forward.not_attention((output * 2, weights), V)
+
+
+def test_make_test_applies_the_grades_gate():
+    """assignment/tests/checks.py holds the students' copy of the gate: it decides every forward as the grader's."""
+    public = public_checks()
+    weights_over_queries = torch.softmax(Q @ K.mT, dim=-2)
+    for result, mask in [(attention(Q, K, V), None), (attention(Q, K, V)[::-1], None), ((V * 1.0, Q @ K.mT), None),
+                         ((weights_over_queries @ V, weights_over_queries), None), (attention(Q, K, V), CAUSAL),
+                         (attention(Q, K, V, CAUSAL), CAUSAL), ((attention(Q, K, V)[0] * 2, attention(Q, K, V)[1]), None)]:
+        assert public.not_attention(result, V, mask) == own_forward.not_attention(result, V, mask)
+    assert public.GATE_ATOL == own_forward.GATE_ATOL
