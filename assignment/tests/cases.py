@@ -290,6 +290,18 @@ def rank_that_works(attention, query, key, value):
     return None
 
 
+def at_a_rank_that_works(attention, query, key, value):
+    """The inputs as given or, when your code raises at their rank while another rank works, at that rank:
+    leading dims are one case's charge (the shapes case below), as in the grade."""
+    try:
+        attention.scaled_dot_product_attention(*copies(query, key, value))
+    except Exception:
+        rank = rank_that_works(attention, query, key, value)
+        if rank is not None:
+            return tuple(at_rank(t, rank) for t in (query, key, value))
+    return query, key, value
+
+
 @case("part1_attention", points=1)
 def attention_returns_output_and_weights_with_the_right_shapes(attention):
     for name, q_shape, k_shape, v_shape in SHAPES:
@@ -313,7 +325,7 @@ def attention_returns_output_and_weights_with_the_right_shapes(attention):
 @case("part1_attention", points=2)
 def attention_weights_match_pytorch(attention):
     for name, *shapes in SHAPES:
-        query, key, value = qkv(*shapes)
+        query, key, value = at_a_rank_that_works(attention, *qkv(*shapes))
         _, weights, case = attend(attention, query, key, value)
         check_tensor(weights, torch_attention(query, key, value)[1], case=f"{name}: {case}", what="weights",
                      hint=lambda got: attention_hint(query, key, value, None, got) or FORMULA)
@@ -322,7 +334,7 @@ def attention_weights_match_pytorch(attention):
 @case("part1_attention", points=2)
 def attention_output_matches_pytorch(attention):
     for name, *shapes in SHAPES:
-        query, key, value = qkv(*shapes)
+        query, key, value = at_a_rank_that_works(attention, *qkv(*shapes))
         output, weights, case = attend(attention, query, key, value)
         check_tensor(output, torch_attention(query, key, value)[0], case=f"{name}: {case}", what="output",
                      hint=lambda got: attention_hint(query, key, value, None, weights)
@@ -331,9 +343,9 @@ def attention_output_matches_pytorch(attention):
 
 @case("part1_attention", points=1)
 def attention_weights_are_non_negative_and_rows_sum_to_one(attention):
-    query, key, value = qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8))
+    query, key, value = at_a_rank_that_works(attention, *qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8)))
     _, weights, case = attend(attention, query, key, value)
-    check_layout(weights, (2, 3, 5, 7), torch.float64, case=case, what="weights")
+    check_layout(weights, (*query.shape[:-1], 7), torch.float64, case=case, what="weights")
     if (weights < 0).any():
         fail(case, f"weights contain negative values (min {float(weights.min()):.3g})",
              hint="weights come out of a softmax, so they are never negative")
@@ -705,8 +717,10 @@ def mha_cross_attention_with_padding_matches_pytorch(mha):
 
 
 # ============================================================================= extra credit (optional)
+# Not in the points of `make test`; each case weighs what its hidden twins weigh in the grade's extra credit
+# (values 4, memory 2, step 2, its projections 2), so a case failed here is the share the grade takes.
 
-@case("extra_tiled", points=5)
+@case("extra_tiled", points=4)
 def tiled_attention_matches_pytorch(attention):
     for causal in (False, True):
         query, key, value = qkv((2, 2, 7, 4), (2, 2, 7, 4), (2, 2, 7, 3))
@@ -739,7 +753,7 @@ def tiled_hint(query, key, value, causal, block_size):
 MEMORY_T, MEMORY_D = 2048, 16
 
 
-@case("extra_tiled", points=5)
+@case("extra_tiled", points=2)
 def tiled_attention_never_builds_the_score_matrix(attention):
     # The grader measures the call's peak memory; here, the largest tensor it makes stands in for it (cheap, and
     # the same verdict for a (T, T) score matrix). The values are the case above's: only the output's shape,
@@ -764,7 +778,7 @@ def tiled_attention_never_builds_the_score_matrix(attention):
              hint=TILED_MEMORY_HINT)
 
 
-@case("extra_step", points=5)
+@case("extra_step", points=2)
 def step_reproduces_the_causal_forward(mha):
     # Only the outputs, as in the grade: what the cache holds is the next case's.
     model = build(mha, 12, 3)
@@ -781,7 +795,7 @@ def step_reproduces_the_causal_forward(mha):
                 "append its key and value to the cache (dim 2), attend over the whole cache"))
 
 
-@case("extra_step", points=5)
+@case("extra_step", points=2)
 def step_projects_only_the_new_token_and_grows_the_cache(mha):
     # The grader's cache case: what reaches w_k and w_v at each step, then the cache's values, each token's
     # features compared as a set (the head layout is split_heads' charge).
