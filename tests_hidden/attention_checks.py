@@ -39,7 +39,7 @@ def check_sdpa(student, reference, case, target=SDPA, float32_ok=False, any_rank
     reply, with the case it answered as ``reply.case``.
     ``float32_ok``: a float64 result that is only float32-accurate passes (the test is about something else).
     ``any_rank``: the test is about something other than leading dims, so it passes when the code is right on
-    the same inputs at 3-D or 4-D (the layout tests charge a fixed rank, once). Without it (a layout test), a
+    the same inputs at 3-D or 4-D (the layout test charges a fixed rank, once). Without it (a layout test), a
     failure that another rank would pass is named fixed_leading_dims."""
     try:
         return _check_sdpa_at(student, reference, case, target, float32_ok, request)
@@ -103,7 +103,7 @@ def with_hint(error, finding):
 def handled_rank(student, case, target=SDPA):
     """``case`` at the first rank (its own, then other_ranks) where the student's code returns a pair of
     tensors shaped (output, weights): the tests of other properties (dtypes, stability, gradients, in place)
-    run there, so a fixed rank is charged once, by the layout tests."""
+    run there, so a fixed rank is charged once, by the layout test."""
     for candidate in [case, *(case.at_rank(rank) for rank in other_ranks(case))]:
         q, k, v, mask = candidate.inputs()
         reply = student.try_call(target, q, k, v, mask)
