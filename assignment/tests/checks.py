@@ -251,12 +251,14 @@ def import_student(name, folder):
 def explain(exc, folder):
     """A short account of an exception raised in the student's code in ``folder``, or None if it was not."""
     frames = []  # (function, file, line) of the student's frames, outermost first
+    called = None  # the outermost of them: the call the case made, whose arguments went in
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if Path(code.co_filename).resolve().parent == folder:
             where = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
             frames.append((where, Path(code.co_filename).name, tb.tb_lineno))
+            called = called or tb.tb_frame
         last = tb
         tb = tb.tb_next
     if not frames:
@@ -269,7 +271,16 @@ def explain(exc, folder):
     source = linecache.getline(str(folder / file), line).strip()
     text = " ".join(str(exc).split())  # torch's messages can span lines
     hint = error_hint(text)
-    return f"{type(exc).__name__}: {text}\n    raised in {chain}\n    > {source}" + (f"\n    hint: {hint}" if hint else "")
+    went_in = shapes_in(_arguments(called))
+    return (f"{type(exc).__name__}: {text}\n    raised in {chain}\n    > {source}" + (f"\n    {went_in}" if went_in else "")
+            + (f"\n    hint: {hint}" if hint else ""))
+
+
+def _arguments(frame):
+    """The positional arguments a student's function was called with (self left out), read from its frame."""
+    code = frame.f_code
+    names = [n for n in code.co_varnames[:code.co_argcount] if n != "self"]
+    return [frame.f_locals.get(n) for n in names]
 
 
 # The grader's hints for torch errors, copied from autograder/grading/error_hints.py: do not edit.
@@ -380,6 +391,24 @@ def device_ignored(source, function="causal_mask"):
 import torch
 
 PROPERTY_ATOL = 1e-4  # float32-loose: a float32 step in a float64 run is the precision test's to charge
+# How each property's sentence opens, by property: how a report (or a test) tells which properties a text states.
+PROPERTY_WORDS = {
+    "not a distribution": ("the weights are not a distribution",),
+    "blocked key weighted": ("a key the mask blocks got weight",),
+    "output is not weights @ value": ("the output is not your weights applied to the values",),
+    "random": ("two calls on the same inputs returned different results",),
+    "sizes permuted": ("the sizes are right but in the wrong order",),
+    "dtype or device changed": ("the dtype changed", "the device changed"),
+    "padding polarity": ("the mask is True at the padding",),
+    "another pad_id": ("the mask follows pad_id=",),
+    "first sentence's padding": ("every sentence got the first sentence's padding",),
+    "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
+}
+
+
+def properties_named(text):
+    """The properties (PROPERTY_WORDS' names) whose sentences ``text`` holds."""
+    return {name for name, openings in PROPERTY_WORDS.items() if any(words in text for words in openings)}
 
 
 def _at(index):
@@ -555,6 +584,16 @@ def mask_picture(mask):
     if max(m.shape) > 12:
         return None
     return " / ".join("".join("1" if bool(x) else "0" for x in row) for row in m)
+
+
+def shapes_in(values):
+    """'the call got (2, 3, 4) float64, (2, 6, 4) float64, None': what went into a call that raised, in order
+    (None when no tensor did); a student's error message then shows which operand had which shape."""
+    if not any(torch.is_tensor(v) for v in values):
+        return None
+    shown = [f"{tuple(v.shape)} {str(v.dtype).removeprefix('torch.')}" if torch.is_tensor(v) else type(v).__name__
+             if not isinstance(v, (int, float, bool, type(None))) else repr(v) for v in values]
+    return "the call got " + ", ".join(shown)
 # (end of the grader's measured properties)
 
 

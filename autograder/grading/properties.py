@@ -10,6 +10,24 @@ its own probe (catalogue.py recomputes it). The grader calls these in the hidden
 import torch
 
 PROPERTY_ATOL = 1e-4  # float32-loose: a float32 step in a float64 run is the precision test's to charge
+# How each property's sentence opens, by property: how a report (or a test) tells which properties a text states.
+PROPERTY_WORDS = {
+    "not a distribution": ("the weights are not a distribution",),
+    "blocked key weighted": ("a key the mask blocks got weight",),
+    "output is not weights @ value": ("the output is not your weights applied to the values",),
+    "random": ("two calls on the same inputs returned different results",),
+    "sizes permuted": ("the sizes are right but in the wrong order",),
+    "dtype or device changed": ("the dtype changed", "the device changed"),
+    "padding polarity": ("the mask is True at the padding",),
+    "another pad_id": ("the mask follows pad_id=",),
+    "first sentence's padding": ("every sentence got the first sentence's padding",),
+    "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
+}
+
+
+def properties_named(text):
+    """The properties (PROPERTY_WORDS' names) whose sentences ``text`` holds."""
+    return {name for name, openings in PROPERTY_WORDS.items() if any(words in text for words in openings)}
 
 
 def _at(index):
@@ -185,3 +203,13 @@ def mask_picture(mask):
     if max(m.shape) > 12:
         return None
     return " / ".join("".join("1" if bool(x) else "0" for x in row) for row in m)
+
+
+def shapes_in(values):
+    """'the call got (2, 3, 4) float64, (2, 6, 4) float64, None': what went into a call that raised, in order
+    (None when no tensor did); a student's error message then shows which operand had which shape."""
+    if not any(torch.is_tensor(v) for v in values):
+        return None
+    shown = [f"{tuple(v.shape)} {str(v.dtype).removeprefix('torch.')}" if torch.is_tensor(v) else type(v).__name__
+             if not isinstance(v, (int, float, bool, type(None))) else repr(v) for v in values]
+    return "the call got " + ", ".join(shown)

@@ -121,3 +121,18 @@ def test_where_masks_differ_and_their_picture():
     wrong = torch.ones(T, T, dtype=torch.bool).tril(1) != CAUSAL
     assert properties.where_differ(wrong) == "; only positions above the diagonal differ"
     assert properties.mask_picture(CAUSAL[:3, :3]) == "100 / 110 / 111"
+
+
+def test_what_went_into_a_call_is_shown_in_order():
+    assert properties.shapes_in([torch.zeros(2, 3, 4), torch.zeros(2, 6, 4, dtype=torch.float64), None]) == (
+        "the call got (2, 3, 4) float32, (2, 6, 4) float64, None")
+    assert properties.shapes_in([3, None]) is None
+
+
+def test_each_property_sentence_is_told_by_its_opening():
+    q, k, v = inputs()
+    output, weights = attention(q, k, v)
+    assert properties.properties_named(properties.output_not_applied(output + 1, weights, v)) == {
+        "output is not weights @ value"}
+    assert properties.properties_named(properties.padding_followed(TOKENS != 0, TOKENS, 9)) == {"another pad_id"}
+    assert properties.properties_named("the weights are right") == set()

@@ -66,6 +66,9 @@ FIRST_SENTENCE_PADDING = {"name": "first_sentence_padding", "file": "attention.p
                           "replace": "    keep = (tokens[:1] != pad_id).expand_as(tokens)  # (B, T)"}
 SPLIT_UNPACKS_T_B = {"name": "split_unpacks_t_b", "file": "mha.py", "find": "        B, T, _ = x.shape",
                      "replace": "        T, B, _ = x.shape"}
+KEY_RESHAPED_WITH_T_Q = {"name": "key_reshaped_with_t_q", "file": "mha.py",
+                         "find": "        k = self.split_heads(self.w_k(key))  # (B, h, T_k, d_k)",
+                         "replace": "        k = self.w_k(key).reshape(query.size(0), self.n_heads, query.size(1), -1)"}
 MEASURED = {
     "dropout_left_on": (DROPOUT_LEFT_ON, ["two calls on the same inputs returned different results"]),
     "returns_scores_as_weights": (MUTANTS["returns_scores_as_weights"], ["the weights are not a distribution"]),
@@ -73,6 +76,8 @@ MEASURED = {
     "first_sentence_padding": (FIRST_SENTENCE_PADDING, ["every sentence got the first sentence's padding"]),
     "split_unpacks_t_b": (SPLIT_UNPACKS_T_B, ["the sizes are right but in the wrong order"]),
     "causal_mask_leaks_one_step": (MUTANTS["causal_mask_leaks_one_step"], ["only positions above the diagonal differ"]),
+    # a torch error in the student's code: which shapes went in, on both sides
+    "key_reshaped_with_t_q": (KEY_RESHAPED_WITH_T_Q, ["RuntimeError", "the call got ("]),
 }
 # Hints a probe did not back, once given to these mistakes (issue 47): neither side may say them.
 UNBACKED = {

@@ -2,9 +2,9 @@
 
     python tests/mutation/public_worker.py OUT.json FOLDER [FOLDER...]
 
-Writes ``{folder: {case: {"points", "extra", "passed"}}}``: each public test's points, whether it is extra
-credit, and whether it passed (a failure, an error or a skip is not a pass, as the footer counts it). Each
-folder gets a fresh pytest session and fresh imports of the student's files and the suite's modules.
+Writes ``{folder: {case: {"points", "extra", "passed"[, "message"]}}}``: each public test's points, whether it is
+extra credit, whether it passed (a failure, an error or a skip is not a pass, as the footer counts it) and, when it
+failed, what it said. Each folder gets a fresh pytest session and fresh imports of the student's files and the suite's modules.
 """
 import json
 import signal
@@ -37,6 +37,8 @@ class Outcomes:
             test["passed"] = report.passed
         elif report.failed or report.skipped:
             test["passed"] = False
+        if report.failed:  # what `make test` says: hint_run.py reads the hints in it
+            test["message"] = report.longreprtext
 
 
 def _timeout(*_):
@@ -59,7 +61,8 @@ def run(folder):
     finally:
         signal.alarm(0)
         sys.path[:] = saved_path
-    return {t["case"]: {k: t[k] for k in ("points", "extra", "passed")} for t in outcomes.tests.values()}
+    return {t["case"]: {k: t[k] for k in ("points", "extra", "passed", "message") if k in t}
+            for t in outcomes.tests.values()}
 
 
 def main(out, *folders):
