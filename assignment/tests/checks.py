@@ -482,9 +482,10 @@ def output_not_applied(output, weights, value):
     try:
         applied = w @ v
     except RuntimeError:
-        return f"the weights {tuple(w.shape)} cannot be applied to the values {tuple(v.shape)}"
+        return f"the output is not your weights applied to the values: weights {tuple(w.shape)} and values {tuple(v.shape)} do not multiply"
     if applied.shape != out.shape:
-        return f"the output has shape {tuple(out.shape)}, weights @ value has {tuple(applied.shape)}"
+        return (f"the output is not your weights applied to the values: it has shape {tuple(out.shape)}, "
+                f"weights @ value has {tuple(applied.shape)}")
     error = (out - applied).abs().nan_to_num(float("inf"))
     if (error > PROPERTY_ATOL * (1 + applied.abs())).any():
         at = _worst(error)
@@ -761,13 +762,14 @@ def check_layout(got, shape, dtype, *, case, what, hint=None):
         fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=_dtype_hint(dtype))
 
 
-def check_tensor(got, expected, *, case, what, hint=None, precision=False):
+def check_tensor(got, expected, *, case, what, hint=None, precision=False, mask=None):
     """Fail unless ``got`` has the shape, dtype and values of ``expected``.
 
     ``hint`` is a string, or a function of ``got`` that returns one (or None),
     called only on failure, to name the likely bug. A float64 result that is only
     float32-accurate is charged once, by the case that checks precision
-    (``precision=True``), as the grader does; the other cases accept it.
+    (``precision=True``), as the grader does; the other cases accept it. For weights, ``mask`` (the case's) lets
+    the message say, as the grade's does, whether only blocked or only allowed positions differ.
     """
     check_layout(got, expected.shape, expected.dtype, case=case, what=what, hint=hint)
     got = got.detach()
@@ -801,8 +803,8 @@ def check_tensor(got, expected, *, case, what, hint=None, precision=False):
                  f"max abs error {float(error[at]):.3g} in a float64 computation (float32 keeps about 7 digits, "
                  f"float64 about 16) at index {at}: {pair}", f"likely bug: {FLOAT32_IN_FLOAT64}", hint=FLOAT32_HINT)
         fail(case, f"{what} is wrong at {int(wrong.sum())} of {wrong.numel()} elements",
-             f"shape {tuple(got.shape)} as expected; max abs error {float(error[at]):.3g} at index {at}: {pair}",
-             hint=_explain(hint, got))
+             f"shape {tuple(got.shape)} as expected; max abs error {float(error[at]):.3g} at index {at}: {pair}"
+             f"{where_differ(wrong, mask) if what.startswith('weights') else ''}", hint=_explain(hint, got))
 
 
 def _pair(got, expected):
@@ -968,7 +970,7 @@ def check_attention(result, query, key, value, mask=None, *, case, what, again=N
 
     def random():
         return None if again is None else calls_differ((output, weights), again())
-    check_tensor(weights, expected_weights, case=case, what="weights",
+    check_tensor(weights, expected_weights, case=case, what="weights", mask=mask,
                  hint=lambda got: random() or attention_hint(query, key, value, mask, got) or FORMULA)
     check_tensor(output, expected_output, case=case, what="output",
                  hint=lambda got: random() or output_not_applied(got, weights, value)
@@ -1038,8 +1040,6 @@ def mha_hint(model, n_heads, query, key, value, mask):
     """Hint for wrong MultiHeadAttention weights (a function of what the student returned), in the grade's words
     when the weights are those of a mistake it names."""
     def hint(got):
-        if got.dim() == 3:
-            return MISTAKES["mha"]["weights_averaged_over_heads"]
         w_q, w_k, w_v, _ = projections(model, case="")
         with torch.no_grad():
             q, k, v = (_heads(w(x), n_heads) for w, x in [(w_q, query), (w_k, key), (w_v, value)])
@@ -1049,6 +1049,7 @@ def mha_hint(model, n_heads, query, key, value, mask):
         def weights(q=q, k=k, **kwargs):  # the heads' weights, computed by PyTorch on (changed) heads
             return torch_attention(q, k, k, mask, **kwargs)[1]
         named = likely_bug(got, [
+            (lambda: weights().mean(dim=1), MISTAKES["mha"]["weights_averaged_over_heads"]),
             (lambda: weights(scale=1 / math.sqrt(d_model)) if n_heads > 1 else None,
              MISTAKES["mha"]["scale_by_sqrt_d_model"]),
             (lambda: weights(*(_heads_without_transpose(w(x), n_heads) for w, x in [(w_q, query), (w_k, key)])),
@@ -1087,10 +1088,15 @@ def check_mha(result, expected, model, n_heads, query, key, value, mask=None, *,
     """Compare MultiHeadAttention's (output, weights) with PyTorch's ``expected`` pair."""
     output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward", expected=expected)
     expected_output, expected_weights = expected
-    check_tensor(weights, expected_weights, case=case, what="weights (B, n_heads, T_q, T_k)",
-                 hint=mha_hint(model, n_heads, query, key, value, mask))
+
+    def random():  # the same call again: randomness explains a failure first
+        return calls_differ((output, weights), model(*copies(query, key, value, mask)))
+    weights_hint, output_hint_ = mha_hint(model, n_heads, query, key, value, mask), output_hint(model, n_heads, value,
+                                                                                                  expected_weights)
+    check_tensor(weights, expected_weights, case=case, what="weights (B, n_heads, T_q, T_k)", mask=mask,
+                 hint=lambda got: random() or weights_hint(got))
     check_tensor(output, expected_output, case=case, what="output (B, T_q, d_model)",
-                 hint=output_hint(model, n_heads, value, expected_weights))
+                 hint=lambda got: random() or output_hint_(got))
 
 
 def split_hint(x, n_heads):

@@ -101,9 +101,10 @@ def output_not_applied(output, weights, value):
     try:
         applied = w @ v
     except RuntimeError:
-        return f"the weights {tuple(w.shape)} cannot be applied to the values {tuple(v.shape)}"
+        return f"the output is not your weights applied to the values: weights {tuple(w.shape)} and values {tuple(v.shape)} do not multiply"
     if applied.shape != out.shape:
-        return f"the output has shape {tuple(out.shape)}, weights @ value has {tuple(applied.shape)}"
+        return (f"the output is not your weights applied to the values: it has shape {tuple(out.shape)}, "
+                f"weights @ value has {tuple(applied.shape)}")
     error = (out - applied).abs().nan_to_num(float("inf"))
     if (error > PROPERTY_ATOL * (1 + applied.abs())).any():
         at = _worst(error)
