@@ -18,7 +18,6 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
   ``CONTRACT``: what a known-good attention replaces when an MHA test runs again with it).
 """
 from autograder.containment.probes import weighted_sum
-from autograder.grading.oracle import CONTRACT
 from autograder.grading import catalogue
 from autograder.grading.compare import (describe_value, diagnosed, expect_close, expect_equal, expect_pair,
                                         expect_tensor, fail, matrix_figure)
@@ -26,8 +25,11 @@ from autograder.grading.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED
                                             INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, STEP_CACHE_HINT,
                                             STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
                                             TILED_ROW_0_HINT, TILED_SHAPE_HINT, device_ignored)
+from autograder.grading.oracle import CONTRACT
 from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
-                                            grad_outputs_for, projected_difference, shift_all_scores)
+                                            grad_outputs_for, not_attention, projected_difference, shift_all_scores)
+from autograder.grading.properties import (attention_properties, blocked_weight, calls_differ, not_a_distribution,
+                                           padding_followed)
 from autograder.grading.seeded import randn
 from autograder.grading.student import Failure, RuleViolation, StudentError
 from autograder.rules import forbidden_calls, read_source
@@ -42,4 +44,7 @@ __all__ = [
     "device_ignored", "diagnosed", "directional_mismatch", "directions", "expect_close", "expect_equal",
     "expect_pair", "expect_tensor", "fail", "float_outputs", "forbidden_calls", "grad_outputs_for", "matrix_figure",
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",
+    # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
+    "attention_properties", "blocked_weight", "calls_differ", "not_a_distribution", "not_attention",
+    "padding_followed",
 ]

@@ -5,8 +5,8 @@ import os
 
 import torch
 
-from autograder.lab import (CONTRACT, Failure, RuleViolation, StudentError, catalogue, diagnosed, expect_close,
-                            expect_pair, read_source)
+from autograder.lab import (CONTRACT, Failure, RuleViolation, StudentError, attention_properties, calls_differ,
+                            catalogue, diagnosed, expect_close, expect_pair, read_source)
 from cases import AttentionCase
 
 HINTS = {
@@ -35,7 +35,7 @@ def check_sdpa(student, reference, case, target=SDPA, float32_ok=False, any_rank
     reply, with the case it answered as ``reply.case``.
     ``float32_ok``: a float64 result that is only float32-accurate passes (the test is about something else).
     ``any_rank``: the test is about something other than leading dims, so it passes when the code is right on
-    the same inputs at 3-D or 4-D (the layout tests charge a fixed rank, once). Without it (a layout test), a
+    the same inputs at 3-D or 4-D (the layout test charges a fixed rank, once). Without it (a layout test), a
     failure that another rank would pass is named fixed_leading_dims."""
     try:
         return _check_sdpa_at(student, reference, case, target, float32_ok, request)
@@ -69,15 +69,37 @@ def _check_sdpa_at(student, reference, case, target, float32_ok, request):
     except StudentError as error:
         if error.mistake is not None and error.mistake.name == "numeric_mask_ignored":
             raise _if_bool_ignored_too(student, target, request, (q, k, v, mask != 0), error) from None
+        if error.mistake is None:
+            finding = measured(student, target, request, (q, k, v, mask), (got_out, got_weights))
+            if finding:
+                raise with_hint(error, finding) from None
         raise
     reply.case = case
     return reply
 
 
+def measured(student, target, request, inputs, result):
+    """The property of the student's own ``result`` on ``inputs`` that failed, in a sentence, or None: the same
+    call again gives another result (randomness), else attention_properties (the weights a distribution, no
+    weight on a blocked key, output = weights @ value)."""
+    again = student.try_call(target, *inputs, **request)
+    if not isinstance(again, Failure):
+        random = calls_differ(result, again.result)
+        if random:
+            return random
+    output, weights = result
+    return attention_properties(output, weights, inputs[2], inputs[3])
+
+
+def with_hint(error, finding):
+    """The same failure with its hint replaced by a measured property that failed."""
+    return StudentError(f"{error.unnamed}\n  hint: {finding}", error.figure, unnamed=error.unnamed)
+
+
 def handled_rank(student, case, target=SDPA):
     """``case`` at the first rank (its own, then other_ranks) where the student's code returns a pair of
     tensors shaped (output, weights): the tests of other properties (dtypes, stability, gradients, in place)
-    run there, so a fixed rank is charged once, by the layout tests."""
+    run there, so a fixed rank is charged once, by the layout test."""
     for candidate in [case, *(case.at_rank(rank) for rank in other_ranks(case))]:
         q, k, v, mask = candidate.inputs()
         reply = student.try_call(target, q, k, v, mask)

@@ -1,13 +1,15 @@
 """Part 3: dtypes, numerical stability, gradients and leaving the inputs alone, each judged on the student's own
 forward (autograder/grading/own_forward.py): a wrong forward is the attention part's charge, not this part's.
-Each runs its case at the rank the student's code takes (handled_rank): leading dims are the layout tests' charge."""
+The gate of every test: that forward is attention (require_attention), or the part's points are not earned.
+Each runs its case at the rank the student's code takes (handled_rank): leading dims are the layout test's charge."""
 import pytest
 import torch
 
 from attention_checks import check_sdpa, handled_rank, sdpa_expected
 from autograder.lab import (FD_STEP, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, SHIFT_HINT, Failure,
-                            catalogue, describe_value, directional_mismatch, directions, fail, float_outputs,
-                            grad_outputs_for, matrix_figure, projected_difference, shift_all_scores)
+                            calls_differ, catalogue, describe_value, directional_mismatch, directions, fail,
+                            float_outputs, grad_outputs_for, matrix_figure, not_attention, projected_difference,
+                            shift_all_scores)
 from cases import AttentionCase
 
 pytestmark = pytest.mark.part("gradients")
@@ -18,6 +20,8 @@ SDPA = "attention.scaled_dot_product_attention"
 # A forward bug is the value tests' charge (attention part), never this part's: every test below judges the
 # student's code against its own forward, and compares with the reference only where that forward is right.
 OUTPUT_NAMES = ("output", "weights")
+GATE_HINT = ("this part's points are for a forward that is attention: weights = softmax over the keys of the "
+             "masked scores, output = weights @ value (the attention part's tests say what is wrong)")
 CLOSE_GATE = (1e-4, 1e-3)  # (atol, rtol): "the forward is right" (its precision aside), and "the same result"
 
 
@@ -27,6 +31,7 @@ def test_float64_in_float64_out(student, reference):
     case = handled_rank(student, AttentionCase((2,), 5, 5, 8, 8, mask="causal", dtype=torch.float64, seed=20))
     (q, k, v, mask), expected = sdpa_expected(reference, case)
     reply = student.call(SDPA, q, k, v, mask)
+    require_attention(case, reply.result, v, mask)
     for i in float_outputs(reply.result):
         got = _items(reply.result)[i]
         if got.dtype != torch.float64:
@@ -62,6 +67,7 @@ def test_large_scores_stay_finite(student, reference):
         case = handled_rank(student, case)
         q, k, v, _ = case.inputs()
         plain = student.call(SDPA, q, k, v, None)
+        require_attention(case, plain.result, v)
         big_q, big_k = shift_all_scores(q, k, shift)
         shifted = student.call(SDPA, big_q, big_k, v, None)
         what = (f"{case.describe()}, then the query and key moved so that every score is shifted by {shift:g} "
@@ -81,7 +87,14 @@ def test_large_scores_stay_finite(student, reference):
             error = (out.double() - before.double()).abs().max().item()
             fail(what, f"{_name(positions[0])} changed by up to {error:.3g}; a softmax over the keys does not "
                        "change when every score moves by the same constant",
-                 SHIFT_HINT)
+                 _random(student, (q, k, v), None) or SHIFT_HINT)  # randomness, not the shift, may have moved it
+
+
+def require_attention(case, result, value, mask=None):
+    """The part's gate, on a forward the test made anyway: fail unless ``result`` is attention over ``value``."""
+    reason = not_attention(result, value, mask)
+    if reason is not None:
+        fail(case.describe(), f"your forward is not attention: {reason}", GATE_HINT)
 
 
 def _check_gradients(student, case):
@@ -90,6 +103,7 @@ def _check_gradients(student, case):
     q, k, v, mask = case.inputs()
     inputs = (q, k, v)
     plain = student.call(SDPA, q, k, v, mask)
+    require_attention(case, plain.result, v, mask)
     if not float_outputs(plain.result):
         fail(case.describe(), f"returned {describe_value(plain.result)}: no floating-point tensor to differentiate")
     grad_outputs = grad_outputs_for(plain.result, seed=case.seed + 50)  # zero where the result is inf/NaN
@@ -132,8 +146,17 @@ def _check_direction(student, case, inputs, mask, index, direction, grad, grad_o
         fail(case.describe(), f"the gradient w.r.t. {name} does not match your own forward: along a random "
                               f"direction your backward gives {claimed:.6g}, while finite differences of your "
                               f"scaled_dot_product_attention give {finite_difference:.6g}",
-             "the backward must differentiate what forward computes: no .detach() or .data on the way, no in-place "
-             "edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
+             _random(student, inputs, mask)
+             or "the backward must differentiate what forward computes: no .detach() or .data on the way, no in-place "
+                "edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
+
+
+def _random(student, inputs, mask):
+    """Why two calls on the same inputs differ (randomness explains a failed comparison first), or None."""
+    replies = [student.try_call(SDPA, *inputs, mask) for _ in range(2)]
+    if any(isinstance(reply, Failure) for reply in replies):
+        return None
+    return calls_differ(*(reply.result for reply in replies))
 
 
 def _items(result):
@@ -193,3 +216,5 @@ def test_inputs_are_not_modified(student, reference):
         changed = [name for name, flag in zip(("query", "key", "value", "mask"), reply.inputs_modified) if flag]
         if changed:
             fail(case.describe(), INPUTS_MODIFIED.format(", ".join(changed)), INPUTS_MODIFIED_HINT)
+        if case.mask_dtype == torch.bool:  # after the edits: an edited value is this test's charge, not the gate's
+            require_attention(case, reply.result, v, mask)

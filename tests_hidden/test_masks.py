@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from autograder.lab import (DEVICE_HINT, describe_value, device_ignored, diagnosed, expect_equal, expect_tensor,
-                            fail, read_source)
+                            fail, padding_followed, read_source)
 from cases import tokens_with_padding
 
 pytestmark = pytest.mark.part("masks")
@@ -65,7 +65,8 @@ def test_padding_mask_values(student):
         got = student.call("attention.padding_mask", tokens, pad_id).result
         expected = (tokens != pad_id)[:, None, None, :]
         with diagnosed("padding_mask", got, tokens, pad_id):
-            expect_equal(got, expected, f"padding_mask(tokens {tuple(tokens.shape)}, {label})", "mask", PADDING_HINT)
+            expect_equal(got, expected, f"padding_mask(tokens {tuple(tokens.shape)}, {label})", "mask",
+                         padding_followed(got, tokens, pad_id) or PADDING_HINT)
 
 
 @pytest.mark.points(2)
@@ -81,5 +82,7 @@ def test_padding_mask_batch_of_one(student):
     """Padding mask: works for a batch of one"""
     tokens = tokens_with_padding([2], 4, 0, seed=14)
     got = student.call("attention.padding_mask", tokens, 0).result
-    expect_equal(got, (tokens != 0)[:, None, None, :], "padding_mask(tokens (1, 4), pad_id=0)", "mask",
-                 "keep every dim even when B = 1: do not squeeze")
+    # Its shape is expect_tensor's to judge; a wrong value gets the padding the mask measurably followed.
+    with diagnosed("padding_mask", got, tokens, 0):
+        expect_equal(got, (tokens != 0)[:, None, None, :], "padding_mask(tokens (1, 4), pad_id=0)", "mask",
+                     padding_followed(got, tokens, 0))

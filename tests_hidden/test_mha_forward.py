@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from attention_checks import with_attention_fallback
-from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, diagnosed, expect_close,
-                            expect_pair, fail)
+from attention_checks import with_attention_fallback, with_hint
+from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, StudentError, blocked_weight,
+                            diagnosed, expect_close, expect_pair, fail, not_a_distribution)
 from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")
@@ -23,9 +23,19 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
     def compare(mode):
         reply = student.call(MHA, query, key, value, mask, init=init, state=state, mode=mode)
         out, weights = expect_pair(reply.result, case.describe())
-        with diagnosed("mha", (out, weights), state, case.n_heads, query, key, value, mask):
-            expect_close(weights, expected_weights.detach(), case.describe(), "weights", HINT, mask=mask)
-            expect_close(out, expected_out.detach(), case.describe(), "output", HINT)
+        try:
+            with diagnosed("mha", (out, weights), state, case.n_heads, query, key, value, mask):
+                expect_close(weights, expected_weights.detach(), case.describe(), "weights", HINT, mask=mask)
+                expect_close(out, expected_out.detach(), case.describe(), "output", HINT)
+        except StudentError as error:
+            if error.mistake is not None:
+                raise
+            # No catalogued cause: the property of the student's own weights that failed, if one did. Not "two calls
+            # differ": each call builds the module anew, so a parameter the state does not hold differs by design.
+            finding = not_a_distribution(weights) or blocked_weight(weights, mask)
+            if finding:
+                raise with_hint(error, finding) from None
+            raise
         changed = [name for name, flag in zip(("query", "key", "value", "mask"), reply.inputs_modified) if flag]
         if inputs_untouched and changed:
             fail(case.describe(), FORWARD_INPUTS_MODIFIED.format(", ".join(changed)), FORWARD_INPUTS_MODIFIED_HINT)

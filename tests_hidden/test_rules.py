@@ -15,15 +15,21 @@ MHA_RUNS = ("MultiHeadAttention.__init__", "MultiHeadAttention.forward", "MultiH
 
 
 def _require_written(student, staged, name, target, *args, runs, **request):
-    """The rule's points are for code the grader can check it on: untouched stubs trivially follow the rule,
-    and so does a stub that raises another exception, and a file that does not import cannot be checked.
+    """The rule's points are for code the grader can check it on: an empty file and untouched stubs trivially follow
+    the rule, and so does a file that does not define the function, a stub that raises another exception, and a
+    file that does not import cannot be checked.
     So the call must give a tensor (alone or first of a pair), or, where it fails, none of the functions it
     ``runs`` ("f" or "Class.method" of the file ``name``) may raise whatever it is given: a written function
     that crashes keeps the rule's points (its own tests charge the crash). A call that used or hid a forbidden
     op comes back for the caller to judge."""
+    if _holds_no_code(os.path.join(staged.dir, name)):
+        fail(name, "not written yet: the file holds no code (it is empty)", "the rule's points are for the code you write")
     outcome = student.try_call(target, *args, **request)
     if getattr(outcome, "rule", False):
         return outcome
+    module, attr = target.split(".", 1)
+    if hasattr(outcome, "raised") and f"module '{module}' has no attribute '{attr}'" in outcome.message:
+        fail(name, f"not written yet: it does not define {attr}", "the rule's points are for the code you write")
     if hasattr(outcome, "raised") and outcome.raised("NotImplementedError"):
         fail(name, f"not written yet: {outcome.message.splitlines()[0]}", "the rule's points are for the code you write")
     if hasattr(outcome, "raised") and "importing" in outcome.message:
@@ -39,6 +45,16 @@ def _require_written(student, staged, name, target, *args, runs, **request):
         fail(name, f"not written yet: {target.split('.', 1)[1]} returned no tensor",
              "the rule's points are for the code you write")
     return outcome
+
+
+def _holds_no_code(path):
+    """Whether the file at ``path`` (read here, never run) holds no statement but a docstring: a 0-byte file, or
+    comments only. A file that is missing, unreadable or does not parse is the import's and the scanner's to report."""
+    try:
+        body = ast.parse(read_source(path)).body
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return all(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) for node in body)
 
 
 def _always_raises(path, names):

@@ -22,12 +22,12 @@ from typing import Callable
 
 import torch
 
-from checks import (MISTAKES, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (MISTAKES, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
-                    merge_hint, mha_hint, modified_inputs, padding_mask_hint, causal_mask_hint, projections, randn, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
+                    merge_hint, mha_hint, modified_inputs, padding_mask_hint, causal_mask_hint, projections, randn, require_attention, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
                     valid_size_refused, watch_forbidden_calls)
 
 # The parts, in the order of the lab: an otter check each, and an nbgrader test cell each.
@@ -237,7 +237,7 @@ def padding_mask_is_true_exactly_at_real_tokens(attention):
         expected = real_tokens(TOKENS, pad_id)
         check_tensor(attention.padding_mask(TOKENS, pad_id), expected,
                      case=f"padding_mask({TOKENS.tolist()}, pad_id={pad_id})", what="mask",
-                     hint=padding_mask_hint(expected))
+                     hint=padding_mask_hint(TOKENS, pad_id))
 
 
 # ============================================================================= part1_attention
@@ -267,6 +267,11 @@ def attend(attention, query, key, value, mask=None):
     return output, weights, case
 
 
+def again(attention, query, key, value, mask=None):
+    """A function of no arguments that calls the student's function again on the same inputs: (output, weights)."""
+    return lambda: attend(attention, query, key, value, mask)[:2]
+
+
 def at_rank(t, rank):
     """``t`` with its leading dims merged into one (3-D), padded with a 1 (4-D) or dropped (2-D, when there is one
     leading index in all): the same inputs at another rank. None when ``t`` cannot take that rank."""
@@ -293,6 +298,18 @@ def rank_that_works(attention, query, key, value):
     return None
 
 
+def at_a_rank_that_works(attention, query, key, value):
+    """The inputs as given or, when your code raises at their rank while another rank works, at that rank:
+    leading dims are one case's charge (the shapes case below), as in the grade."""
+    try:
+        attention.scaled_dot_product_attention(*copies(query, key, value))
+    except Exception:
+        rank = rank_that_works(attention, query, key, value)
+        if rank is not None:
+            return tuple(at_rank(t, rank) for t in (query, key, value))
+    return query, key, value
+
+
 @case("part1_attention", points=1)
 def attention_returns_output_and_weights_with_the_right_shapes(attention):
     for name, q_shape, k_shape, v_shape in SHAPES:
@@ -316,40 +333,44 @@ def attention_returns_output_and_weights_with_the_right_shapes(attention):
 @case("part1_attention", points=2)
 def attention_weights_match_pytorch(attention):
     for name, *shapes in SHAPES:
-        query, key, value = qkv(*shapes)
-        _, weights, case = attend(attention, query, key, value)
+        query, key, value = at_a_rank_that_works(attention, *qkv(*shapes))
+        output, weights, case = attend(attention, query, key, value)
         check_tensor(weights, torch_attention(query, key, value)[1], case=f"{name}: {case}", what="weights",
-                     hint=lambda got: attention_hint(query, key, value, None, got) or FORMULA)
+                     hint=lambda got: calls_differ((output, weights), again(attention, query, key, value)())
+                     or attention_hint(query, key, value, None, got) or FORMULA)
 
 
 @case("part1_attention", points=2)
 def attention_output_matches_pytorch(attention):
     for name, *shapes in SHAPES:
-        query, key, value = qkv(*shapes)
+        query, key, value = at_a_rank_that_works(attention, *qkv(*shapes))
         output, weights, case = attend(attention, query, key, value)
         check_tensor(output, torch_attention(query, key, value)[0], case=f"{name}: {case}", what="output",
-                     hint=lambda got: attention_hint(query, key, value, None, weights)
+                     hint=lambda got: calls_differ((output, weights), again(attention, query, key, value)())
+                     or attention_hint(query, key, value, None, weights) or output_not_applied(got, weights, value)
                      or "output = weights @ value: the weighted sum of the values")
 
 
 @case("part1_attention", points=1)
 def attention_weights_are_non_negative_and_rows_sum_to_one(attention):
-    query, key, value = qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8))
-    _, weights, case = attend(attention, query, key, value)
-    check_layout(weights, (2, 3, 5, 7), torch.float64, case=case, what="weights")
+    query, key, value = at_a_rank_that_works(attention, *qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8)))
+    output, weights, case = attend(attention, query, key, value)
+    check_layout(weights, (*query.shape[:-1], 7), torch.float64, case=case, what="weights")
     if (weights < 0).any():
         fail(case, f"weights contain negative values (min {float(weights.min()):.3g})",
              hint="weights come out of a softmax, so they are never negative")
     sums = weights.detach().sum(dim=-1)
     check_tensor(sums, torch.ones_like(sums), case=case, what="row sums of weights (sum over the keys)",
-                 hint=lambda _: attention_hint(query, key, value, None, weights) or FORMULA)
+                 hint=lambda _: calls_differ((output, weights), again(attention, query, key, value)())
+                 or attention_hint(query, key, value, None, weights) or FORMULA)
 
 
 @case("part1_attention", points=1)
 def attention_works_in_float32(attention):
     query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8), dtype=torch.float32)
     output, weights, case = attend(attention, query, key, value)
-    check_attention((output, weights), query, key, value, case=case, what="scaled_dot_product_attention")
+    check_attention((output, weights), query, key, value, case=case, what="scaled_dot_product_attention",
+                    again=again(attention, query, key, value))
 
 
 @case("part1_attention", points=1)
@@ -362,7 +383,8 @@ def attention_is_float64_accurate_in_float64(attention):
     expected_output, expected_weights = torch_attention(query, key, value, mask)
     for got, expected, what in [(weights, expected_weights, "weights"), (output, expected_output, "output")]:
         check_tensor(got, expected, case=case, what=what, precision=True,
-                     hint=lambda got: attention_hint(query, key, value, mask, weights) or FORMULA)
+                     hint=lambda got: calls_differ((output, weights), again(attention, query, key, value, mask)())
+                     or attention_hint(query, key, value, mask, weights) or FORMULA)
 
 
 def every_row_and_column_mixed(t):
@@ -387,6 +409,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
     # Shapes only: a dtype is the float64 test's failure, not this one's too.
     check_layout(output, (2, 5, 4), getattr(output, "dtype", None), case=case, what="output")
     check_layout(weights, (2, 5, 5), getattr(weights, "dtype", None), case=case, what="weights")
+    require_attention((output, weights), value, mask, case=case)  # as in the grade: points for attention only
     if not (output.requires_grad and weights.requires_grad):
         fail(case, "no gradient flows from output and weights back to query, key and value",
              hint=NO_GRADIENT_HINT)
@@ -426,8 +449,9 @@ def gradients_flow_back_to_query_key_and_value(attention):
             if not abs(claimed - finite_difference) <= 1e-6 + 1e-3 * float(got.norm()):
                 fail(case, f"the gradient w.r.t. {name} does not match your own forward: along a random direction "
                            f"your backward gives {claimed:.6g}, finite differences of your forward {finite_difference:.6g}",
-                     hint="the backward must differentiate what forward computes: no .detach() or .data on the way, "
-                          "no in-place edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
+                     hint=calls_differ(*(attend(attention, *inputs, mask)[:2] for _ in range(2)))
+                     or "the backward must differentiate what forward computes: no .detach() or .data on the way, "
+                        "no in-place edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
 
 
 @case("part1_attention", points=1)
@@ -436,7 +460,8 @@ def module_wrapper_matches_pytorch(attention):
     mask = lower_triangle(5)
     case = f"ScaledDotProductAttention()({describe(q=query, k=key, v=value, mask=mask)})"
     result = attention.ScaledDotProductAttention()(*copies(query, key, value, mask))
-    check_attention(result, query, key, value, mask, case=case, what="ScaledDotProductAttention.forward")
+    check_attention(result, query, key, value, mask, case=case, what="ScaledDotProductAttention.forward",
+                    again=lambda: attention.ScaledDotProductAttention()(*copies(query, key, value, mask)))
 
 
 @case("part1_attention", points=3)
@@ -446,7 +471,8 @@ def causal_mask_in_attention_matches_pytorch(attention):
         query, key, value = qkv(*shapes)
         mask = lower_triangle(query.size(-2))
         output, weights, case = attend(attention, query, key, value, mask)
-        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention",
+                        again=again(attention, query, key, value, mask))
 
 
 @case("part1_attention", points=2)
@@ -471,7 +497,8 @@ def padding_mask_in_attention_matches_pytorch(attention):
                          [True, True, True, True, True]])
     mask = real[:, None, None, :]  # (B, 1, 1, T): broadcast over heads and queries
     output, weights, case = attend(attention, query, key, value, mask)
-    check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+    check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention",
+                    again=again(attention, query, key, value, mask))
 
 
 @case("part1_attention", points=1)
@@ -481,7 +508,8 @@ def numeric_masks_mean_nonzero_may_attend(attention):
     for mask in (lower_triangle(5).to(torch.int64), lower_triangle(5).to(torch.float32),  # 1 = may attend, 0 = blocked
                  torch.where(torch.eye(5, dtype=torch.bool), 1.0, others) * lower_triangle(5)):  # other nonzero values too
         output, weights, case = attend(attention, query, key, value, mask)
-        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention")
+        check_attention((output, weights), query, key, value, mask, case=case, what="scaled_dot_product_attention",
+                        again=again(attention, query, key, value, mask))
 
 
 @case("part1_attention", points=1)
@@ -494,7 +522,7 @@ def attention_leaves_its_inputs_unchanged(attention):
         given = copies(query, key, value, mask)
         case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
         try:
-            attention.scaled_dot_product_attention(*given)
+            result = attention.scaled_dot_product_attention(*given)
         except Exception:
             if mask.dtype == torch.bool:
                 raise
@@ -502,6 +530,8 @@ def attention_leaves_its_inputs_unchanged(attention):
         changed = modified_inputs((query, key, value, mask), given)
         if changed:
             fail(case, INPUTS_MODIFIED.format(", ".join(changed)), hint=INPUTS_MODIFIED_HINT)
+        if mask.dtype == torch.bool:  # as in the grade: points for attention only
+            require_attention(result, value, mask, case=case)
 
 
 @case("part1_attention", points=1)
@@ -512,6 +542,7 @@ def attention_stays_finite_on_large_scores(attention):
     for dtype, shift in ((torch.float32, 300.0), (torch.float64, -1000.0)):  # exp(300) = inf, exp(-1000) = 0
         query, key, value = qkv((2, 6, 16), (2, 6, 16), (2, 6, 16), dtype=dtype)
         plain = attend(attention, query, key, value)[:2]
+        require_attention(plain, value, case=f"scaled_dot_product_attention({describe(q=query, k=key, v=value)})")
         big_query, big_key = shift_all_scores(query, key, shift)
         *shifted, case = attend(attention, big_query, big_key, value)
         case = f"{case}, every score shifted by {shift:g}"
@@ -525,7 +556,8 @@ def attention_stays_finite_on_large_scores(attention):
         if not torch.allclose(after.detach().double(), before.detach().double(), atol=1e-4, rtol=1e-3, equal_nan=True):
             error = float((after.detach().double() - before.detach().double()).abs().max())
             fail(case, f"output changed by up to {error:.3g}; a softmax over the keys does not change when "
-                       "every score moves by the same constant", hint=SHIFT_HINT)
+                       "every score moves by the same constant",
+                 hint=calls_differ(plain, attend(attention, query, key, value)[:2]) or SHIFT_HINT)
 
 
 # ============================================================================= part2_init
@@ -704,8 +736,10 @@ def mha_cross_attention_with_padding_matches_pytorch(mha):
 
 
 # ============================================================================= extra credit (optional)
+# Not in the points of `make test`; each case weighs what its hidden twins weigh in the grade's extra credit
+# (values 4, memory 2, step 2, its projections 2), so a case failed here is the share the grade takes.
 
-@case("extra_tiled", points=5)
+@case("extra_tiled", points=4)
 def tiled_attention_matches_pytorch(attention):
     for causal in (False, True):
         query, key, value = qkv((2, 2, 7, 4), (2, 2, 7, 4), (2, 2, 7, 3))
@@ -738,7 +772,7 @@ def tiled_hint(query, key, value, causal, block_size):
 MEMORY_T, MEMORY_D = 2048, 16
 
 
-@case("extra_tiled", points=5)
+@case("extra_tiled", points=2)
 def tiled_attention_never_builds_the_score_matrix(attention):
     # The grader measures the call's peak memory; here, the largest tensor it makes stands in for it (cheap, and
     # the same verdict for a (T, T) score matrix). The values are the case above's: only the output's shape,
@@ -763,7 +797,7 @@ def tiled_attention_never_builds_the_score_matrix(attention):
              hint=TILED_MEMORY_HINT)
 
 
-@case("extra_step", points=5)
+@case("extra_step", points=2)
 def step_reproduces_the_causal_forward(mha):
     # Only the outputs, as in the grade: what the cache holds is the next case's.
     model = build(mha, 12, 3)
@@ -780,7 +814,7 @@ def step_reproduces_the_causal_forward(mha):
                 "append its key and value to the cache (dim 2), attend over the whole cache"))
 
 
-@case("extra_step", points=5)
+@case("extra_step", points=2)
 def step_projects_only_the_new_token_and_grows_the_cache(mha):
     # The grader's cache case: what reaches w_k and w_v at each step, then the cache's values, each token's
     # features compared as a set (the head layout is split_heads' charge).

@@ -65,12 +65,14 @@ def causal_mask_hint(seq_len):
     return hint
 
 
-def padding_mask_hint(real):
-    """Hint for a wrong padding mask, ``real`` the right one (True at the real tokens)."""
+def padding_mask_hint(tokens, pad_id):
+    """Hint for a wrong padding_mask(tokens, pad_id): the grade's words when it names the mask, else which padding
+    the mask followed (measured), else the contract."""
     def hint(got):
-        if torch.equal(got.detach().bool(), ~real):
+        if torch.equal(got.detach().bool().reshape(tokens.shape), tokens == pad_id):
             return MISTAKES["padding_mask"]["padding_polarity_flipped"]
-        return "True where the key is a real token, False where it equals pad_id"
+        return (padding_followed(got, tokens, pad_id)
+                or "True where the key is a real token, False where it equals pad_id")
     return hint
 
 
@@ -95,6 +97,63 @@ class ForbiddenCall(CheckFailed):
 
 class NotWritten(NotImplementedError):
     """An optional function the file does not define at all: like one that raises NotImplementedError."""
+
+
+# ----------------------------------------------------------------------------- is it attention?
+
+# The grader's gate of its gradients part (autograder/grading/own_forward.py, not_attention, which a kit test
+# keeps equal to this copy): the gradient, in-place and large-score cases judge your code against your own
+# forward, so their points are for a forward that is attention.
+GATE_ATOL = 1e-4
+GATE_HINT = ("this case's points are for a forward that is attention: weights = softmax over the keys of the "
+             "masked scores, output = weights @ value (the value cases say what is wrong)")
+
+
+def not_attention(result, value, mask=None):
+    """Why ``result`` is not attention over ``value``, or None when it is: a pair (output, weights), in either
+    order, whose weights are a distribution over the keys (nonnegative, each row summing to 1, 0 at the keys
+    ``mask`` blocks) and whose output is those weights applied to the values (``weights @ value``)."""
+    if not (isinstance(result, (tuple, list)) and len(result) == 2
+            and all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in result)):
+        return "it does not return a pair of floating-point tensors (output, weights)"
+    reasons = [_not_attention(output, weights, value, mask) for output, weights in (result, result[::-1])]
+    return None if None in reasons else reasons[0]
+
+
+def _not_attention(output, weights, value, mask):
+    weights, output, value = weights.detach().double(), output.detach().double(), value.detach().double()
+    if weights.dim() < 2 or weights.size(-1) != value.size(-2):
+        return f"its weights have shape {tuple(weights.shape)}: not one weight per key ({value.size(-2)} keys)"
+    if not torch.isfinite(weights).all():
+        return "its weights hold inf or NaN"
+    if (weights < -GATE_ATOL).any():
+        return f"its weights are not a distribution over the keys: a weight is {weights.min().item():.3g}"
+    sums = weights.sum(-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=GATE_ATOL, rtol=0):
+        worst = sums.flatten()[(sums - 1).abs().flatten().argmax()]
+        return f"its weights are not a distribution over the keys: a row sums to {float(worst):.6g}, not 1"
+    blocked = None if mask is None else ~(mask if mask.dtype == torch.bool else mask != 0)
+    if blocked is not None:
+        try:
+            leaked = weights.masked_select(blocked.expand_as(weights)).abs()
+        except RuntimeError:
+            return f"its weights have shape {tuple(weights.shape)}, which the mask {tuple(mask.shape)} does not fit"
+        if leaked.numel() and leaked.max() > GATE_ATOL:
+            return f"a key the mask blocks gets weight {leaked.max().item():.3g}, not 0"
+    try:
+        applied = weights @ value
+    except RuntimeError:
+        return f"its weights {tuple(weights.shape)} cannot be applied to the values {tuple(value.shape)}"
+    if applied.shape != output.shape or not torch.allclose(output, applied, atol=GATE_ATOL, rtol=GATE_ATOL):
+        return "its output is not its weights applied to the values (weights @ value)"
+    return None
+
+
+def require_attention(result, value, mask=None, case=""):
+    """Fail the case unless ``result`` is attention over ``value`` (the grader's gate)."""
+    reason = not_attention(result, value, mask)
+    if reason is not None:
+        fail(case, f"your forward is not attention: {reason}", hint=GATE_HINT)
 
 
 # ----------------------------------------------------------------------------- the from-scratch rule
@@ -192,12 +251,14 @@ def import_student(name, folder):
 def explain(exc, folder):
     """A short account of an exception raised in the student's code in ``folder``, or None if it was not."""
     frames = []  # (function, file, line) of the student's frames, outermost first
+    called = None  # the outermost of them: the call the case made, whose arguments went in
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if Path(code.co_filename).resolve().parent == folder:
             where = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
             frames.append((where, Path(code.co_filename).name, tb.tb_lineno))
+            called = called or tb.tb_frame
         last = tb
         tb = tb.tb_next
     if not frames:
@@ -210,7 +271,16 @@ def explain(exc, folder):
     source = linecache.getline(str(folder / file), line).strip()
     text = " ".join(str(exc).split())  # torch's messages can span lines
     hint = error_hint(text)
-    return f"{type(exc).__name__}: {text}\n    raised in {chain}\n    > {source}" + (f"\n    hint: {hint}" if hint else "")
+    went_in = shapes_in(_arguments(called))
+    return (f"{type(exc).__name__}: {text}\n    raised in {chain}\n    > {source}" + (f"\n    {went_in}" if went_in else "")
+            + (f"\n    hint: {hint}" if hint else ""))
+
+
+def _arguments(frame):
+    """The positional arguments a student's function was called with (self left out), read from its frame."""
+    code = frame.f_code
+    names = [n for n in code.co_varnames[:code.co_argcount] if n != "self"]
+    return [frame.f_locals.get(n) for n in names]
 
 
 # The grader's hints for torch errors, copied from autograder/grading/error_hints.py: do not edit.
@@ -315,6 +385,217 @@ def device_ignored(source, function="causal_mask"):
                             f"whatever device the caller asks for")
     return None
 # (end of the grader's hints)
+
+
+# The grader's measured properties, copied from autograder/grading/properties.py: do not edit.
+import torch
+
+PROPERTY_ATOL = 1e-4  # float32-loose: a float32 step in a float64 run is the precision test's to charge
+# How each property's sentence opens, by property: how a report (or a test) tells which properties a text states.
+PROPERTY_WORDS = {
+    "not a distribution": ("the weights are not a distribution",),
+    "blocked key weighted": ("a key the mask blocks got weight",),
+    "output is not weights @ value": ("the output is not your weights applied to the values",),
+    "random": ("two calls on the same inputs returned different results",),
+    "sizes permuted": ("the sizes are right but in the wrong order",),
+    "dtype or device changed": ("the dtype changed", "the device changed"),
+    "padding polarity": ("the mask is True at the padding",),
+    "another pad_id": ("the mask follows pad_id=",),
+    "first sentence's padding": ("every sentence got the first sentence's padding",),
+    "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
+}
+
+
+def properties_named(text):
+    """The properties (PROPERTY_WORDS' names) whose sentences ``text`` holds."""
+    return {name for name, openings in PROPERTY_WORDS.items() if any(words in text for words in openings)}
+
+
+def _at(index):
+    return "(" + ", ".join(str(int(i)) for i in index) + ")"
+
+
+def _worst(values):
+    """The index of the largest entry of ``values``, as a tuple."""
+    flat = int(values.flatten().argmax())
+    index = []
+    for size in reversed(values.shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
+
+
+def _first_true(t):
+    """The index of the first True entry of ``t``, as a tuple."""
+    return tuple(int(i) for i in t.nonzero()[0].tolist())
+
+
+def not_a_distribution(weights):
+    """Why ``weights`` are not a distribution over the keys (a weight is negative or not finite, or a row does
+    not sum to 1: which row, what sum), or None."""
+    w = weights.detach().double()
+    if w.dim() < 1 or not w.numel():
+        return None
+    if not torch.isfinite(w).all():
+        return f"the weights are not a distribution: they hold inf/NaN, first at {_at(_first_true(~torch.isfinite(w)))}"
+    if (w < -PROPERTY_ATOL).any():
+        at = _worst(-w)
+        return f"the weights are not a distribution: weight {_at(at)} is {w[at].item():.4g}, below 0"
+    off = (w.sum(-1) - 1).abs()
+    if (off > PROPERTY_ATOL).any():
+        row = _worst(off)
+        return (f"the weights are not a distribution over the keys: row {_at(row)} sums to "
+                f"{w.sum(-1)[row].item():.4g}, not 1")
+    return None
+
+
+def blocked_weight(weights, mask):
+    """Which keys the mask blocks got weight, or None: "above the diagonal only" for a (T, T) mask whose
+    leaks all lie there, "padding position p of sentence b" for a (B, 1, 1, T) mask, else the first index."""
+    if mask is None:
+        return None
+    w = weights.detach().double()
+    allowed = mask != 0  # a bool mask too: True != 0
+    try:
+        blocked = ~allowed.expand_as(w)
+    except RuntimeError:
+        return None
+    leaked = blocked & (w.abs() > 0) & torch.isfinite(w)
+    if not leaked.any():
+        return None
+    largest = w[leaked].abs().max().item()
+    pattern = leaked.reshape(-1, *w.shape[-2:]).any(dim=0)  # (T_q, T_k): leaked in any matrix
+    t_q, t_k = pattern.shape
+    if mask.dim() == 4 and mask.shape[1:3] == (1, 1):  # a padding mask: which sentence, which position
+        sentence, *_, position = _first_true(leaked)
+        return (f"a key the mask blocks got weight (up to {largest:.3g}): padding position {int(position)} of "
+                f"sentence {int(sentence)}")
+    where = ""
+    if t_q == t_k and t_q > 1 and not (pattern & ~torch.ones(t_q, t_k, dtype=torch.bool).triu(1)).any():
+        where = ": positions above the diagonal only (the future)"
+    return f"a key the mask blocks got weight (up to {largest:.3g}), first at index {_at(_first_true(leaked))}{where}"
+
+
+def output_not_applied(output, weights, value):
+    """Why ``output`` is not ``weights @ value`` (the student's own weights), or None."""
+    w, out, v = (t.detach().double() for t in (weights, output, value))
+    try:
+        applied = w @ v
+    except RuntimeError:
+        return f"the output is not your weights applied to the values: weights {tuple(w.shape)} and values {tuple(v.shape)} do not multiply"
+    if applied.shape != out.shape:
+        return (f"the output is not your weights applied to the values: it has shape {tuple(out.shape)}, "
+                f"weights @ value has {tuple(applied.shape)}")
+    error = (out - applied).abs().nan_to_num(float("inf"))
+    if (error > PROPERTY_ATOL * (1 + applied.abs())).any():
+        at = _worst(error)
+        return (f"the output is not your weights applied to the values: output{_at(at)} is {out[at].item():.4g}, "
+                f"(weights @ value){_at(at)} is {applied[at].item():.4g}")
+    return None
+
+
+def calls_differ(first, second):
+    """Why two calls on the same inputs are not the same (randomness such as dropout), or None."""
+    firsts = first if isinstance(first, (tuple, list)) else (first,)
+    seconds = second if isinstance(second, (tuple, list)) else (second,)
+    for i, (a, b) in enumerate(zip(firsts, seconds)):
+        if torch.is_tensor(a) and torch.is_tensor(b) and a.shape == b.shape and not torch.equal(
+                a.detach().nan_to_num(), b.detach().nan_to_num()):
+            error = (a.detach().double() - b.detach().double()).abs().nan_to_num(float("inf")).max().item()
+            return (f"two calls on the same inputs returned different results (item {i} differs by up to "
+                    f"{error:.3g}): the code is random, e.g. dropout or torch.rand; attention here is deterministic")
+    return None
+
+
+def sizes_permuted(got_shape, expected_shape):
+    """Why a shape is wrong when its sizes are right but in another order (which dims moved), or None."""
+    got, expected = tuple(got_shape), tuple(expected_shape)
+    if got == expected or sorted(got) != sorted(expected):
+        return None
+    return (f"the sizes are right but in the wrong order: got {got}, expected {expected} (check how you unpack "
+            f"x.shape and which dims you transpose)")
+
+
+def dtype_or_device_changed(got, expected):
+    """Why ``got`` has another dtype or device than ``expected``, or None."""
+    if got.dtype != expected.dtype:
+        return f"the dtype changed: got {got.dtype}, the inputs are {expected.dtype}"
+    if got.device != expected.device:
+        return f"the device changed: got {got.device}, the inputs are on {expected.device}"
+    return None
+
+
+def padding_followed(got, tokens, pad_id):
+    """Which padding a wrong padding mask follows, measured against ``tokens`` (B, T): True at the padding,
+    another pad id, or the first sentence's padding for every sentence; None when it is none of these."""
+    if not torch.is_tensor(got) or got.numel() != tokens.numel():
+        return None
+    got = got.detach().reshape(tokens.shape).bool()
+    if torch.equal(got, tokens != pad_id):
+        return None
+    if torch.equal(got, tokens == pad_id):
+        return f"the mask is True at the padding (tokens == {pad_id}): True must mean 'may attend'"
+    for other in torch.unique(tokens).tolist() + [0]:
+        if other != pad_id and torch.equal(got, tokens != other):
+            return f"the mask follows pad_id={other}, not the pad_id={pad_id} it was given"
+    if tokens.size(0) > 1 and torch.equal(got, (tokens[:1] != pad_id).expand_as(tokens)):
+        return "every sentence got the first sentence's padding: compare each row of tokens with pad_id"
+    return None
+
+
+def attention_properties(output, weights, value, mask=None):
+    """The first property of an (output, weights) pair that fails, in the order that explains the rest: the
+    weights a distribution, no weight on a blocked key, output = weights @ value. None when all hold."""
+    if not (torch.is_tensor(output) and torch.is_tensor(weights) and torch.is_tensor(value)):
+        return None
+    return (not_a_distribution(weights) or blocked_weight(weights, mask)
+            or output_not_applied(output, weights, value))
+
+
+def where_differ(differs, mask=None):
+    """A sentence saying which entries of the (..., T_q, T_k) matrices differ, when a pattern shows."""
+    if differs.dim() < 2 or not differs.numel():
+        return ""
+    rows, cols = differs.shape[-2:]
+    pattern = differs.reshape(-1, rows, cols).any(dim=0)  # (T_q, T_k): differs in any matrix
+    regions = {}
+    if rows == cols and rows > 1:
+        upper = torch.ones(rows, cols, dtype=torch.bool).triu(1)
+        regions["above the diagonal"] = upper
+        regions["below the diagonal"] = upper.T
+        regions["on the diagonal"] = torch.eye(rows, dtype=torch.bool)
+    if mask is not None:
+        allowed = (mask if mask.dtype == torch.bool else mask != 0).expand(differs.shape)
+        blocked = (~allowed & differs).any(), (allowed & differs).any()
+        if blocked[0] and not blocked[1]:
+            return "; only blocked positions (mask False/0) differ"
+        if blocked[1] and not blocked[0]:
+            return "; only allowed positions differ (the blocked ones are right)"
+    for label, region in regions.items():
+        if pattern.any() and not (pattern & ~region).any():
+            return f"; only positions {label} differ"
+    if pattern.all():
+        return "; every entry differs"
+    return ""
+
+
+def mask_picture(mask):
+    """A small (T_q, T_k) bool mask as rows of 1 and 0, for a failure message (None when too big to read)."""
+    m = mask.detach().reshape(-1, mask.shape[-1]) if mask.dim() != 2 else mask.detach()
+    if max(m.shape) > 12:
+        return None
+    return " / ".join("".join("1" if bool(x) else "0" for x in row) for row in m)
+
+
+def shapes_in(values):
+    """'the call got (2, 3, 4) float64, (2, 6, 4) float64, None': what went into a call that raised, in order
+    (None when no tensor did); a student's error message then shows which operand had which shape."""
+    if not any(torch.is_tensor(v) for v in values):
+        return None
+    shown = [f"{tuple(v.shape)} {str(v.dtype).removeprefix('torch.')}" if torch.is_tensor(v) else type(v).__name__
+             if not isinstance(v, (int, float, bool, type(None))) else repr(v) for v in values]
+    return "the call got " + ", ".join(shown)
+# (end of the grader's measured properties)
 
 
 # The grader's float32-in-float64 diagnosis, copied from autograder/grading/compare.py and catalogue.py: do not edit.
@@ -475,18 +756,20 @@ def check_layout(got, shape, dtype, *, case, what, hint=None):
         fail(case, f"{what} should be a torch.Tensor, got {type(got).__name__}")
     if got.shape != shape:
         fail(case, f"{what} has the wrong shape",
-             f"expected shape {tuple(shape)}, got {tuple(got.shape)}", hint=_explain(hint, got))
+             f"expected shape {tuple(shape)}, got {tuple(got.shape)}",
+             hint=sizes_permuted(got.shape, shape) or _explain(hint, got))
     if got.dtype != dtype:
         fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=_dtype_hint(dtype))
 
 
-def check_tensor(got, expected, *, case, what, hint=None, precision=False):
+def check_tensor(got, expected, *, case, what, hint=None, precision=False, mask=None):
     """Fail unless ``got`` has the shape, dtype and values of ``expected``.
 
     ``hint`` is a string, or a function of ``got`` that returns one (or None),
     called only on failure, to name the likely bug. A float64 result that is only
     float32-accurate is charged once, by the case that checks precision
-    (``precision=True``), as the grader does; the other cases accept it.
+    (``precision=True``), as the grader does; the other cases accept it. For weights, ``mask`` (the case's) lets
+    the message say, as the grade's does, whether only blocked or only allowed positions differ.
     """
     check_layout(got, expected.shape, expected.dtype, case=case, what=what, hint=hint)
     got = got.detach()
@@ -494,9 +777,12 @@ def check_tensor(got, expected, *, case, what, hint=None, precision=False):
         wrong = got != expected
         if wrong.any():
             at = _first(wrong)
+            pictures = [f"expected {mask_picture(expected)}", f"got      {mask_picture(got)}"] \
+                if mask_picture(expected) else []
             fail(case, f"{what} is wrong at {int(wrong.sum())} of {wrong.numel()} positions",
                  f"shape {tuple(got.shape)} as expected; first wrong index {at}: "
-                 f"got {bool(got[at])}, expected {bool(expected[at])}", hint=_explain(hint, got))
+                 f"got {bool(got[at])}, expected {bool(expected[at])}{where_differ(wrong)}", *pictures,
+                 hint=_explain(hint, got))
         return
     wrong = ~torch.isclose(got, expected, **TOLERANCE[expected.dtype])
     nan = got.isnan() & ~expected.isnan()
@@ -517,8 +803,8 @@ def check_tensor(got, expected, *, case, what, hint=None, precision=False):
                  f"max abs error {float(error[at]):.3g} in a float64 computation (float32 keeps about 7 digits, "
                  f"float64 about 16) at index {at}: {pair}", f"likely bug: {FLOAT32_IN_FLOAT64}", hint=FLOAT32_HINT)
         fail(case, f"{what} is wrong at {int(wrong.sum())} of {wrong.numel()} elements",
-             f"shape {tuple(got.shape)} as expected; max abs error {float(error[at]):.3g} at index {at}: {pair}",
-             hint=_explain(hint, got))
+             f"shape {tuple(got.shape)} as expected; max abs error {float(error[at]):.3g} at index {at}: {pair}"
+             f"{where_differ(wrong, mask) if what.startswith('weights') else ''}", hint=_explain(hint, got))
 
 
 def _pair(got, expected):
@@ -643,15 +929,9 @@ def _leak_hint(query, key, value, mask, w):
     ])
     if named:
         return named
-    if (w[~allowed].abs() < 1e-20).all():  # tiny but not 0: exp() of a finite fill
+    if not_a_distribution(w) is None and (w[~allowed].abs() < 1e-20).all():  # tiny but not 0: a finite fill
         return MISTAKES["fill"]["finite_fill_leaks"]
-    if w.isnan().any():
-        return ("weights contain NaN, which a softmax over scores that are all -inf gives: "
-                "take the softmax over the keys (dim=-1), where every row keeps an allowed key")
-    if torch.equal(allowed, lower_triangle(*w.shape[-2:]).expand_as(w)):
-        return ("future leak: query i gives weight to a key j > i; "
-                "fill blocked scores with -inf before the softmax so they get exactly 0")
-    return "blocked keys got weight: fill their scores with -inf (not 0) before the softmax"
+    return not_a_distribution(w) or blocked_weight(w, mask)
 
 
 def attention_hint(query, key, value, mask, weights):
@@ -679,23 +959,22 @@ def attention_hint(query, key, value, mask, weights):
         (lambda: torch_attention(query, key, value, mask, scale=math.sqrt(d_k))[1],
          "multiplied by sqrt(d_k): divide the scores by sqrt(d_k) instead"),
     ])
-    if named:
-        return named
-    if not torch.allclose(w.sum(-1), torch.ones((), dtype=w.dtype)):
-        if mask is None:
-            return "each row of weights must sum to 1: take the softmax over the keys (dim=-1)"
-        return "rows must sum to 1: mask the scores before the softmax, not the weights after it"
-    return None
+    return named or not_a_distribution(w)
 
 
-def check_attention(result, query, key, value, mask=None, *, case, what):
-    """Compare an (output, weights) pair with PyTorch, weights first (they explain the output)."""
+def check_attention(result, query, key, value, mask=None, *, case, what, again=None):
+    """Compare an (output, weights) pair with PyTorch, weights first (they explain the output). ``again``: a
+    function of no arguments that calls the code again on the same inputs, to tell randomness when it fails."""
     expected_output, expected_weights = torch_attention(query, key, value, mask)
     output, weights = unpack_pair(result, case=case, what=what, expected=(expected_output, expected_weights))
-    check_tensor(weights, expected_weights, case=case, what="weights",
-                 hint=lambda got: attention_hint(query, key, value, mask, got) or FORMULA)
+
+    def random():
+        return None if again is None else calls_differ((output, weights), again())
+    check_tensor(weights, expected_weights, case=case, what="weights", mask=mask,
+                 hint=lambda got: random() or attention_hint(query, key, value, mask, got) or FORMULA)
     check_tensor(output, expected_output, case=case, what="output",
-                 hint="the weights are right, so compute output = weights @ value")
+                 hint=lambda got: random() or output_not_applied(got, weights, value)
+                 or "the weights are right, so compute output = weights @ value")
 
 
 # ----------------------------------------------------------------------------- multi-head
@@ -761,8 +1040,6 @@ def mha_hint(model, n_heads, query, key, value, mask):
     """Hint for wrong MultiHeadAttention weights (a function of what the student returned), in the grade's words
     when the weights are those of a mistake it names."""
     def hint(got):
-        if got.dim() == 3:
-            return MISTAKES["mha"]["weights_averaged_over_heads"]
         w_q, w_k, w_v, _ = projections(model, case="")
         with torch.no_grad():
             q, k, v = (_heads(w(x), n_heads) for w, x in [(w_q, query), (w_k, key), (w_v, value)])
@@ -772,6 +1049,7 @@ def mha_hint(model, n_heads, query, key, value, mask):
         def weights(q=q, k=k, **kwargs):  # the heads' weights, computed by PyTorch on (changed) heads
             return torch_attention(q, k, k, mask, **kwargs)[1]
         named = likely_bug(got, [
+            (lambda: weights().mean(dim=1), MISTAKES["mha"]["weights_averaged_over_heads"]),
             (lambda: weights(scale=1 / math.sqrt(d_model)) if n_heads > 1 else None,
              MISTAKES["mha"]["scale_by_sqrt_d_model"]),
             (lambda: weights(*(_heads_without_transpose(w(x), n_heads) for w, x in [(w_q, query), (w_k, key)])),
@@ -810,7 +1088,7 @@ def check_mha(result, expected, model, n_heads, query, key, value, mask=None, *,
     """Compare MultiHeadAttention's (output, weights) with PyTorch's ``expected`` pair."""
     output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward", expected=expected)
     expected_output, expected_weights = expected
-    check_tensor(weights, expected_weights, case=case, what="weights (B, n_heads, T_q, T_k)",
+    check_tensor(weights, expected_weights, case=case, what="weights (B, n_heads, T_q, T_k)", mask=mask,
                  hint=mha_hint(model, n_heads, query, key, value, mask))
     check_tensor(output, expected_output, case=case, what="output (B, T_q, d_model)",
                  hint=output_hint(model, n_heads, value, expected_weights))
@@ -826,6 +1104,8 @@ def split_hint(x, n_heads):
             return "you return (B, T, n_heads, d_k): swap dims 1 and 2 to get (B, n_heads, T, d_k)"
         if got.shape == (batch, n_heads, seq, d_k) and torch.equal(got, x.reshape(batch, n_heads, seq, d_k)):
             return MISTAKES["split_heads"]["split_without_transpose"]
+        if got.shape != (batch, n_heads, seq, d_k):
+            return sizes_permuted(got.shape, (batch, n_heads, seq, d_k))
         return "head i must hold features [i*d_k, (i+1)*d_k) of every position"
     return hint
 

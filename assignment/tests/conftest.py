@@ -10,10 +10,12 @@ message per test instead of a crash of the whole run.
 The cases themselves are in cases.py: a test module lists its parts in ``PARTS``,
 and its test that takes ``case`` runs once per case of those parts.
 """
+import ast
 import functools
 import gc
 import importlib.util
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -208,6 +210,28 @@ def unreadable(path):
     return None
 
 
+def undefined(exc, folder):
+    """For a name the tests look up in your file that it does not define (an empty file, say), the grader's
+    words: it is not written yet (the grade gives such a file none of the from-scratch rule's points either).
+    None for any other error."""
+    module = getattr(exc, "obj", None)
+    if not (isinstance(exc, AttributeError) and isinstance(module, types.ModuleType)
+            and Path(getattr(module, "__file__", None) or "").resolve().parent == folder):
+        return None
+    file = Path(module.__file__).name
+    empty = " (the file holds no code)" if not holds_code(folder / file) else ""
+    return f"{exc.name} is not written yet: {file} does not define it{empty}"
+
+
+def holds_code(path):
+    """Whether the file at ``path`` holds a statement other than a docstring (the grader's "holds no code")."""
+    try:
+        body = ast.parse(path.read_text(encoding="utf-8-sig")).body
+    except (OSError, SyntaxError, ValueError):
+        return True
+    return not all(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) for node in body)
+
+
 class Scoreboard:
     """Adds up the points of passing tests and turns student exceptions into one-line failures."""
 
@@ -244,7 +268,7 @@ class Scoreboard:
             self.unwritten.add(pyfuncitem.nodeid)
             pytest.skip(f"optional extra credit, not written yet: {exc}")
         except Exception as exc:
-            message = explain(exc, self.folder)
+            message = explain(exc, self.folder) or undefined(exc, self.folder)
             if message is None:
                 raise  # not from the student's code: pytest explains it best
             if isinstance(exc, NotImplementedError) and pyfuncitem.nodeid in self.extra:

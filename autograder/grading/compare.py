@@ -9,6 +9,7 @@ import contextlib
 import torch
 
 from autograder.grading import catalogue
+from autograder.grading.properties import sizes_permuted, where_differ  # one source with the public checks
 from autograder.grading.student import StudentError
 
 TOLERANCES = {  # dtype -> (atol, rtol)
@@ -130,33 +131,6 @@ def diagnosed(kind, got, *inputs):
 
 # --- where results differ, in words and as a small picture -----------------------------------
 
-def where_differ(differs, mask=None):
-    """A sentence saying which entries of the (..., T_q, T_k) matrices differ, when a pattern shows."""
-    if differs.dim() < 2 or not differs.numel():
-        return ""
-    rows, cols = differs.shape[-2:]
-    pattern = differs.reshape(-1, rows, cols).any(dim=0)  # (T_q, T_k): differs in any matrix
-    regions = {}
-    if rows == cols and rows > 1:
-        upper = torch.ones(rows, cols, dtype=torch.bool).triu(1)
-        regions["above the diagonal"] = upper
-        regions["below the diagonal"] = upper.T
-        regions["on the diagonal"] = torch.eye(rows, dtype=torch.bool)
-    if mask is not None:
-        allowed = (mask if mask.dtype == torch.bool else mask != 0).expand(differs.shape)
-        blocked = (~allowed & differs).any(), (allowed & differs).any()
-        if blocked[0] and not blocked[1]:
-            return "; only blocked positions (mask False/0) differ"
-        if blocked[1] and not blocked[0]:
-            return "; only allowed positions differ (the blocked ones are right)"
-    for label, region in regions.items():
-        if pattern.any() and not (pattern & ~region).any():
-            return f"; only positions {label} differ"
-    if pattern.all():
-        return "; every entry differs"
-    return ""
-
-
 def matrix_figure(what, expected, got):
     """The (T_q, T_k) matrix of expected and got with the largest error, as plain lists, for the report's
     heatmaps; ``where`` names it (e.g. "batch 1, head 2") when the tensor holds more than one. None when
@@ -226,8 +200,8 @@ def _first_index(mask):
 
 
 def _shape_hint(got, expected):
-    if len(got) == len(expected) and sorted(got) == sorted(expected):
-        return "the right sizes in the wrong order: check which dims you transposed or permuted"
+    if sizes_permuted(got, expected):
+        return sizes_permuted(got, expected)
     if len(got) != len(expected):
         return "a dimension is missing or extra: check keepdim, unsqueeze/[:, None] and squeeze"
     return None

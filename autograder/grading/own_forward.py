@@ -11,6 +11,9 @@ from forward results the child returned for inputs the parent chose:
 * stability: softmax is unchanged when every score moves by one constant, so the student's
   output at inputs whose scores are all shifted by a large constant must equal its output at
   the unshifted inputs (``shift_all_scores``).
+
+Both questions presume a forward that is attention: ``not_attention`` is the gate of every test of the
+part, judged from the same returned results, so code that does not do the work earns none of its points.
 """
 import math
 
@@ -107,3 +110,49 @@ def _orthogonal_to_rows(rows, w):
     """The part of ``w`` (..., d) orthogonal to every row of ``rows`` (..., T, d)."""
     coefficients = torch.linalg.solve(rows @ rows.mT, rows @ w[..., None])  # (..., T, 1)
     return w - (rows.mT @ coefficients)[..., 0]
+
+
+# The gate of every test of the gradients part: its points are for a forward that is attention, judged from
+# the student's own returns (never the reference), so a value bug (the attention part's charge) still passes.
+GATE_ATOL = 1e-4  # float32-loose: a float32 step in a float64 run is the dtype test's charge, not the gate's
+
+
+def not_attention(result, value, mask=None):
+    """Why ``result`` is not attention over ``value``, or None when it is: a pair (output, weights), in either
+    order (a swapped pair is the attention part's charge), whose weights are a distribution over the keys
+    (nonnegative, each row summing to 1, 0 at the keys ``mask`` blocks) and whose output is those weights
+    applied to the values (``weights @ value``). All within GATE_ATOL of |values|, computed in float64."""
+    if not (isinstance(result, (tuple, list)) and len(result) == 2
+            and all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in result)):
+        return "it does not return a pair of floating-point tensors (output, weights)"
+    reasons = [_not_attention(output, weights, value, mask) for output, weights in (result, result[::-1])]
+    return None if None in reasons else reasons[0]
+
+
+def _not_attention(output, weights, value, mask):
+    weights, output, value = weights.double(), output.double(), value.double()
+    if weights.dim() < 2 or weights.size(-1) != value.size(-2):
+        return f"its weights have shape {tuple(weights.shape)}: not one weight per key ({value.size(-2)} keys)"
+    if not torch.isfinite(weights).all():
+        return "its weights hold inf or NaN"
+    if (weights < -GATE_ATOL).any():
+        return f"its weights are not a distribution over the keys: a weight is {weights.min().item():.3g}"
+    sums = weights.sum(-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=GATE_ATOL, rtol=0):
+        worst = sums.flatten()[(sums - 1).abs().flatten().argmax()]
+        return f"its weights are not a distribution over the keys: a row sums to {float(worst):.6g}, not 1"
+    if mask is not None:
+        blocked = ~(mask if mask.dtype == torch.bool else mask != 0)
+        try:
+            leaked = weights.masked_select(blocked.expand_as(weights)).abs()
+        except RuntimeError:
+            return f"its weights have shape {tuple(weights.shape)}, which the mask {tuple(mask.shape)} does not fit"
+        if leaked.numel() and leaked.max() > GATE_ATOL:
+            return f"a key the mask blocks gets weight {leaked.max().item():.3g}, not 0"
+    try:
+        applied = weights @ value
+    except RuntimeError:
+        return f"its weights {tuple(weights.shape)} cannot be applied to the values {tuple(value.shape)}"
+    if applied.shape != output.shape or not torch.allclose(output, applied, atol=GATE_ATOL, rtol=GATE_ATOL):
+        return "its output is not its weights applied to the values (weights @ value)"
+    return None

@@ -33,6 +33,7 @@ from autograder.bounds import SUBMISSION_OUTPUT
 from autograder.config import GRADER_MARGIN_MB, WALL_BACKSTOP
 from autograder.grading import oracle
 from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
+from autograder.grading.properties import shapes_in
 from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
                                  untag)
 from autograder.containment.sandbox import ChildDied, OutOfTurn
@@ -125,7 +126,10 @@ class Student:
         """
         reply = self.try_call(target, *args, mode=mode, allow_forbidden=allow_forbidden, **request)
         if isinstance(reply, Failure):
-            raise (RuleViolation if reply.rule else StudentError)(_refused_valid_size(target, request, reply))
+            message = _refused_valid_size(target, request, reply)
+            error = reply.error
+            went_in = shapes_in(args) if error is not None and error.where and error.type != "NotImplementedError" else None
+            raise (RuleViolation if reply.rule else StudentError)(message + (f"\n  {went_in}" if went_in else ""))
         return reply
 
     def try_call(self, target, *args, mode="student", allow_forbidden=False, **request):

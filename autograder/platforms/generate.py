@@ -81,6 +81,12 @@ HINTS_SOURCE = "autograder/grading/error_hints.py"
 HINTS_BEGIN = "# The grader's hints for torch errors, copied from autograder/grading/error_hints.py: do not edit."
 HINTS_END = "# (end of the grader's hints)"
 
+# And the grader's measured properties (autograder/grading/properties.py): each hint states one that failed, in
+# the same words on both sides. The module's code, copied.
+PROPERTIES_SOURCE = "autograder/grading/properties.py"
+PROPERTIES_BEGIN = "# The grader's measured properties, copied from autograder/grading/properties.py: do not edit."
+PROPERTIES_END = "# (end of the grader's measured properties)"
+
 # And the grader's diagnosis of a float64 result that is only float32-accurate (autograder/grading/compare.py), with
 # the catalogue's sentence for it (autograder/grading/catalogue.py): `make test` names it in the grade's words.
 PRECISION_SOURCE = "autograder/grading/catalogue.py"  # with the test and hint from autograder/grading/compare.py
@@ -324,11 +330,23 @@ def seeded_source() -> str:
 
 def hints_source() -> str:
     """The code of ``autograder/grading/error_hints.py`` (its docstring, which speaks of the grader, left out)."""
-    import ast
-
     from autograder.grading import error_hints
 
-    text = Path(error_hints.__file__).read_text(encoding="utf-8")
+    return _code_of(error_hints)
+
+
+def properties_source() -> str:
+    """The code of ``autograder/grading/properties.py`` (its docstring left out)."""
+    from autograder.grading import properties
+
+    return _code_of(properties)
+
+
+def _code_of(module) -> str:
+    """A module's text after its docstring."""
+    import ast
+
+    text = Path(module.__file__).read_text(encoding="utf-8")
     docstring = ast.parse(text).body[0]
     return "".join(text.splitlines(keepends=True)[docstring.end_lineno:])
 
@@ -514,6 +532,7 @@ REGIONS = {
     TOLERANCE_SOURCE: Region("tolerance", TOLERANCE_BEGIN, TOLERANCE_END, tolerance_table),
     SEEDED_SOURCE: Region("seeded-input", SEEDED_BEGIN, SEEDED_END, seeded_source),
     HINTS_SOURCE: Region("hint", HINTS_BEGIN, HINTS_END, hints_source),
+    PROPERTIES_SOURCE: Region("measured-property", PROPERTIES_BEGIN, PROPERTIES_END, properties_source),
     PRECISION_SOURCE: Region("precision", PRECISION_BEGIN, PRECISION_END, precision_source),
     STABILITY_SOURCE: Region("large-scores", STABILITY_BEGIN, STABILITY_END, stability_source),
     WORDS_SOURCE: Region("mistakes' words", WORDS_BEGIN, WORDS_END, words_source),

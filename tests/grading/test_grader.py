@@ -140,6 +140,21 @@ def test_stubs_that_raise_another_exception_score_zero(open_tmp):
     assert report["score"] == 0, failing({"tests": [t for t in report["tests"] if t["status"] == "passed"]})
 
 
+@pytest.mark.slow  # grades one more submission
+def test_two_empty_files_score_zero_and_say_why(open_tmp):
+    """A 0-byte attention.py and mha.py follow the from-scratch rule trivially: its points need written code."""
+    submission = open_tmp / "empty"
+    submission.mkdir()
+    for name in ("attention.py", "mha.py"):
+        (submission / name).write_bytes(b"")
+    run = run_grader("grade", submission, "--out", open_tmp / "out")
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = results(open_tmp / "out", "empty")
+    assert report["score"] == 0, failing({"tests": [t for t in report["tests"] if t["status"] == "passed"]})
+    rules = [t for t in report["tests"] if t["tags"] == ["rules"]]
+    assert rules and all("not written yet: the file holds no code" in t["output"] for t in rules), rules
+
+
 def test_feedback_names_what_to_fix(graded):
     feedback = (graded[0] / "mask_bug" / "feedback.md").read_text()
     assert "## What to fix" in feedback and "hint:" in feedback

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from autograder.grading import own_forward
-from conftest import run_grader
+from conftest import ROOT, public_checks, run_grader
 from variant_builder import build_mutant, load_mutants
 
 MUTANTS = {m["name"]: m for m in load_mutants()}
@@ -101,10 +101,24 @@ def graded():
     shutil.rmtree(root, ignore_errors=True)
 
 
+ONE_LINE = "    return value * 1.0, query @ key.transpose(-2, -1)"  # issue 46: once 16/100, all 14 gradient points
+
+
+def build_one_line_forward(dest):
+    """The untouched stubs, with scaled_dot_product_attention's raise replaced by ONE_LINE: not attention."""
+    dest.mkdir(parents=True)
+    shutil.copy(ROOT / "assignment" / "mha.py", dest / "mha.py")
+    text = (ROOT / "assignment" / "attention.py").read_text()
+    start = text.index("def scaled_dot_product_attention(")
+    stub = text.index("    raise NotImplementedError", start)
+    (dest / "attention.py").write_text(text[:stub] + ONE_LINE + text[stub + len("    raise NotImplementedError"):])
+
+
 def _grade(root):
     batch, out = root / "batch", root / "out"
     for name in ("no_scaling", "weights_detached"):
         build_mutant(MUTANTS[name], batch / name)
+    build_one_line_forward(batch / "one_line_forward")
     run = run_grader("grade", batch, "--out", out, "--jobs", 2)
     assert run.returncode == 0, run.stderr[-3000:]
     return out
@@ -123,3 +137,59 @@ def test_a_forward_bug_costs_no_gradient_points(graded):
 def test_a_detached_backward_loses_gradient_points(graded):
     lost = [t for t in gradient_tests(graded, "weights_detached") if t["score"] < t["max_score"]]
     assert any(t["name"].startswith("Gradients:") for t in lost), "detached weights kept every gradient point"
+
+
+def test_a_forward_that_is_not_attention_earns_no_gradient_points(graded):
+    kept = [t["name"] for t in gradient_tests(graded, "one_line_forward") if t["score"] > 0]
+    assert not kept, f"`{ONE_LINE.strip()}` kept gradient points: {kept}"
+    assert all("your forward is not attention" in t["output"] for t in gradient_tests(graded, "one_line_forward"))
+
+
+# --- the gate: is the student's forward attention? (judged without the reference) --------------
+
+def attention(q, k, v, mask=None):
+    scores = q @ k.mT / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+Q, K, V = seeded(2, 4, 8, seed=1), seeded(2, 5, 8, seed=2), seeded(2, 5, 3, seed=3)
+CAUSAL = torch.ones(4, 5, dtype=torch.bool).tril()
+
+
+def test_attention_passes_the_gate_even_with_a_value_bug():
+    """A missing scale or a swapped pair is the attention part's charge: still attention."""
+    assert own_forward.not_attention(attention(Q, K, V), V) is None
+    assert own_forward.not_attention(attention(Q * 8, K, V)[::-1], V) is None
+    assert own_forward.not_attention(attention(Q, K, V, CAUSAL), V, CAUSAL.double()) is None
+
+
+def test_scores_returned_as_weights_are_not_attention():
+    assert "not a distribution over the keys" in own_forward.not_attention((V * 1.0, Q @ K.mT), V)
+
+
+def test_weights_over_the_queries_are_not_attention():
+    weights = torch.softmax(Q @ K.mT, dim=-2)
+    assert "a row sums to" in own_forward.not_attention((weights @ V, weights), V)
+
+
+def test_a_blocked_key_with_weight_is_not_attention():
+    assert "the mask blocks gets weight" in own_forward.not_attention(attention(Q, K, V), V, CAUSAL)
+
+
+def test_an_output_that_is_not_the_weights_applied_to_the_values_is_not_attention():
+    output, weights = attention(Q, K, V)
+    assert "weights @ value" in own_forward.not_attention((output * 2, weights), V)
+
+
+def test_make_test_applies_the_grades_gate():
+    """assignment/tests/checks.py holds the students' copy of the gate: it decides every forward as the grader's."""
+    public = public_checks()
+    weights_over_queries = torch.softmax(Q @ K.mT, dim=-2)
+    for result, mask in [(attention(Q, K, V), None), (attention(Q, K, V)[::-1], None), ((V * 1.0, Q @ K.mT), None),
+                         ((weights_over_queries @ V, weights_over_queries), None), (attention(Q, K, V), CAUSAL),
+                         (attention(Q, K, V, CAUSAL), CAUSAL), ((attention(Q, K, V)[0] * 2, attention(Q, K, V)[1]), None)]:
+        assert public.not_attention(result, V, mask) == own_forward.not_attention(result, V, mask)
+    assert public.GATE_ATOL == own_forward.GATE_ATOL

@@ -55,6 +55,37 @@ def refusal_words(mutant, text, name):
     line = line_of(mutant, text)
     return [f"is not graded: {mutant['file']}, line {line}: the module {name} used as a value hides what is called "
             "from it", "no test that runs it counts (the from-scratch rule)"]
+# issue 47: fresh mistakes, each named on both sides by the property of its own results that a probe measured
+DROPOUT_LEFT_ON = {"name": "dropout_left_on", "file": "attention.py",
+                   "find": "    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)",
+                   "replace": "    weights = torch.softmax(scores, dim=-1) * (torch.rand_like(scores) > 0.1) / 0.9"}
+PAD_COMPARED_WITH_ZERO = {"name": "pad_compared_with_zero", "file": "attention.py",
+                          "find": "    keep = tokens != pad_id  # (B, T)", "replace": "    keep = tokens != 0  # (B, T)"}
+FIRST_SENTENCE_PADDING = {"name": "first_sentence_padding", "file": "attention.py",
+                          "find": "    keep = tokens != pad_id  # (B, T)",
+                          "replace": "    keep = (tokens[:1] != pad_id).expand_as(tokens)  # (B, T)"}
+SPLIT_UNPACKS_T_B = {"name": "split_unpacks_t_b", "file": "mha.py", "find": "        B, T, _ = x.shape",
+                     "replace": "        T, B, _ = x.shape"}
+KEY_RESHAPED_WITH_T_Q = {"name": "key_reshaped_with_t_q", "file": "mha.py",
+                         "find": "        k = self.split_heads(self.w_k(key))  # (B, h, T_k, d_k)",
+                         "replace": "        k = self.w_k(key).reshape(query.size(0), self.n_heads, query.size(1), -1)"}
+MEASURED = {
+    "dropout_left_on": (DROPOUT_LEFT_ON, ["two calls on the same inputs returned different results"]),
+    "returns_scores_as_weights": (MUTANTS["returns_scores_as_weights"], ["the weights are not a distribution"]),
+    "pad_compared_with_zero": (PAD_COMPARED_WITH_ZERO, ["the mask follows pad_id=0, not the pad_id="]),
+    "first_sentence_padding": (FIRST_SENTENCE_PADDING, ["every sentence got the first sentence's padding"]),
+    "split_unpacks_t_b": (SPLIT_UNPACKS_T_B, ["the sizes are right but in the wrong order"]),
+    "causal_mask_leaks_one_step": (MUTANTS["causal_mask_leaks_one_step"], ["only positions above the diagonal differ"]),
+    # a torch error in the student's code: which shapes went in, on both sides
+    "key_reshaped_with_t_q": (KEY_RESHAPED_WITH_T_Q, ["RuntimeError", "the call got ("]),
+}
+# Hints a probe did not back, once given to these mistakes (issue 47): neither side may say them.
+UNBACKED = {
+    "dropout_left_on": ["subtract each row's max", "mask the scores before the softmax", "take the softmax over the keys"],
+    "returns_scores_as_weights": ["fill their scores with -inf", "hint: future leak"],
+    "split_unpacks_t_b": ["head i must hold features"],
+    "padding_mask_polarity_flipped": ["do not squeeze"],
+}
 # name -> (how to build it, the words both the local output and the grade's feedback must hold)
 MISTAKES = {
     "float32_softmax": (FLOAT32_SOFTMAX, [FLOAT32_IN_FLOAT64.sentence]),
@@ -84,6 +115,7 @@ MISTAKES = {
     "tiled_builds_full_matrix": (MUTANTS["tiled_builds_full_matrix"], ["so it was (at least partly) built", TILED_MEMORY_HINT]),
     "step_reprojects_the_past": (MUTANTS["step_reprojects_the_past"], [
         "w_k saw inputs of shapes", "project only the new token (B, 1, d_model)"]),
+    **MEASURED,
 }
 
 
@@ -164,6 +196,14 @@ def test_the_local_message_names_the_cause_in_the_grades_words(graded, name):
     for words in MISTAKES[name][1]:
         assert words in local, f"{name}: `make test` does not say {words!r}:\n{local[-3000:]}"
         assert words in feedback, f"{name}: the grade's feedback does not say {words!r}:\n{feedback[:3000]}"
+
+
+@pytest.mark.parametrize("name", UNBACKED)
+def test_no_side_gives_a_hint_its_probe_did_not_back(graded, name):
+    run, _, feedback = graded[name if name in MISTAKES else f"mutant-{name}"]
+    for words in UNBACKED[name]:
+        assert words not in run.output, f"{name}: `make test` says {words!r}:\n{run.output[-3000:]}"
+        assert words not in feedback, f"{name}: the grade's feedback says {words!r}:\n{feedback[:3000]}"
 
 
 @pytest.mark.parametrize("name", MISTAKES)

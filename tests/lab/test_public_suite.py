@@ -80,6 +80,19 @@ def test_reference_gets_all_public_points(reference):
     assert earned == total, reference.output
 
 
+def test_the_extra_credit_cases_weigh_what_the_grade_gives_the_extra_credit():
+    """The share of the extra credit a failed public case stands for is the grade's (issue 46)."""
+    import ast
+
+    from autograder.grading.suite_points import extra_max
+
+    decorators = [node for node in ast.walk(ast.parse((PUBLIC / "cases.py").read_text()))
+                  if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "case"]
+    weights = [next(k.value.value for k in node.keywords if k.arg == "points") for node in decorators
+               if node.args[0].value.startswith("extra_")]
+    assert weights and sum(weights) == extra_max()
+
+
 def test_public_suite_is_fast(reference):
     assert reference.test_seconds < 5, f"the public tests took {reference.test_seconds:.1f} s on the reference"
 

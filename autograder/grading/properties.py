@@ -1,0 +1,216 @@
+"""Properties of a student's own results, measured: a hint states one that failed, with its evidence.
+
+Every function takes what the student's code returned (and, where a property needs it, a second call on the
+same inputs, or the inputs themselves) and returns one sentence saying which property failed and where, or
+None when it holds. Nothing here knows the right answer or guesses a cause: a catalogued cause is named only by
+its own probe (catalogue.py recomputes it). The grader calls these in the hidden suite, and
+``make stubs`` copies this module's code into a marked region of the public checks
+(assignment/tests/checks.py), so ``make test`` and the grade say the same words.
+"""
+import torch
+
+PROPERTY_ATOL = 1e-4  # float32-loose: a float32 step in a float64 run is the precision test's to charge
+# How each property's sentence opens, by property: how a report (or a test) tells which properties a text states.
+PROPERTY_WORDS = {
+    "not a distribution": ("the weights are not a distribution",),
+    "blocked key weighted": ("a key the mask blocks got weight",),
+    "output is not weights @ value": ("the output is not your weights applied to the values",),
+    "random": ("two calls on the same inputs returned different results",),
+    "sizes permuted": ("the sizes are right but in the wrong order",),
+    "dtype or device changed": ("the dtype changed", "the device changed"),
+    "padding polarity": ("the mask is True at the padding",),
+    "another pad_id": ("the mask follows pad_id=",),
+    "first sentence's padding": ("every sentence got the first sentence's padding",),
+    "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
+}
+
+
+def properties_named(text):
+    """The properties (PROPERTY_WORDS' names) whose sentences ``text`` holds."""
+    return {name for name, openings in PROPERTY_WORDS.items() if any(words in text for words in openings)}
+
+
+def _at(index):
+    return "(" + ", ".join(str(int(i)) for i in index) + ")"
+
+
+def _worst(values):
+    """The index of the largest entry of ``values``, as a tuple."""
+    flat = int(values.flatten().argmax())
+    index = []
+    for size in reversed(values.shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
+
+
+def _first_true(t):
+    """The index of the first True entry of ``t``, as a tuple."""
+    return tuple(int(i) for i in t.nonzero()[0].tolist())
+
+
+def not_a_distribution(weights):
+    """Why ``weights`` are not a distribution over the keys (a weight is negative or not finite, or a row does
+    not sum to 1: which row, what sum), or None."""
+    w = weights.detach().double()
+    if w.dim() < 1 or not w.numel():
+        return None
+    if not torch.isfinite(w).all():
+        return f"the weights are not a distribution: they hold inf/NaN, first at {_at(_first_true(~torch.isfinite(w)))}"
+    if (w < -PROPERTY_ATOL).any():
+        at = _worst(-w)
+        return f"the weights are not a distribution: weight {_at(at)} is {w[at].item():.4g}, below 0"
+    off = (w.sum(-1) - 1).abs()
+    if (off > PROPERTY_ATOL).any():
+        row = _worst(off)
+        return (f"the weights are not a distribution over the keys: row {_at(row)} sums to "
+                f"{w.sum(-1)[row].item():.4g}, not 1")
+    return None
+
+
+def blocked_weight(weights, mask):
+    """Which keys the mask blocks got weight, or None: "above the diagonal only" for a (T, T) mask whose
+    leaks all lie there, "padding position p of sentence b" for a (B, 1, 1, T) mask, else the first index."""
+    if mask is None:
+        return None
+    w = weights.detach().double()
+    allowed = mask != 0  # a bool mask too: True != 0
+    try:
+        blocked = ~allowed.expand_as(w)
+    except RuntimeError:
+        return None
+    leaked = blocked & (w.abs() > 0) & torch.isfinite(w)
+    if not leaked.any():
+        return None
+    largest = w[leaked].abs().max().item()
+    pattern = leaked.reshape(-1, *w.shape[-2:]).any(dim=0)  # (T_q, T_k): leaked in any matrix
+    t_q, t_k = pattern.shape
+    if mask.dim() == 4 and mask.shape[1:3] == (1, 1):  # a padding mask: which sentence, which position
+        sentence, *_, position = _first_true(leaked)
+        return (f"a key the mask blocks got weight (up to {largest:.3g}): padding position {int(position)} of "
+                f"sentence {int(sentence)}")
+    where = ""
+    if t_q == t_k and t_q > 1 and not (pattern & ~torch.ones(t_q, t_k, dtype=torch.bool).triu(1)).any():
+        where = ": positions above the diagonal only (the future)"
+    return f"a key the mask blocks got weight (up to {largest:.3g}), first at index {_at(_first_true(leaked))}{where}"
+
+
+def output_not_applied(output, weights, value):
+    """Why ``output`` is not ``weights @ value`` (the student's own weights), or None."""
+    w, out, v = (t.detach().double() for t in (weights, output, value))
+    try:
+        applied = w @ v
+    except RuntimeError:
+        return f"the output is not your weights applied to the values: weights {tuple(w.shape)} and values {tuple(v.shape)} do not multiply"
+    if applied.shape != out.shape:
+        return (f"the output is not your weights applied to the values: it has shape {tuple(out.shape)}, "
+                f"weights @ value has {tuple(applied.shape)}")
+    error = (out - applied).abs().nan_to_num(float("inf"))
+    if (error > PROPERTY_ATOL * (1 + applied.abs())).any():
+        at = _worst(error)
+        return (f"the output is not your weights applied to the values: output{_at(at)} is {out[at].item():.4g}, "
+                f"(weights @ value){_at(at)} is {applied[at].item():.4g}")
+    return None
+
+
+def calls_differ(first, second):
+    """Why two calls on the same inputs are not the same (randomness such as dropout), or None."""
+    firsts = first if isinstance(first, (tuple, list)) else (first,)
+    seconds = second if isinstance(second, (tuple, list)) else (second,)
+    for i, (a, b) in enumerate(zip(firsts, seconds)):
+        if torch.is_tensor(a) and torch.is_tensor(b) and a.shape == b.shape and not torch.equal(
+                a.detach().nan_to_num(), b.detach().nan_to_num()):
+            error = (a.detach().double() - b.detach().double()).abs().nan_to_num(float("inf")).max().item()
+            return (f"two calls on the same inputs returned different results (item {i} differs by up to "
+                    f"{error:.3g}): the code is random, e.g. dropout or torch.rand; attention here is deterministic")
+    return None
+
+
+def sizes_permuted(got_shape, expected_shape):
+    """Why a shape is wrong when its sizes are right but in another order (which dims moved), or None."""
+    got, expected = tuple(got_shape), tuple(expected_shape)
+    if got == expected or sorted(got) != sorted(expected):
+        return None
+    return (f"the sizes are right but in the wrong order: got {got}, expected {expected} (check how you unpack "
+            f"x.shape and which dims you transpose)")
+
+
+def dtype_or_device_changed(got, expected):
+    """Why ``got`` has another dtype or device than ``expected``, or None."""
+    if got.dtype != expected.dtype:
+        return f"the dtype changed: got {got.dtype}, the inputs are {expected.dtype}"
+    if got.device != expected.device:
+        return f"the device changed: got {got.device}, the inputs are on {expected.device}"
+    return None
+
+
+def padding_followed(got, tokens, pad_id):
+    """Which padding a wrong padding mask follows, measured against ``tokens`` (B, T): True at the padding,
+    another pad id, or the first sentence's padding for every sentence; None when it is none of these."""
+    if not torch.is_tensor(got) or got.numel() != tokens.numel():
+        return None
+    got = got.detach().reshape(tokens.shape).bool()
+    if torch.equal(got, tokens != pad_id):
+        return None
+    if torch.equal(got, tokens == pad_id):
+        return f"the mask is True at the padding (tokens == {pad_id}): True must mean 'may attend'"
+    for other in torch.unique(tokens).tolist() + [0]:
+        if other != pad_id and torch.equal(got, tokens != other):
+            return f"the mask follows pad_id={other}, not the pad_id={pad_id} it was given"
+    if tokens.size(0) > 1 and torch.equal(got, (tokens[:1] != pad_id).expand_as(tokens)):
+        return "every sentence got the first sentence's padding: compare each row of tokens with pad_id"
+    return None
+
+
+def attention_properties(output, weights, value, mask=None):
+    """The first property of an (output, weights) pair that fails, in the order that explains the rest: the
+    weights a distribution, no weight on a blocked key, output = weights @ value. None when all hold."""
+    if not (torch.is_tensor(output) and torch.is_tensor(weights) and torch.is_tensor(value)):
+        return None
+    return (not_a_distribution(weights) or blocked_weight(weights, mask)
+            or output_not_applied(output, weights, value))
+
+
+def where_differ(differs, mask=None):
+    """A sentence saying which entries of the (..., T_q, T_k) matrices differ, when a pattern shows."""
+    if differs.dim() < 2 or not differs.numel():
+        return ""
+    rows, cols = differs.shape[-2:]
+    pattern = differs.reshape(-1, rows, cols).any(dim=0)  # (T_q, T_k): differs in any matrix
+    regions = {}
+    if rows == cols and rows > 1:
+        upper = torch.ones(rows, cols, dtype=torch.bool).triu(1)
+        regions["above the diagonal"] = upper
+        regions["below the diagonal"] = upper.T
+        regions["on the diagonal"] = torch.eye(rows, dtype=torch.bool)
+    if mask is not None:
+        allowed = (mask if mask.dtype == torch.bool else mask != 0).expand(differs.shape)
+        blocked = (~allowed & differs).any(), (allowed & differs).any()
+        if blocked[0] and not blocked[1]:
+            return "; only blocked positions (mask False/0) differ"
+        if blocked[1] and not blocked[0]:
+            return "; only allowed positions differ (the blocked ones are right)"
+    for label, region in regions.items():
+        if pattern.any() and not (pattern & ~region).any():
+            return f"; only positions {label} differ"
+    if pattern.all():
+        return "; every entry differs"
+    return ""
+
+
+def mask_picture(mask):
+    """A small (T_q, T_k) bool mask as rows of 1 and 0, for a failure message (None when too big to read)."""
+    m = mask.detach().reshape(-1, mask.shape[-1]) if mask.dim() != 2 else mask.detach()
+    if max(m.shape) > 12:
+        return None
+    return " / ".join("".join("1" if bool(x) else "0" for x in row) for row in m)
+
+
+def shapes_in(values):
+    """'the call got (2, 3, 4) float64, (2, 6, 4) float64, None': what went into a call that raised, in order
+    (None when no tensor did); a student's error message then shows which operand had which shape."""
+    if not any(torch.is_tensor(v) for v in values):
+        return None
+    shown = [f"{tuple(v.shape)} {str(v.dtype).removeprefix('torch.')}" if torch.is_tensor(v) else type(v).__name__
+             if not isinstance(v, (int, float, bool, type(None))) else repr(v) for v in values]
+    return "the call got " + ", ".join(shown)

@@ -1,0 +1,138 @@
+"""The measured properties (autograder/grading/properties.py): each names the one that failed, with its evidence,
+on a result with that defect planted, and says nothing on a right result."""
+import math
+
+import pytest
+import torch
+
+from autograder.grading import properties
+
+T = 5
+
+
+def inputs(seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(2, T, 4, generator=generator, dtype=torch.float64) for _ in range(3)]
+
+
+def attention(query, key, value, mask=None):
+    scores = query @ key.mT / math.sqrt(query.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1)
+    return weights @ value, weights
+
+
+CAUSAL = torch.ones(T, T, dtype=torch.bool).tril()
+PADDING = torch.tensor([[True, True, True, False, False], [True] * 5])[:, None, None, :]  # (B, 1, 1, T)
+TOKENS = torch.tensor([[5, 7, 2, 9, 9], [3, 0, 4, 1, 8]])  # pad_id 9: sentence 0 has two pads
+
+
+@pytest.mark.parametrize("mask", [None, CAUSAL])
+def test_right_attention_has_every_property(mask):
+    q, k, v = inputs()
+    output, weights = attention(q, k, v, mask)
+    assert properties.attention_properties(output, weights, v, mask) is None
+    assert properties.calls_differ((output, weights), attention(q, k, v, mask)) is None
+
+
+def test_right_padding_attention_has_every_property():
+    q, k, v = (x.unsqueeze(1) for x in inputs())  # (B, 1, T, d)
+    output, weights = attention(q, k, v, PADDING)
+    assert properties.attention_properties(output, weights, v, PADDING) is None
+
+
+def test_scores_returned_as_weights_are_not_a_distribution():
+    q, k, v = inputs()
+    output, _ = attention(q, k, v)
+    scores = q @ k.mT / 2
+    assert properties.attention_properties(output, scores, v).startswith("the weights are not a distribution")
+
+
+def test_a_row_that_does_not_sum_to_1_is_named_with_its_sum():
+    q, k, v = inputs()
+    output, weights = attention(q, k, v)
+    weights = weights.clone()
+    weights[1, 3] *= 0.5
+    assert properties.not_a_distribution(weights) == ("the weights are not a distribution over the keys: row (1, 3) "
+                                                      "sums to 0.5, not 1")
+
+
+def test_inf_weights_are_not_a_distribution():
+    weights = torch.full((2, T, T), 1 / T).masked_fill(~CAUSAL, float("-inf"))
+    assert properties.not_a_distribution(weights).startswith("the weights are not a distribution: they hold inf/NaN")
+
+
+def test_a_causal_leak_is_placed_above_the_diagonal():
+    q, k, v = inputs()
+    output, weights = attention(q, k, v, torch.ones(T, T, dtype=torch.bool).tril(1))
+    found = properties.attention_properties(output, weights, v, CAUSAL)
+    assert found.startswith("a key the mask blocks got weight") and "above the diagonal only" in found
+
+
+def test_a_padding_leak_names_the_position_and_the_sentence():
+    q, k, v = (x.unsqueeze(1) for x in inputs())
+    output, weights = attention(q, k, v)
+    assert "padding position 3 of sentence 0" in properties.blocked_weight(weights, PADDING)
+
+
+def test_an_output_that_is_not_weights_at_value_is_named():
+    q, k, v = inputs()
+    output, weights = attention(q, k, v)
+    assert properties.attention_properties(output * 1.1, weights, v).startswith(
+        "the output is not your weights applied to the values")
+
+
+def test_two_calls_that_differ_are_called_random():
+    q, k, v = inputs()
+    output, weights = attention(q, k, v)
+    dropped = weights * (torch.arange(T) % 2 == 0) * 2  # what dropout may give on a second call
+    assert "the code is random" in properties.calls_differ((output, weights), (output, dropped))
+
+
+@pytest.mark.parametrize("got, expected, named", [((5, 3, 2, 4), (2, 3, 5, 4), True), ((2, 3, 5, 4), (2, 3, 5, 4), False),
+                                                   ((2, 3, 5), (2, 3, 5, 4), False), ((2, 3, 6, 4), (2, 3, 5, 4), False)])
+def test_sizes_in_the_wrong_order_are_named_only_then(got, expected, named):
+    found = properties.sizes_permuted(got, expected)
+    assert (found is not None) == named
+    if named:
+        assert found.startswith("the sizes are right but in the wrong order: got (5, 3, 2, 4)")
+
+
+def test_a_changed_dtype_is_named():
+    assert "the dtype changed" in properties.dtype_or_device_changed(torch.zeros(2), torch.zeros(2, dtype=torch.float64))
+    assert properties.dtype_or_device_changed(torch.zeros(2), torch.zeros(3)) is None
+
+
+@pytest.mark.parametrize("got, words", [
+    (TOKENS != 0, "the mask follows pad_id=0, not the pad_id=9 it was given"),
+    (TOKENS == 9, "the mask is True at the padding (tokens == 9)"),
+    ((TOKENS[:1] != 9).expand_as(TOKENS), "every sentence got the first sentence's padding"),
+])
+def test_the_padding_a_wrong_mask_followed_is_named(got, words):
+    assert words in properties.padding_followed(got[:, None, None, :], TOKENS, 9)
+
+
+def test_a_right_padding_mask_follows_nothing_else():
+    assert properties.padding_followed((TOKENS != 9)[:, None, None, :], TOKENS, 9) is None
+
+
+def test_where_masks_differ_and_their_picture():
+    wrong = torch.ones(T, T, dtype=torch.bool).tril(1) != CAUSAL
+    assert properties.where_differ(wrong) == "; only positions above the diagonal differ"
+    assert properties.mask_picture(CAUSAL[:3, :3]) == "100 / 110 / 111"
+
+
+def test_what_went_into_a_call_is_shown_in_order():
+    assert properties.shapes_in([torch.zeros(2, 3, 4), torch.zeros(2, 6, 4, dtype=torch.float64), None]) == (
+        "the call got (2, 3, 4) float32, (2, 6, 4) float64, None")
+    assert properties.shapes_in([3, None]) is None
+
+
+def test_each_property_sentence_is_told_by_its_opening():
+    q, k, v = inputs()
+    output, weights = attention(q, k, v)
+    assert properties.properties_named(properties.output_not_applied(output + 1, weights, v)) == {
+        "output is not weights @ value"}
+    assert properties.properties_named(properties.padding_followed(TOKENS != 0, TOKENS, 9)) == {"another pad_id"}
+    assert properties.properties_named("the weights are right") == set()
