@@ -338,9 +338,9 @@ def attention_returns_output_and_weights_with_the_right_shapes(attention):
                  f"{type(exc).__name__} at {query.dim()}-D: {' '.join(str(exc).split())}",
                  f"the same inputs as {works}-D tensors give the right shapes",
                  hint=MISTAKES["layout"]["fixed_leading_dims"])
-        check_layout(output, (*q_shape[:-1], v_shape[-1]), torch.float64, case=case, what="output",
+        check_layout(output, (*q_shape[:-1], v_shape[-1]), torch.float64, case=case, what="output", float32_ok=True,
                      hint="output is (..., T_q, d_v): one row per query, as wide as value")
-        check_layout(weights, (*q_shape[:-1], k_shape[-2]), torch.float64, case=case, what="weights",
+        check_layout(weights, (*q_shape[:-1], k_shape[-2]), torch.float64, case=case, what="weights", float32_ok=True,
                      hint="weights are (..., T_q, T_k): one row per query, one column per key")
 
 
@@ -367,7 +367,7 @@ def attention_output_matches_pytorch(attention):
 def attention_weights_are_non_negative_and_rows_sum_to_one(attention):
     query, key, value = at_a_rank_that_works(attention, *qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8)))
     _, weights, case = attend(attention, query, key, value)
-    check_layout(weights, (*query.shape[:-1], 7), torch.float64, case=case, what="weights")
+    check_layout(weights, (*query.shape[:-1], 7), torch.float64, case=case, what="weights", float32_ok=True)
     if (weights < 0).any():
         fail(case, f"weights contain negative values (min {float(weights.min()):.3g})",
              hint="weights come out of a softmax, so they are never negative")
@@ -485,7 +485,7 @@ def causal_mask_in_attention_matches_pytorch(attention):
 def causal_attention_gives_future_keys_exactly_zero_weight(attention):
     query, key, value = qkv((2, 6, 4), (2, 6, 4), (2, 6, 4))
     _, weights, case = attend(attention, query, key, value, lower_triangle(6))
-    check_layout(weights, (2, 6, 6), torch.float64, case=case, what="weights")
+    check_layout(weights, (2, 6, 6), torch.float64, case=case, what="weights", float32_ok=True)
     future = ~lower_triangle(6).expand(2, 6, 6)
     leaked = future & (weights.detach() != 0)
     if leaked.any():
@@ -653,7 +653,7 @@ def new_mha(mha, d_model, n_heads, **kwargs):
 def split_heads_returns_batch_heads_seq_d_k(mha):
     model = build(mha, 12, 3)
     x = randn(2, 5, 12)
-    check_layout(model.split_heads(x), (2, 3, 5, 4), torch.float64,
+    check_layout(model.split_heads(x), (2, 3, 5, 4), torch.float64, float32_ok=True,
                  case=f"MultiHeadAttention(12, 3).split_heads(x {tuple(x.shape)})",
                  what="split_heads(x)", hint=split_hint(x, 3))
 
@@ -702,9 +702,9 @@ def mha_forward_returns_output_and_per_head_weights(mha):
     query, memory = randn(2, 3, 8, seed=1), randn(2, 6, 8, seed=2)  # T_q = 3, T_k = 6
     result, case = run(model, "MultiHeadAttention(8, 2)", query, memory, memory)
     output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward", shapes=((2, 3, 8), (2, 2, 3, 6)))
-    check_layout(output, (2, 3, 8), torch.float64, case=case, what="output",
+    check_layout(output, (2, 3, 8), torch.float64, case=case, what="output", float32_ok=True,
                  hint="the output has the query's shape (B, T_q, d_model)")
-    check_layout(weights, (2, 2, 3, 6), torch.float64, case=case, what="weights",
+    check_layout(weights, (2, 2, 3, 6), torch.float64, case=case, what="weights", float32_ok=True,
                  hint=mha_hint(model, 2, query, memory, memory, None))
 
 
@@ -722,7 +722,9 @@ def mha_causal_self_attention_matches_pytorch(mha):
     x = randn(2, 6, 12)
     causal = lower_triangle(6)  # (T, T), passed on unchanged
     result, case = run(model, "MultiHeadAttention(12, 3)", x, x, x, causal)
-    check_mha(result, torch_mha(model, 3, x, x, x, allowed=causal, case=case), model, 3, x, x, x, causal, case=case)
+    # The one MHA case that charges float32 in a float64 run (dtype or precision), as the grade's float64 test does.
+    check_mha(result, torch_mha(model, 3, x, x, x, allowed=causal, case=case), model, 3, x, x, x, causal, case=case,
+              precision=True)
 
 
 @case("part2_forward", points=2)
