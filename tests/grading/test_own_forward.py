@@ -179,7 +179,10 @@ def test_a_forward_that_does_the_work_wrongly_passes_the_gate(bug):
 
 
 def test_scores_returned_as_weights_and_the_value_as_output_are_not_attention():
-    assert "not a distribution" in own_forward.not_attention((V * 1.0, Q @ K.mT), V)
+    """The one-line forward of issue 46: `return value * 1.0, query @ key.transpose(-2, -1)`."""
+    query = seeded(2, 5, 8, seed=4)  # T_q == T_k: the value's rows could pass for the output's
+    assert "not a distribution" in own_forward.not_attention((V * 1.0, query @ K.mT), V)
+    assert "a row per row of its weights" in own_forward.not_attention((V * 1.0, Q @ K.mT), V)
 
 
 def test_zeros_are_not_attention():
