@@ -131,11 +131,12 @@ def _not_attention(output, weights, value):
         return f"its output {tuple(output.shape)} does not have a row per row of its weights {tuple(weights.shape)}"
     # Rows holding inf/NaN (a query whose every key is blocked, or -inf scores) are left out, as the gradient
     # tests leave them out: undefined, never graded.
-    finite = torch.isfinite(weights).all(-1) & torch.isfinite(output).all(-1)  # (..., T_q)
+    rows = torch.isfinite(output).all(-1)  # (..., T_q)
+    if rows.any() and _applied(torch.softmax(weights, dim=-1), value, output, rows):
+        return None  # scores returned as weights (-inf where blocked): the output is their softmax applied to the values
+    finite = torch.isfinite(weights).all(-1) & rows
     if not finite.any():
         return "its weights or output hold inf or NaN in every row"
-    if _applied(torch.softmax(weights, dim=-1), value, output, finite):
-        return None  # scores returned as weights: the output is still their softmax applied to the values
     weights = weights.masked_fill(~finite[..., None], 0.0)
     if (weights < -GATE_ATOL).any():
         return f"its weights are not a distribution: a weight is {weights.min().item():.3g}"
