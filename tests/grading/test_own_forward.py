@@ -166,17 +166,27 @@ def test_attention_passes_the_gate_even_with_a_value_bug():
     assert own_forward.not_attention(attention(Q, K, V, CAUSAL), V, CAUSAL.double()) is None
 
 
-def test_scores_returned_as_weights_are_not_attention():
-    assert "not a distribution over the keys" in own_forward.not_attention((V * 1.0, Q @ K.mT), V)
+@pytest.mark.parametrize("bug", ["softmax over the queries", "mask ignored", "mask after the softmax",
+                                 "scores returned as weights"])
+def test_a_forward_that_does_the_work_wrongly_passes_the_gate(bug):
+    """One defect, one charge: these are the attention part's (the mask and value tests), not the gradients part's."""
+    scores = Q @ K.mT / math.sqrt(Q.size(-1))
+    weights = {"softmax over the queries": torch.softmax(scores, dim=-2), "mask ignored": torch.softmax(scores, -1),
+               "mask after the softmax": torch.softmax(scores, -1).masked_fill(~CAUSAL, 0.0),
+               "scores returned as weights": torch.softmax(scores, -1)}[bug]
+    returned = scores if bug == "scores returned as weights" else weights
+    assert own_forward.not_attention((weights @ V, returned), V, CAUSAL) is None
 
 
-def test_weights_over_the_queries_are_not_attention():
-    weights = torch.softmax(Q @ K.mT, dim=-2)
-    assert "a row sums to" in own_forward.not_attention((weights @ V, weights), V)
+def test_scores_returned_as_weights_and_the_value_as_output_are_not_attention():
+    """The one-line forward of issue 46: `return value * 1.0, query @ key.transpose(-2, -1)`."""
+    query = seeded(2, 5, 8, seed=4)  # T_q == T_k: the value's rows could pass for the output's
+    assert "not a distribution" in own_forward.not_attention((V * 1.0, query @ K.mT), V)
+    assert "a row per row of its weights" in own_forward.not_attention((V * 1.0, Q @ K.mT), V)
 
 
-def test_a_blocked_key_with_weight_is_not_attention():
-    assert "the mask blocks gets weight" in own_forward.not_attention(attention(Q, K, V), V, CAUSAL)
+def test_zeros_are_not_attention():
+    assert "a row sums to 0" in own_forward.not_attention((torch.zeros(2, 4, 3), torch.zeros(2, 4, 5)), V)
 
 
 def test_an_output_that_is_not_the_weights_applied_to_the_values_is_not_attention():
@@ -189,6 +199,7 @@ def test_make_test_applies_the_grades_gate():
     public = public_checks()
     weights_over_queries = torch.softmax(Q @ K.mT, dim=-2)
     for result, mask in [(attention(Q, K, V), None), (attention(Q, K, V)[::-1], None), ((V * 1.0, Q @ K.mT), None),
+                         ((torch.zeros(2, 4, 3), torch.zeros(2, 4, 5)), None),
                          ((weights_over_queries @ V, weights_over_queries), None), (attention(Q, K, V), CAUSAL),
                          (attention(Q, K, V, CAUSAL), CAUSAL), ((attention(Q, K, V)[0] * 2, attention(Q, K, V)[1]), None)]:
         assert public.not_attention(result, V, mask) == own_forward.not_attention(result, V, mask)
