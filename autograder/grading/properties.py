@@ -183,8 +183,8 @@ def where_differ(differs, mask=None):
         regions["above the diagonal"] = upper
         regions["below the diagonal"] = upper.T
         regions["on the diagonal"] = torch.eye(rows, dtype=torch.bool)
-    if mask is not None:
-        allowed = (mask if mask.dtype == torch.bool else mask != 0).expand(differs.shape)
+    allowed = None if mask is None else (mask if mask.dtype == torch.bool else mask != 0).expand(differs.shape)
+    if allowed is not None:
         blocked = (~allowed & differs).any(), (allowed & differs).any()
         if blocked[0] and not blocked[1]:
             return "; only blocked positions (mask False/0) differ"
