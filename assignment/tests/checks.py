@@ -142,8 +142,11 @@ def _not_attention(output, weights, value):
     weights = weights.masked_fill(~finite[..., None], 0.0)
     if (weights < -GATE_ATOL).any():
         return f"its weights are not a distribution: a weight is {weights.min().item():.3g}"
-    rows, columns = weights.sum(-1)[finite], weights.sum(-2)
-    if not any(((sums > GATE_ATOL) & (sums < 1 + GATE_ATOL)).all() for sums in (rows, columns)):
+    # A softmax over any one dim does the work (over the keys is right; over the queries or the batch is the
+    # value cases' charge): its sums along that dim are 1.
+    rows = weights.sum(-1)[finite]
+    sums_per_dim = [rows] + [weights.sum(d) for d in range(weights.dim() - 1)]
+    if not any(((sums > GATE_ATOL) & (sums < 1 + GATE_ATOL)).all() for sums in sums_per_dim):
         worst = rows[(rows - 1).abs().argmax()]
         return f"its weights are not a distribution over the keys: a row sums to {float(worst):.6g}, not 1"
     if not _applied(weights, value, output, finite):

@@ -119,8 +119,8 @@ GATE_ATOL = 1e-4  # float32-loose: a float32 step in a float64 run is the dtype 
 
 def not_attention(result, value, mask=None):
     """Why ``result`` is not attention over ``value``, or None when it is: a pair (output, weights), in either
-    order, whose weights are a distribution over the keys or the queries (nonnegative, no row or no column
-    summing to more than 1, none to 0) and whose output is those weights applied to the values
+    order, whose weights are a distribution along one dim, the keys' or another (nonnegative, none of the sums
+    along it above 1 or at 0) and whose output is those weights applied to the values
     (``weights @ value``), or whose output is the softmax over the keys of the returned weights (scores returned
     as weights) applied to the values. Lenient on purpose: a forward that does the work wrongly (a softmax
     over the queries, a mask ignored, read the wrong way or applied after the softmax) passes, its bug the
@@ -150,8 +150,11 @@ def _not_attention(output, weights, value):
     weights = weights.masked_fill(~finite[..., None], 0.0)
     if (weights < -GATE_ATOL).any():
         return f"its weights are not a distribution: a weight is {weights.min().item():.3g}"
-    rows, columns = weights.sum(-1)[finite], weights.sum(-2)
-    if not any(((sums > GATE_ATOL) & (sums < 1 + GATE_ATOL)).all() for sums in (rows, columns)):
+    # A softmax taken over any one dim does the work (over the keys is right; over the queries, or the batch or
+    # the heads, as an implicit nn.Softmax() does, is the attention part's bug): its sums along that dim are 1.
+    rows = weights.sum(-1)[finite]
+    sums_per_dim = [rows] + [weights.sum(d) for d in range(weights.dim() - 1)]
+    if not any(((sums > GATE_ATOL) & (sums < 1 + GATE_ATOL)).all() for sums in sums_per_dim):
         worst = rows[(rows - 1).abs().argmax()]
         return f"its weights are not a distribution over the keys: a row sums to {float(worst):.6g}, not 1"
     if not _applied(weights, value, output, finite):

@@ -194,11 +194,18 @@ def test_an_output_that_is_not_the_weights_applied_to_the_values_is_not_attentio
     assert "weights @ value" in own_forward.not_attention((output * 2, weights), V)
 
 
+def test_a_softmax_over_another_dim_still_does_attentions_work():
+    """nn.Softmax() with its implicit dim takes the batch dim of 3-D scores: a bug of the attention part, charged
+    there once, not again in gradients (tests/heavy/real_code/hyunwoongko_helper_class)."""
+    weights_over_batch = torch.softmax(Q @ K.mT, dim=0)
+    assert own_forward.not_attention((weights_over_batch @ V, weights_over_batch), V) is None
+
+
 def test_make_test_applies_the_grades_gate():
     """assignment/tests/checks.py holds the students' copy of the gate: it decides every forward as the grader's."""
     public = public_checks()
-    weights_over_queries = torch.softmax(Q @ K.mT, dim=-2)
-    for result, mask in [(attention(Q, K, V), None), (attention(Q, K, V)[::-1], None), ((V * 1.0, Q @ K.mT), None),
+    weights_over_queries, weights_over_batch = torch.softmax(Q @ K.mT, dim=-2), torch.softmax(Q @ K.mT, dim=0)
+    for result, mask in [((weights_over_batch @ V, weights_over_batch), None), (attention(Q, K, V), None), (attention(Q, K, V)[::-1], None), ((V * 1.0, Q @ K.mT), None),
                          ((torch.zeros(2, 4, 3), torch.zeros(2, 4, 5)), None),
                          ((weights_over_queries @ V, weights_over_queries), None), (attention(Q, K, V), CAUSAL),
                          (attention(Q, K, V, CAUSAL), CAUSAL), ((attention(Q, K, V)[0] * 2, attention(Q, K, V)[1]), None)]:

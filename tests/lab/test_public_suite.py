@@ -86,6 +86,8 @@ def test_the_extra_credit_cases_weigh_what_the_grade_gives_the_extra_credit():
 
     from autograder.grading.suite_points import extra_max
 
+    if extra_max() == 0:  # a documented change: the public extra cases stay, as ungraded practice
+        pytest.skip("the hidden suite grades no extra credit: the public extra cases are ungraded practice")
     decorators = [node for node in ast.walk(ast.parse((PUBLIC / "cases.py").read_text()))
                   if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "case"]
     weights = [next(k.value.value for k in node.keywords if k.arg == "points") for node in decorators
