@@ -339,7 +339,8 @@ def kit_copy(tmp_path):
     ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
     for folder in ("autograder", "solution", "assignment", "tests_hidden"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=ignore)
-    for name in (generate.MANIFEST, "grading.yaml"):
+    for name in (generate.MANIFEST, "grading.yaml", "examples/submissions/README.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
 
