@@ -28,8 +28,8 @@ from autograder.grading.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED
 from autograder.grading.oracle import CONTRACT
 from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
-from autograder.grading.properties import (attention_properties, blocked_weight, calls_differ, not_a_distribution,
-                                           padding_followed)
+from autograder.grading.properties import (LOWER_PART_NOTES, attention_properties, blocked_weight, calls_differ,
+                                           not_a_distribution, padding_followed)
 from autograder.grading.seeded import randn
 from autograder.grading.student import Failure, RuleViolation, StudentError
 from autograder.rules import forbidden_calls, read_source
@@ -47,4 +47,6 @@ __all__ = [
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
     "attention_properties", "blocked_weight", "calls_differ", "not_a_distribution", "not_attention",
     "padding_followed",
+    # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
+    "LOWER_PART_NOTES",
 ]

@@ -40,6 +40,8 @@ RULE_PARTS = tuple(_lab.get("RULE_PARTS", ()))
 # Where the catalogue's mistakes may cost points: {kind: parts}, and {mistake's name: parts} for one apart.
 MISTAKE_KIND_PARTS = dict(_lab.get("MISTAKE_KIND_PARTS", {}))
 MISTAKE_PARTS = dict(_lab.get("MISTAKE_PARTS", {}))
+# {"module.Class": (method, ...)}: the reference's methods a "below" child holds (grading/oracle.py).
+LENT_METHODS = {target: tuple(names) for target, names in _lab.get("LENT_METHODS", {}).items()}
 PART_TITLES = {**{part: part for part in PARTS}, **_titles, "other": _titles.get("other", "Other")}
 
 

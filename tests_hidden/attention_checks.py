@@ -1,13 +1,14 @@
 """Shared checks of scaled_dot_product_attention against the reference (used by several parts), and the
-retry of MultiHeadAttention on a known-good attention (used by the MHA forward and step tests)."""
+retry of MultiHeadAttention on the lab's lower parts (used by the MHA forward and step tests)."""
 import ast
 import os
 
 import torch
 
-from autograder.lab import (CONTRACT, Failure, RuleViolation, StudentError, attention_properties, calls_differ,
+from autograder.lab import (CONTRACT, LOWER_PART_NOTES, Failure, RuleViolation, StudentError, attention_properties, calls_differ,
                             catalogue, diagnosed, expect_close, expect_pair, read_source)
 from cases import AttentionCase
+from parts import LENT_METHODS
 
 HINTS = {
     "none": "scores = Q K^T / sqrt(d_k) with d_k = query.size(-1); softmax over the keys (dim=-1); output = weights @ V",
@@ -120,26 +121,64 @@ def _if_bool_ignored_too(student, target, request, inputs, error):
     return error
 
 
-# --- MultiHeadAttention on a known-good attention ----------------------------------------------
+# --- MultiHeadAttention on the lab's lower parts -------------------------------------------------
+# The lab's order below MHA's forward and step: attention, construction, head split/merge. A test of those
+# runs again on the lab's own lower parts when it fails on the student's, so a bug below is charged once,
+# by its own part (one defect, one charge); every rung still runs the student's forward (or step).
 
-ORACLE_NOTE = ("MultiHeadAttention is right when given a correct attention: it passed with attention built from "
-               "torch in place of your attention.py, so only the attention tests count that bug.")
 HELPER_CASE = AttentionCase((2, 4), 5, 5, 4, 4, mask="causal", seed=95)  # the per-head shapes MHA attends with
+MHA_TARGET = "mha.MultiHeadAttention"
+LOWER_PARTS = ("attention", "construction", "heads")
 
 
-def with_attention_fallback(compare, request, student, reference):
-    """Run ``compare(mode)`` on the student's own attention; if it fails, grade mha.py again on top
-    of a known-good attention, and pass (with a note) when that alone fixes it. The retry replaces the
-    contract's four names only: when it fails too and mha.py imports a helper of attention.py that is
-    wrong on its own, the failure says so, naming it."""
+def rungs(module, parts=LOWER_PARTS):
+    """``[(part, request fields)]``: each rung lends one more of the lab's lower ``parts``, in the lab's order, to a
+    student's MultiHeadAttention like ``module`` (the reference's, built for the test's sizes). Every rung runs
+    in a child holding the lab's attention; only the heads rung needs a "below" child (the lent methods)."""
+    sizes = {name: getattr(module, name) for name in ("d_model", "n_heads", "d_k")}
+    layers = {name: [layer.in_features, layer.out_features, layer.bias is not None]
+              for name, layer in module.named_children() if isinstance(layer, torch.nn.Linear)}
+    where, ladder = {"mode": "oracle"}, []
+    for part in parts:
+        if part == "construction":
+            where = {**where, "lend": {"sizes": sizes, "layers": layers}}
+        elif part == "heads":
+            where = {"mode": "below", "lend": {**where["lend"], "methods": list(LENT_METHODS[MHA_TARGET])}}
+        ladder.append((part, where))
+    return ladder
+
+
+def with_parts_below(compare, request, student, reference, module, parts=LOWER_PARTS, own=None):
+    """Run ``compare(where)`` (``where``: request fields for ``student.call``) on the student's own parts
+    (``own``, default mode "student"); if it fails, on all of the lab's lower ``parts`` (``rungs``): when that
+    passes, pass with a note naming the lowest rung that passes, whose part charges the bug. The first rung,
+    the common case (attention's bug), is tried first. When the top rung fails too and mha.py imports a helper
+    of attention.py that is wrong on its own, the failure says so, naming it."""
     try:
-        compare("student")
+        return compare(own or {"mode": "student"})
     except StudentError as own_failure:
-        try:
-            compare("oracle")
-        except StudentError:
-            raise _helper_at_fault(student, reference) or own_failure from None
-        request.node.user_properties.append(("note", ORACLE_NOTE))
+        failure = own_failure
+    ladder = rungs(module, parts)
+    if _passes(compare, ladder[0][1]):
+        return _noted(request, ladder[0][0])
+    if len(ladder) == 1 or not _passes(compare, ladder[-1][1]):
+        raise (_helper_at_fault(student, reference) if "attention" in parts else None) or failure from None
+    for part, where in ladder[1:-1]:
+        if _passes(compare, where):
+            return _noted(request, part)
+    _noted(request, ladder[-1][0])
+
+
+def _passes(compare, where):
+    try:
+        compare(where)
+    except StudentError:
+        return False
+    return True
+
+
+def _noted(request, part):
+    request.node.user_properties.append(("note", LOWER_PART_NOTES[part]))
 
 
 def attention_helpers(folder):

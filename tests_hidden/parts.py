@@ -33,6 +33,10 @@ NOTEBOOK_TEXTS = {
 }
 # The parts graded on the from-scratch rule: their nbgrader cell runs submit.py's check.
 RULE_PARTS = ("rules",)
+# The reference's methods a higher part's test may lend a student's module (``lab.lend``, mode "below"), so a
+# bug in them is charged once, by their own part: never forward or step, which are what those tests grade.
+LENT_METHODS = {"mha.MultiHeadAttention": ("split_heads", "merge_heads")}
+
 # Where each kind of mistake of the grader's catalogue (autograder/grading/catalogue.py) lives: the only parts
 # where it may cost points (one defect, one charge). MISTAKE_PARTS names a single mistake that lives elsewhere.
 MISTAKE_KIND_PARTS = {
@@ -40,4 +44,4 @@ MISTAKE_KIND_PARTS = {
     "fill": ("attention",), "precision": ("gradients",), "split_heads": ("heads",), "merge_heads": ("heads",),
     "mha": ("mha_forward",), "tiled": ("extra",), "decode": ("extra",),
 }
-MISTAKE_PARTS = {"unstable_softmax": ("gradients",), "split_and_merge_without_transpose": ("heads", "mha_forward")}
+MISTAKE_PARTS = {"unstable_softmax": ("gradients",), "split_and_merge_without_transpose": ("heads",)}

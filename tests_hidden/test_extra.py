@@ -1,14 +1,10 @@
 """Extra credit (points above the maximum): tiled attention and KV-cache decoding."""
-import ast
-import os
-
 import pytest
 import torch
 
-from attention_checks import sdpa_expected, with_attention_fallback
+from attention_checks import sdpa_expected, with_parts_below
 from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
-                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, Failure, StudentError, diagnosed, expect_close, fail,
-                            read_source)
+                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, diagnosed, expect_close, fail)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -93,11 +89,11 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
              TILED_MEMORY_HINT)
 
 
-def _decode(student, reference, case, mode="student"):
+def _decode(student, reference, case, where):
     module, state = case.state(reference[1])
     x = randn(case.batch, case.t_q, case.d_model, seed=case.seed, dtype=case.dtype)
     expected, _ = module(x, x, x, reference[0].causal_mask(case.t_q))
-    reply = student.call(MHA, init={"args": [case.d_model, case.n_heads]}, state=state, decode=x, mode=mode)
+    reply = student.call(MHA, init={"args": [case.d_model, case.n_heads]}, state=state, decode=x, **where)
     return reply, expected.detach(), state, x
 
 
@@ -107,8 +103,8 @@ def test_step_reproduces_the_causal_forward(student, reference, request):
     """Extra: feeding tokens one at a time through step reproduces forward with a causal mask"""
     case = MHACase(t_q=7, t_k=7, seed=80)
 
-    def compare(mode):
-        reply, expected, state, x = _decode(student, reference, case, mode)
+    def compare(where):
+        reply, expected, state, x = _decode(student, reference, case, where)
         outputs = reply.result
         for t, got in enumerate(outputs):
             label = f"step {t + 1} of {case.t_q}, {case.describe()}"
@@ -116,19 +112,19 @@ def test_step_reproduces_the_causal_forward(student, reference, request):
                 expect_close(got, expected[:, t:t + 1], label, "output",
                              "the new token attends every cached key and itself; concatenate the cache on dim 2")
 
-    with_earlier_parts(lambda: with_attention_fallback(compare, request, student, reference), student)
+    with_parts_below(compare, request, student, reference, case.state(reference[1])[0])
 
 
 @pytest.mark.points(2)
 def test_step_projects_only_the_new_token_and_grows_the_cache(student, reference, request):
     """Extra: step projects only the new token, and the cache holds (B, n_heads, t, d_k) keys and values"""
     case = MHACase(t_q=5, t_k=5, seed=81)
-    with_earlier_parts(lambda: with_attention_fallback(
-        lambda mode: _check_cache(student, reference, case, mode), request, student, reference), student)
+    with_parts_below(lambda where: _check_cache(student, reference, case, where), request, student, reference,
+                     case.state(reference[1])[0])
 
 
-def _check_cache(student, reference, case, mode):
-    reply, _, _, _ = _decode(student, reference, case, mode)
+def _check_cache(student, reference, case, where):
+    reply, _, _, _ = _decode(student, reference, case, where)
     B, h, d_k = case.batch, case.n_heads, case.d_model // case.n_heads
     for layer in ("w_k", "w_v"):
         seen = reply.projected.get(layer, [])
@@ -157,43 +153,3 @@ def _check_cache(student, reference, case, mode):
                 fail(label, f"holds {what} of shape {shape}, expected {[B, h, t, d_k]}", hint)
             per_token = got.transpose(1, 2).reshape(B, t, h * d_k).sort(dim=-1).values  # (B, t, d_model)
             expect_close(per_token, expected[:, :t].sort(dim=-1).values, label, f"cached {what}", hint)
-
-
-# --- a step failure that follows from an earlier part -----------------------------------------------
-
-def with_earlier_parts(run, student):
-    """Run a step test; if it fails and step calls a split_heads or merge_heads that is wrong on its own (the
-    heads part's test), say so first: the fix belongs there. The points are lost either way."""
-    try:
-        run()
-    except StudentError as failure:
-        wrong = [name for name in _step_uses(student.staged.dir) if not _heads_right(student, name)]
-        if not wrong:
-            raise
-        names = " and ".join(wrong)
-        raise StudentError(f"This follows from your {names}, which step calls and the heads part finds wrong: fix "
-                           f"{names} first (see \"Head split/merge\").\n{failure}", failure.figure,
-                           failure.mistake) from None
-
-
-def _step_uses(folder):
-    """Which of split_heads and merge_heads MultiHeadAttention.step calls, from mha.py's text (never run)."""
-    try:
-        tree = ast.parse(read_source(os.path.join(folder, "mha.py")))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    steps = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "step"]
-    used = {node.attr for step in steps for node in ast.walk(step) if isinstance(node, ast.Attribute)}
-    return [name for name in ("split_heads", "merge_heads") if name in used]
-
-
-def _heads_right(student, name):
-    """split_heads (or merge_heads) of MultiHeadAttention(12, 3) on numbered entries, against the layout by hand."""
-    x = torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12)
-    split = x.view(2, 5, 3, 4).transpose(1, 2)  # (B, h, T, d_k)
-    given, want = (x, split) if name == "split_heads" else (split, x)
-    reply = student.try_call(MHA, given, init={"args": [12, 3]}, method=name, mode="oracle")
-    if isinstance(reply, Failure) and reply.raised("DimensionMismatchError"):
-        return True  # the module cannot be built: the construction part's, and the failure already says so
-    got = None if isinstance(reply, Failure) else reply.result
-    return isinstance(got, torch.Tensor) and got.shape == want.shape and bool(torch.equal(got.float(), want))

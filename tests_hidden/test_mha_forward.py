@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from attention_checks import with_attention_fallback, with_hint
+from attention_checks import with_hint, with_parts_below
 from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, StudentError, blocked_weight,
                             diagnosed, expect_close, expect_pair, fail, not_a_distribution)
 from cases import MHACase, randn, reference_grads
@@ -20,8 +20,8 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
     expected_out, expected_weights = module(query, key, value, mask)
     init = {"args": [case.d_model, case.n_heads], "kwargs": {"bias": case.bias}}
 
-    def compare(mode):
-        reply = student.call(MHA, query, key, value, mask, init=init, state=state, mode=mode)
+    def compare(where):
+        reply = student.call(MHA, query, key, value, mask, init=init, state=state, **where)
         out, weights = expect_pair(reply.result, case.describe())
         try:
             with diagnosed("mha", (out, weights), state, case.n_heads, query, key, value, mask):
@@ -40,7 +40,7 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
         if inputs_untouched and changed:
             fail(case.describe(), FORWARD_INPUTS_MODIFIED.format(", ".join(changed)), FORWARD_INPUTS_MODIFIED_HINT)
 
-    with_attention_fallback(compare, request, student, reference)
+    with_parts_below(compare, request, student, reference, module)
 
 
 @pytest.mark.points(4)
@@ -104,8 +104,8 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
     out, weights = module(*leaves, mask)
     expected = reference_grads([out, weights], leaves + list(params.values()), [grad_out, grad_weights])
 
-    def compare(mode):
-        reply = student.call(MHA, query, key, value, mask, state=state, mode=mode,
+    def compare(where):
+        reply = student.call(MHA, query, key, value, mask, state=state, **where,
                              init={"args": [case.d_model, case.n_heads]},
                              grad={"inputs": [0, 1, 2], "params": True, "grad_outputs": [grad_out, grad_weights]})
         expect_pair(reply.result, case.describe())
@@ -122,4 +122,4 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
             expect_close(got[name], want, case.describe(), f"gradient w.r.t. {name}", HINT, grad=True,
                          float32_ok=True)
 
-    with_attention_fallback(compare, request, student, reference)
+    with_parts_below(compare, request, student, reference, module)

@@ -14,6 +14,7 @@ by raising :class:`checks.CheckFailed`. They run
 import math
 import sys
 import types
+from contextlib import contextmanager
 from dataclasses import dataclass
 import inspect
 from inspect import signature
@@ -22,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from checks import (MISTAKES, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (LOWER_PART_NOTES, MISTAKES, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
@@ -45,10 +46,13 @@ EXTRA_PARTS = {
     "extra_step": "Extra credit: MultiHeadAttention.step",
 }
 
-# A case of these parts that fails is run again with attention built from torch in place of
-# yours, as the grader does: an attention bug should cost the attention points, not these too.
-ON_KNOWN_GOOD_ATTENTION = ("part2_forward", "extra_step")
-KNOWN_GOOD_NOTE = "your MHA is right when attention is right; fix attention first"
+# A case of these parts that fails is run again on the lab's own lower parts, as the grader does, one more
+# each time in the lab's order: attention built from torch, then the sizes and four projections the lab
+# specifies, then split_heads and merge_heads as the heads cases state them. A bug below costs its own
+# part's points, not these too (one defect, one charge).
+LOWER_PARTS = ("attention", "construction", "heads")
+LADDERS = {"part2_heads": ("construction",), "part2_forward": LOWER_PARTS, "extra_step": LOWER_PARTS}
+PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 # The optional function each extra-credit part checks: a file that does not define it is skipped, not failed.
 OPTIONAL = {"extra_tiled": ("attention", "tiled_attention"), "extra_step": ("mha", "MultiHeadAttention.step")}
 
@@ -72,17 +76,18 @@ class Case:
     def run(self, module):
         """Run the case; ``module(name)`` gives the student's module of that name.
 
-        Returns None, or a note when the case passed only on an attention built from torch. A case whose
-        run called a forbidden built-in fails, as in the grade (the from-scratch rule).
+        Returns None, or a note when the case passed only on the lab's lower parts (``LADDERS``). A case
+        whose run called a forbidden built-in fails, as in the grade (the from-scratch rule).
         """
         self._require_optional(module)
         try:
             self._check(module)
         except Exception as exc:
-            if self.part not in ON_KNOWN_GOOD_ATTENTION or not self._passes_on_known_good_attention(module):
+            part = self._lowest_part_at_fault(module)
+            if part is None:
                 raise
             first = (str(exc) if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}").splitlines()[0]
-            return f"{KNOWN_GOOD_NOTE} (with your attention: {first})"
+            return f"{LOWER_PART_NOTES[part]} (with yours: {first})"
         return None
 
     def _check(self, module):
@@ -102,25 +107,85 @@ class Case:
             if owner is None:
                 raise NotWritten(f"{file}.py defines no {path}")
 
-    def _passes_on_known_good_attention(self, module):
-        """Run the case again with torch's attention in place of the student's; True if it passes."""
-        mha = module("mha")
-        targets = [mha] + [m for m in (sys.modules.get("attention"),) if m is not None and m is not mha]
-        saved = [(m, m.__dict__.get("scaled_dot_product_attention")) for m in targets]
-        for m in targets:
-            m.scaled_dot_product_attention = known_good_attention
+    def _lowest_part_at_fault(self, module):
+        """The lowest of the part's ``LADDERS`` rungs on which the case passes (each rung lends one more lower
+        part), or None when it fails on all of them. Attention's rung, the common case, is tried first."""
+        ladder = LADDERS.get(self.part, ())
+        if not ladder:
+            return None
+        if self._passes_on(module, ladder[:1]):
+            return ladder[0]
+        if len(ladder) == 1 or not self._passes_on(module, ladder):
+            return None
+        return next((ladder[i] for i in range(1, len(ladder) - 1) if self._passes_on(module, ladder[:i + 1])),
+                    ladder[-1])
+
+    def _passes_on(self, module, parts):
+        """Run the case again with the lab's ``parts`` in place of the student's; True if it passes."""
         torch.manual_seed(0)  # the same random weights as the first run
         try:
-            self._check(module)
+            with lent(module, parts):
+                self._check(module)
         except Exception:
             return False
-        finally:
-            for m, original in saved:
-                if original is None:
-                    m.__dict__.pop("scaled_dot_product_attention", None)
-                else:
-                    m.scaled_dot_product_attention = original
         return True
+
+
+@contextmanager
+def lent(module, parts):
+    """The lab's ``parts`` in place of the student's while the block runs: attention built from torch, the
+    constructor's sizes and projections, split_heads and merge_heads. Everything is put back after."""
+    mha = module("mha")
+    cls = getattr(mha, "MultiHeadAttention", None)
+    saved = []
+
+    def put(owner, name, value):
+        saved.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+        setattr(owner, name, value)
+
+    try:
+        if "attention" in parts:
+            for owner in [mha] + [m for m in (sys.modules.get("attention"),) if m is not None and m is not mha]:
+                put(owner, "scaled_dot_product_attention", known_good_attention)
+        if "construction" in parts and isinstance(cls, type):
+            put(cls, "__init__", _lent_init(cls.__init__))
+        if "heads" in parts and isinstance(cls, type):
+            put(cls, "split_heads", _lent_split_heads)
+            put(cls, "merge_heads", _lent_merge_heads)
+        yield
+    finally:
+        for owner, name, original in reversed(saved):
+            if original is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+
+_ABSENT = object()
+
+
+def _lent_init(student_init):
+    """The student's ``__init__``, then the sizes and projections the lab specifies (a bare module when theirs
+    raises: its bug is the construction cases' alone)."""
+    def __init__(self, d_model, n_heads, bias=True):
+        try:
+            student_init(self, d_model, n_heads, bias)
+        except Exception:
+            torch.nn.Module.__init__(self)
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        for name in PROJECTIONS:
+            setattr(self, name, torch.nn.Linear(d_model, d_model, bias=bias))
+    return __init__
+
+
+def _lent_split_heads(self, x):
+    """(B, T, d_model) -> (B, n_heads, T, d_k): head i holds features [i*d_k, (i+1)*d_k), as the heads cases state."""
+    return torch.stack(x.chunk(self.n_heads, dim=-1), dim=1)
+
+
+def _lent_merge_heads(self, x):
+    """(B, n_heads, T, d_k) -> (B, T, d_model): the heads side by side, head by head."""
+    return torch.cat(x.unbind(dim=1), dim=-1)
 
 
 def known_good_attention(query, key, value, mask=None):
@@ -668,13 +733,21 @@ def new_mha(mha, d_model, n_heads, **kwargs):
         raise CheckFailed(f"{why}\n{explain(exc, Path(mha.__file__).resolve().parent)}") from None
 
 
+def check_form(got, x, shape, *, case, what, hint=None):
+    """The result of a reshape: this shape, x's dtype (float64 in, float64 out) and a gradient flowing back to x,
+    as the grade's heads tests check them (nothing above split_heads and merge_heads charges their precision or
+    gradient: the lab's own stand in for them there)."""
+    check_layout(got, shape, x.dtype, case=case, what=what, hint=hint)
+    if not (isinstance(got, torch.Tensor) and got.requires_grad):
+        fail(case, "no gradient flows back to x", hint=NO_GRADIENT_HINT)
+
+
 @case("part2_heads", points=1)
 def split_heads_returns_batch_heads_seq_d_k(mha):
     model = build(mha, 12, 3)
-    x = randn(2, 5, 12)
-    check_layout(model.split_heads(x), (2, 3, 5, 4), torch.float64, float32_ok=True,
-                 case=f"MultiHeadAttention(12, 3).split_heads(x {tuple(x.shape)})",
-                 what="split_heads(x)", hint=split_hint(x, 3))
+    x = randn(2, 5, 12).requires_grad_()
+    check_form(model.split_heads(x), x, (2, 3, 5, 4), case=f"MultiHeadAttention(12, 3).split_heads(x {tuple(x.shape)})",
+               what="split_heads(x)", hint=split_hint(x.detach(), 3))
 
 
 @case("part2_heads", points=2)
@@ -693,6 +766,9 @@ def merge_heads_undoes_split_heads(mha):
     model = build(mha, 12, 3)
     heads = randn(2, 3, 5, 4)  # (B, h, T, d_k)
     expected = torch.cat([heads[:, i] for i in range(3)], dim=-1)  # (B, T, d_model), head by head
+    given = heads.clone().requires_grad_()
+    check_form(model.merge_heads(given), given, (2, 5, 12), case=f"merge_heads(x {tuple(heads.shape)})",
+               what="merge_heads(x)", hint=merge_hint(heads))
     check_tensor(model.merge_heads(heads), expected, case=f"merge_heads(x {tuple(heads.shape)})",
                  what="merge_heads(x)", hint=merge_hint(heads))
     x = randn(2, 5, 12)

@@ -421,6 +421,18 @@ PROPERTY_WORDS = {
 }
 
 
+# How a test of a higher part that passed only on the lab's own lower parts is noted (one defect, one charge):
+# by the lowest part that had to stand in, the same words in `make test` and the grade.
+LOWER_PART_NOTES = {
+    "attention": "MultiHeadAttention is right when given a correct attention: it passed with the lab's attention in "
+                 "place of yours, so only the attention tests count that bug.",
+    "construction": "MultiHeadAttention is right on a correct construction: it passed once the lab's sizes and four "
+                    "projections stood in for your __init__'s, so only the construction tests count that bug.",
+    "heads": "MultiHeadAttention is right on a correct split_heads and merge_heads: it passed once the lab's stood in "
+             "for yours, so only the head split/merge tests count that bug.",
+}
+
+
 def properties_named(text):
     """The properties (PROPERTY_WORDS' names) whose sentences ``text`` holds."""
     return {name for name, openings in PROPERTY_WORDS.items() if any(words in text for words in openings)}

@@ -10,7 +10,7 @@ What a request may ask and what a reply holds is defined in ``autograder.contain
 """
 import ctypes
 import dataclasses
-import importlib
+import importlib.util  # binds importlib too
 import linecache
 import math
 import os
@@ -25,8 +25,8 @@ import torch
 
 from autograder import rules
 from autograder.containment import wire
-from autograder.containment.protocol import (MAX_TEXT, STUDENT_MODULES, Answer, ErrorInfo, Import, Probe, ProtocolError,
-                                 WarmUp, Where, read_request, tag)
+from autograder.containment.protocol import (LENT_MODULE, MAX_TEXT, STUDENT_MODULES, Answer, ErrorInfo, Import, Probe,
+                                 ProtocolError, WarmUp, Where, read_request, tag)
 
 # --- the from-scratch rule, checked while the student's code runs ------------------------
 
@@ -258,7 +258,7 @@ def run_probe(submission, probe):
     target = getattr(submission.module(probe.module), probe.function)
     owner = None
     if probe.init is not None:
-        target = owner = target(*probe.init.args, **probe.init.kwargs)
+        target = owner = construct(target, probe.init, probe.lend, submission.folder)
     reply = {}
     if probe.attrs:
         reply["attrs"] = object_attrs(target)
@@ -280,6 +280,36 @@ def run_probe(submission, probe):
     if probe.grad is not None:
         reply["grads"] = gradients(result, args, probe.grad, owner)
     return reply
+
+
+def construct(cls, init, lend, folder):
+    """``cls(*init.args, **init.kwargs)``; with ``lend`` (a "below" child, ``protocol.Lend``), the lab's own lower
+    parts then replace the student's: the sizes, fresh layers, and the reference's methods bound to the object.
+    An ``__init__`` that raises leaves a bare module for them, since its bug is the construction part's alone."""
+    if lend is None:
+        return cls(*init.args, **init.kwargs)
+    try:
+        obj = cls(*init.args, **init.kwargs)
+    except Exception:
+        obj = cls.__new__(cls)
+        torch.nn.Module.__init__(obj)
+    for name, value in lend.sizes.items():
+        setattr(obj, name, value)
+    for name, (fan_in, fan_out, bias) in lend.layers.items():
+        setattr(obj, name, torch.nn.Linear(fan_in, fan_out, bias=bias))
+    if lend.methods:
+        lent = _lent_module(folder)
+        for name in lend.methods:
+            setattr(obj, name, types.MethodType(getattr(lent, name), obj))
+    return obj
+
+
+def _lent_module(folder):
+    """The reference's methods the grader wrote into this child's folder (``protocol.LENT_MODULE``)."""
+    spec = importlib.util.spec_from_file_location(LENT_MODULE, os.path.join(folder, f"{LENT_MODULE}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 WARM_BLOCKS = (64,)  # keys per block: the lab's default block_size (a larger one cost 0.04 s and raised the figure)
@@ -379,10 +409,11 @@ def gradients(result, args, spec, owner):
 def weighted_sum(pairs):
     """sum((output * grad_output).sum()): its gradient is the vector-Jacobian product that
     ``torch.autograd.grad(outputs, leaves, grad_outputs)`` computes, exactly (every grad_output is
-    multiplied by 1.0), but without that call's first-use import of sympy, which every child would pay."""
+    multiplied by 1.0), but without that call's first-use import of sympy, which every child would pay.
+    A 0-dim grad_output weighs every element of its output alike, whatever its shape (the parent judges it)."""
     total = 0
     for output, grad_output in pairs:
-        if output.shape != grad_output.shape:  # what torch.autograd.grad would say
+        if grad_output.dim() and output.shape != grad_output.shape:  # what torch.autograd.grad would say
             raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {grad_output.shape} "
                                f"and output has a shape of {output.shape}")
         total = total + (output * grad_output).sum()

@@ -14,7 +14,8 @@ The three requests::
     {"warm_up": [[int]], "seq": n, "record": str}
     {"target": "module.attr", "args": [...], "kwargs": {...}, "init": {"args": [...], "kwargs": {...}},
      "state": {name: tensor}, "method": str, "grad": {"grad_outputs": [tensor | null], "inputs": [int],
-     "params": bool}, "attrs": true, "decode": tensor, "measure_memory": true, "seq": n, "record": str}
+     "params": bool}, "attrs": true, "decode": tensor, "measure_memory": true,
+     "lend": {"sizes": {name: int}, "layers": {name: [int, int, bool]}, "methods": [str]}, "seq": n, "record": str}
 
 where every field of the last but ``target`` is optional (no ``args``: construct only).
 """
@@ -27,6 +28,8 @@ import torch
 from autograder.bounds import CHILD_NAME, CHILD_TEXT
 
 STUDENT_MODULES = ("attention", "mha")
+LENT_MODULE = "kit_lent"  # the file of the reference's methods in a "below" child's folder (grading/oracle.py)
+MAX_LENT = 16             # sizes, layers or methods one request may lend
 
 # The tags of a result that is not a tensor, a number, a string or None (see ``tag``).
 SEQUENCE, TENSOR_OF, OBJECT = "__sequence__", "__tensor_of__", "__object__"
@@ -51,10 +54,20 @@ class Construct:
 
 
 @dataclass(frozen=True)
+class Lend:
+    """The lab's own parts put into the constructed object after its ``__init__`` (``probes.construct``), so a
+    test of a higher part runs on the reference's lower parts: ``sizes`` set as int attributes, ``layers``
+    built as ``nn.Linear(in, out, bias=bias)``, ``methods`` bound from the reference's (``LENT_MODULE``)."""
+    sizes: dict = field(default_factory=dict)    # name -> int
+    layers: dict = field(default_factory=dict)   # name -> [in_features, out_features, bias]
+    methods: list = field(default_factory=list)  # names of LENT_MODULE's functions
+
+
+@dataclass(frozen=True)
 class Gradients:
     """Backpropagate ``sum(output * grad_output)``; report the gradients of the positional inputs
     listed in ``inputs`` and, with ``params``, of the constructed module's parameters."""
-    grad_outputs: list                       # one per output; None where an output is not used
+    grad_outputs: list                       # one per output; None where an output is not used (0-dim: every element alike)
     inputs: list = field(default_factory=list)
     params: bool = False
 
@@ -85,6 +98,7 @@ class Probe:
     attrs: bool = False                      # report the constructed object's sizes and parameters
     decode: torch.Tensor | None = None       # (B, T, d_model): feed ``step`` one token at a time
     measure_memory: bool = False             # report the peak memory of the call (not op-recorded)
+    lend: Lend | None = None                 # the reference's lower parts in the constructed object
 
     @property
     def module(self):
@@ -102,6 +116,8 @@ class Probe:
             request["init"] = Construct(**request["init"])
         if isinstance(request.get("grad"), dict):
             request["grad"] = Gradients(**request["grad"])
+        if isinstance(request.get("lend"), dict):
+            request["lend"] = Lend(**request["lend"])
         return cls(target, list(args) if args or "kwargs" in request else None, **request)
 
 
@@ -177,7 +193,23 @@ def _read_probe(fields):
             raise ProtocolError("grad.inputs lists positions")
     if "kwargs" in fields and not all(type(k) is str for k in fields["kwargs"]):
         raise ProtocolError("kwargs are named")
+    if "lend" in fields:
+        fields["lend"] = _read_lend(fields["lend"])
     return Probe(**fields)
+
+
+def _read_lend(value):
+    lend = _read_part(Lend, value, {"sizes": dict, "layers": dict, "methods": list})
+    names = [*lend.sizes, *lend.layers, *lend.methods]
+    if (max(len(lend.sizes), len(lend.layers), len(lend.methods)) > MAX_LENT
+            or not all(type(n) is str and n.isidentifier() and not n.startswith("_") for n in names)):
+        raise ProtocolError(f"a lend names at most {MAX_LENT} public attributes of each kind")
+    if not all(type(n) is int and 0 < n <= 1 << 16 for n in lend.sizes.values()):
+        raise ProtocolError("a lent size is a positive int")
+    if not all(type(v) is list and len(v) == 3 and all(type(n) is int and 0 < n <= 1 << 16 for n in v[:2])
+               and type(v[2]) is bool for v in lend.layers.values()):
+        raise ProtocolError("a lent layer is [in_features, out_features, bias]")
+    return lend
 
 
 def _expect(fields, name, kind):

@@ -21,12 +21,20 @@ What the oracle folder holds (``oracle_files``):
   name fails with the scanner's line, and the file is not in the folder at all.
 
 Only MHA-level parts are graded in that child: no attention test ever runs in oracle mode.
+
+A "below" child (``below_files``) holds the same, plus ``kit_lent.py``: the reference's methods the lab's
+table lends (``LENT_METHODS``: split_heads and merge_heads, cut from ``solution/mha.py``'s AST, never forward
+or step). A test of MHA's forward or step that fails on the student's own lower parts runs there once more,
+with the lab's sizes, layers and those methods in the student's object (``protocol.Lend``): when that passes,
+the bug lives below and is charged by its own part alone. The heads part is never graded in that child.
 """
 import ast
 import functools
 import os
 
 from autograder import rules
+from autograder.containment.protocol import LENT_MODULE, STUDENT_MODULES
+from autograder.parts import LENT_METHODS
 from autograder.paths import KIT_ROOT
 
 REFERENCE_ATTENTION = os.path.join(KIT_ROOT, "solution", "attention.py")
@@ -130,3 +138,30 @@ def oracle_files(staged_dir, refused=None):
             with open(path, "rb") as handle:
                 files[target] = handle.read()
     return files
+
+
+@functools.lru_cache(maxsize=4)
+def lent_source(lent=tuple(LENT_METHODS.items()), solution=os.path.dirname(REFERENCE_ATTENTION)):
+    """``kit_lent.py``: the reference's imports, then each lent method as a function of its own (``self`` first),
+    cut from ``solution/<module>.py``'s class by ``ast``; marked as the grader's, so no error points into it."""
+    kept, methods = [], []
+    for target, names in lent:
+        module, cls = target.split(".")
+        path = os.path.join(solution, f"{module}.py")
+        tree = ast.parse(rules.read_source(path))
+        kept += [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                 and getattr(node, "module", None) not in STUDENT_MODULES]  # never the student's files
+        body = next((node.body for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls), [])
+        defined = {node.name: node for node in body if isinstance(node, ast.FunctionDef)}
+        missing = [name for name in names if name not in defined]
+        if missing:
+            raise ValueError(f"{path}: {cls} does not define {', '.join(missing)}, which the lab lends")
+        methods += [defined[name] for name in names]
+    head = f'"""The reference\'s methods lent in mode "below" (written by the grader; see {__name__})."""\n'
+    code = ast.unparse(ast.fix_missing_locations(ast.Module(body=kept + methods, type_ignores=[])))
+    return head + code + f"\n{MARKER} = True\n"
+
+
+def below_files(staged_dir, refused=None):
+    """{file name: bytes} for a "below" child: an oracle child's files and the lent methods (``lent_source``)."""
+    return {**oracle_files(staged_dir, refused), f"{LENT_MODULE}.py": lent_source().encode()}

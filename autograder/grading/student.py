@@ -7,7 +7,10 @@ message written for the student. Children are started lazily, one per mode:
 
 * ``student``: the student's attention.py and mha.py;
 * ``oracle``: the student's mha.py on top of the reference's attention (``oracle``), so a bug in
-  attention.py does not also cost the MHA points. Only that child's folder holds a correct attention.
+  attention.py does not also cost the MHA points. Only an oracle or below child's folder holds a correct
+  attention;
+* ``below``: the same, plus the reference's lent methods (``oracle.below_files``), for a test of a higher
+  part run on the lab's own lower parts (``protocol.Lend``).
 
 Every field of a child's reply is a claim: the student's code runs in that process and can
 rewrite whatever answers. The parent compares results itself, checks that the op record carries
@@ -307,6 +310,8 @@ class Student:
         beside the reference's attention (``oracle.oracle_files``). Only an oracle child holds that attention."""
         if mode == "oracle":
             return oracle.oracle_files(self.staged.dir, self._refused_attention())
+        if mode == "below":
+            return oracle.below_files(self.staged.dir, self._refused_attention())
         files = {}
         for name in os.listdir(self.staged.dir):
             with open(os.path.join(self.staged.dir, name), "rb") as handle:
@@ -481,7 +486,7 @@ def _proc_status_bytes(pid, field):
 
 def _runs(module, mode):
     """The student modules a call of ``module`` runs: mha.py runs attention.py too, except in oracle mode."""
-    return ("mha", "attention") if module == "mha" and mode == "student" else (module,)
+    return ("mha", "attention") if module == "mha" and mode == "student" else (module,)  # oracle, below
 
 
 def _refused_valid_size(target, request, failure):

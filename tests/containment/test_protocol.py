@@ -5,7 +5,7 @@ import torch
 
 from autograder.containment import replies, wire
 from autograder.containment.protocol import (MAX_TAGGED_ITEMS, MAX_TEXT, OBJECT, SEQUENCE, TENSOR_OF, Answer, Construct,
-                                 ErrorInfo, Gradients, Import, NotATensor, Probe, ProtocolError, WarmUp, Where,
+                                 ErrorInfo, Gradients, Import, Lend, NotATensor, Probe, ProtocolError, WarmUp, Where,
                                  read_request, request_body, tag, untag)
 
 
@@ -34,8 +34,10 @@ def test_a_probe_with_every_field_reads_back_equal():
     probe = Probe("mha.MultiHeadAttention", args=[x, None, 3], kwargs={"causal": True},
                   init=Construct([8, 2], {"bias": False}), state={"w_q.weight": torch.eye(8)},
                   method="forward", grad=Gradients([torch.ones(2, 3, 8), None], inputs=[0], params=True),
-                  attrs=True, measure_memory=True)
+                  attrs=True, measure_memory=True,
+                  lend=Lend({"d_k": 4}, {"w_o": [8, 8, False]}, ["split_heads"]))
     back, _, _ = read_request(over_the_wire(request_body(probe, record="n")))
+    assert back.lend == probe.lend
     assert back.target == probe.target and back.kwargs == probe.kwargs and back.init == probe.init
     assert back.method == "forward" and back.attrs and back.measure_memory
     assert torch.equal(back.args[0], x) and back.args[1:] == [None, 3]
@@ -91,6 +93,13 @@ def test_a_misspelt_request_field_is_refused_where_it_is_written():
     ({"target": "attention.f", "grad": {"inputs": [0]}, "seq": 1, "record": "n"}, "malformed Gradients"),
     ({"target": "attention.f", "grad": {"grad_outputs": [], "inputs": ["0"]}, "seq": 1, "record": "n"},
      "grad.inputs lists positions"),
+    ({"target": "mha.M", "lend": {"sizes": {"d_k": 4}, "x": 1}, "seq": 1, "record": "n"}, "malformed Lend"),
+    ({"target": "mha.M", "lend": {"sizes": {"d_k": -4}}, "seq": 1, "record": "n"}, "a lent size is a positive int"),
+    ({"target": "mha.M", "lend": {"sizes": {"d_k": True}}, "seq": 1, "record": "n"}, "a lent size is a positive int"),
+    ({"target": "mha.M", "lend": {"layers": {"w_o": [8, 8]}}, "seq": 1, "record": "n"}, "a lent layer is"),
+    ({"target": "mha.M", "lend": {"layers": {"w_o": [8, 1 << 20, True]}}, "seq": 1, "record": "n"}, "a lent layer is"),
+    ({"target": "mha.M", "lend": {"methods": ["__init__"]}, "seq": 1, "record": "n"}, "public attributes"),
+    ({"target": "mha.M", "lend": {"methods": ["split_heads"] * 17}, "seq": 1, "record": "n"}, "public attributes"),
 ])
 def test_a_malformed_request_is_refused_with_its_fault(body, fault):
     with pytest.raises(ProtocolError, match=fault):

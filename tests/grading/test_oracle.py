@@ -10,8 +10,8 @@ import textwrap
 import pytest
 import torch
 
-from autograder.containment.probes import ImportFailed, Submission, describe_exception
-from autograder.containment.protocol import STUDENT_MODULES
+from autograder.containment.probes import ImportFailed, Submission, construct, describe_exception
+from autograder.containment.protocol import LENT_MODULE, STUDENT_MODULES, Construct, Lend
 from autograder.grading import oracle
 
 
@@ -159,3 +159,73 @@ def test_an_error_inside_the_oracle_points_at_the_students_mha_line_not_the_orac
         mha.attend(torch.randn(1, 3, 4))
     where = describe_exception(raised.value, "calling mha.attend").where
     assert (where.file, where.line, where.function) == ("mha.py", 4, "attend")
+
+
+# --- a "below" child: the lab's lower parts lent to the student's module ---------------------------
+
+def below_child(staged, child_folder):
+    for name, data in oracle.below_files(str(staged)).items():
+        (child_folder / name).write_bytes(data)
+    return Submission(str(child_folder))
+
+
+BROKEN_MHA = """\
+    import torch.nn as nn
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, d_model, n_heads, bias=True):
+            super().__init__()
+            self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads + 1
+            self.w_q = nn.Linear(d_model, d_model, bias=False)
+
+        def split_heads(self, x):
+            return x
+
+        def merge_heads(self, x):
+            return x
+    """
+
+
+def test_only_the_lent_methods_are_cut_from_the_reference_never_forward_or_step():
+    source = oracle.lent_source()
+    assert "def split_heads(self, x)" in source and "def merge_heads(self, x)" in source
+    for name in ("forward", "step", "__init__", "scaled_dot_product_attention("):
+        assert f"def {name}" not in source and "from attention" not in source
+    assert f"{oracle.MARKER} = True" in source, "its frames are the grader's, never shown as the student's"
+
+
+def test_only_a_below_child_holds_the_lent_methods(staged):
+    write(staged, attention="x = 1\n", mha="y = 2\n")
+    assert f"{LENT_MODULE}.py" not in oracle.oracle_files(str(staged))
+    below = oracle.below_files(str(staged))
+    assert below[f"{LENT_MODULE}.py"] == oracle.lent_source().encode()
+    assert set(below) - {f"{LENT_MODULE}.py"} == set(oracle.oracle_files(str(staged)))
+
+
+def test_a_lend_replaces_the_students_sizes_layers_and_methods_with_the_labs(staged, child_folder, reference):
+    write(staged, mha=BROKEN_MHA)
+    submission = below_child(staged, child_folder)
+    cls = submission.module("mha").MultiHeadAttention
+    lend = Lend({"d_model": 12, "n_heads": 3, "d_k": 4}, {n: [12, 12, True] for n in ("w_q", "w_k", "w_v", "w_o")},
+                ["split_heads", "merge_heads"])
+    module = construct(cls, Construct([12, 3]), lend, str(child_folder))
+    x = torch.randn(2, 5, 12)
+    expected = reference.mha.MultiHeadAttention(12, 3)
+    assert module.d_k == 4 and module.w_q.bias is not None and module.w_o.in_features == 12
+    assert torch.equal(module.split_heads(x), expected.split_heads(x))
+    assert torch.equal(module.merge_heads(module.split_heads(x)), x)
+
+
+def test_an_init_that_raises_leaves_a_bare_module_for_the_lent_parts(staged, child_folder):
+    write(staged, mha="""\
+        import torch.nn as nn
+
+        class MultiHeadAttention(nn.Module):
+            def __init__(self, d_model, n_heads, bias=True):
+                raise NotImplementedError
+        """)
+    cls = below_child(staged, child_folder).module("mha").MultiHeadAttention
+    module = construct(cls, Construct([8, 2]), Lend({"d_k": 4}, {"w_o": [8, 8, False]}), str(child_folder))
+    assert isinstance(module, cls) and module.d_k == 4 and module.w_o.bias is None
+    with pytest.raises(NotImplementedError):
+        construct(cls, Construct([8, 2]), None, str(child_folder))

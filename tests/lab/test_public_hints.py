@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from autograder.grading.properties import LOWER_PART_NOTES
 from autograder.platforms.generate import public_cases
 from test_public_suite import FOOTER, PUBLIC, ROOT, Run, run_public
 from variant_builder import build_mutant, build_reference, load_mutants
@@ -21,6 +22,12 @@ MUTANTS = {m["name"]: m for m in load_mutants()}
 # Not in the grader's table: the hidden suite needs no hint for it, the public one does.
 MERGE_VIEW = {"name": "merge_heads_view_without_contiguous", "file": "mha.py",
               "find": "x = x.transpose(1, 2).contiguous()", "replace": "x = x.transpose(1, 2)"}
+SPLIT_UNPACKED_T_B = {"name": "split_heads_unpacks_t_b", "file": "mha.py", "find": "B, T, _ = x.shape",
+                      "replace": "T, B, _ = x.shape"}
+W_O_WITHOUT_BIAS = {"name": "w_o_without_bias", "file": "mha.py",
+                    "find": "self.w_o = nn.Linear(d_model, d_model, bias=bias)",
+                    "replace": "self.w_o = nn.Linear(d_model, d_model, bias=False)"}
+HERE_MUTANTS = {m["name"]: m for m in (MERGE_VIEW, SPLIT_UNPACKED_T_B, W_O_WITHOUT_BIAS)}
 FORWARD_CASES = ("mha_self_attention_matches_pytorch", "mha_causal_self_attention_matches_pytorch",
                  "mha_cross_attention_with_padding_matches_pytorch")
 
@@ -34,7 +41,7 @@ def runs(tmp_path_factory):
         def __getitem__(self, name):
             if name not in cache:
                 tmp = tmp_path_factory.mktemp(name)
-                mutant = MERGE_VIEW if name == MERGE_VIEW["name"] else MUTANTS[name]
+                mutant = HERE_MUTANTS.get(name) or MUTANTS[name]
                 cache[name] = run_public(build_mutant(mutant, tmp / "submission"), tmp)
             return cache[name]
     return Runs()
@@ -94,12 +101,23 @@ def test_an_mha_test_passed_on_torch_attention_says_fix_attention_first(runs):
     notes = [line for line in runs["no_scaling"].output.splitlines() if line.startswith("note: test_mha[")]
     assert len(notes) == len(FORWARD_CASES), runs["no_scaling"].output
     for line in notes:
-        assert "your MHA is right when attention is right; fix attention first" in line, line
+        assert LOWER_PART_NOTES["attention"] in line, line
+
+
+@pytest.mark.parametrize("mistake, part", [(SPLIT_UNPACKED_T_B, "heads"), (W_O_WITHOUT_BIAS, "construction")])
+def test_a_bug_below_the_forward_costs_only_its_own_part(runs, mistake, part):
+    """As in the grade: the forward cases pass on the lab's lower parts, with the grade's note naming the part."""
+    run = runs[mistake["name"]]
+    passed = {name for name, text in run.failures.items() if text is None}
+    assert all(f"test_mha[{case}]" in passed for case in FORWARD_CASES), run.output
+    assert any(text for name, text in run.failures.items() if name.startswith("test_mha[")), "its own part fails"
+    notes = [line for line in run.output.splitlines() if line.startswith("note: test_mha[")]
+    assert notes and all(LOWER_PART_NOTES[part] in line for line in notes), run.output
 
 
 def test_a_real_mha_bug_still_fails_on_torch_attention(runs):
     run = runs["no_output_projection"]
-    assert "your MHA is right when attention is right" not in run.output, run.output
+    assert not any(note in run.output for note in LOWER_PART_NOTES.values()), run.output
 
 
 def test_the_known_good_attention_is_built_from_torch_not_the_reference():

@@ -128,9 +128,11 @@ def figures(verdicts):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=None, help="only this many mutants, evenly spread")
+    parser.add_argument("--only", default=None, help="only the mutants whose id contains this text")
     parser.add_argument("--out", default="bench/tmp/mutation", help="where the batch, reports and verdicts go")
     args = parser.parse_args()
     mutants = engine.generate()
+    mutants = [m for m in mutants if args.only is None or args.only in m.id]
     mutants = engine.sample(mutants, args.sample) if args.sample else mutants
     out = Path(args.out)
     if out.exists():
