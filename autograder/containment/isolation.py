@@ -141,6 +141,8 @@ def _try_level(level):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+# --- confinement layers for the levels without namespaces, and what they must keep out ----------
+
 def refuse_exposed(level, layers, paths):
     """Before any child starts: grading stops, with one line, when student code could read one of ``paths``
     (the kit, the submissions, the batch, --out). Under Landlock: when one lies inside a granted folder

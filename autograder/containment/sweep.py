@@ -2,7 +2,7 @@
 
 At the uid level, every process of the uid is killed by pid; its System V IPC objects, its files
 at the top of the shared folders and its keys are removed. With namespaces only the keys, which
-live in the host's user namespace.
+live in the host's user namespace when the grader is root.
 
 May import: the standard library, ``kernel`` and ``uids``.
 """
