@@ -224,5 +224,5 @@ def print_table(outcome, out_dir, level, seconds):
     lms = {getattr(who, "lms", "") for _, submitters, _ in outcome.entries for who in submitters}
     imports = [f"import-{name}.csv" for name in ("canvas", "moodle") if name in lms]  # as report.py writes them
     if imports:
-        print(f"import:  {out_dir}/: {', '.join(imports)} (docs/instructor.md, 'Importing the gradebook')")
+        print(f"import:  {out_dir}/: {', '.join(imports)} (docs/reference/lms.md, 'Importing the gradebook')")
     print(f"yours:   {out_dir}/adjustments.csv, extensions.csv (read on every run, never rewritten)")

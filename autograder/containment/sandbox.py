@@ -24,7 +24,8 @@ import time
 
 from autograder.bounds import CHILD_OUTPUT
 from autograder.config import WALL_BACKSTOP
-from autograder.containment import cgroups, isolation, replies, wire
+from autograder.containment import cgroups, grants, jail, replies, sweep, wire
+from autograder.containment.kernel import in_user_namespace
 
 OUTPUT_CAP = CHILD_OUTPUT
 CPU_POLL_SECONDS = 0.05  # how often a waiting parent reads the child's CPU time
@@ -83,9 +84,9 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
     """Forked from the zygote: enter namespaces, fork the child, report its pid and exit status."""
     code = 0
     try:
-        isolation.set_parent_death_signal(signal.SIGKILL)
+        jail.set_parent_death_signal(signal.SIGKILL)
         if level == "namespaces":
-            isolation.enter_namespaces()
+            jail.enter_namespaces()
         pid = os.fork()
         if pid == 0:
             _child(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers)
@@ -95,7 +96,7 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
         # At the uid level, what the child started outside its process group dies here, in this
         # process that exists anyway, before the grader hears that the child is gone; and what its
         # uid left (IPC objects, keys, files in /tmp) goes with it.
-        swept = isolation.purge_uid(uid, level, layers)
+        swept = sweep.purge_uid(uid, level, layers)
         os.write(status_w, json.dumps({"status": status, "swept": swept}).encode() + b"\n")
     except BaseException as err:  # a failure here is the grader's, not the student's
         try:
@@ -151,16 +152,16 @@ def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden
             f.write("1000")  # under memory pressure the kernel kills the student's code, never the grader
         submission_dir = config["dir"]
         if level == "namespaces":
-            owner = uid if not isolation._in_user_namespace() else None  # root drops to uid; a user namespace does not
-            isolation.build_private_root(submission_dir + ".root", submission_dir, hidden, owner=owner)
+            owner = uid if not in_user_namespace() else None  # root drops to uid; a user namespace does not
+            jail.build_private_root(submission_dir + ".root", submission_dir, hidden, owner=owner)
             submission_dir = "/submission"
         if level in ("namespaces", "uid"):
-            isolation.drop_privileges(uid, uid)
+            jail.drop_privileges(uid, uid)
         _stdin_from_devnull()  # again, now that /dev/null is the sandbox's own
-        isolation.apply_limits(config["memory_mb"] << 20, config["cpu_seconds"], config["max_processes"])
+        jail.apply_limits(config["memory_mb"] << 20, config["cpu_seconds"], config["max_processes"])
         if layers:  # every layer the parent found working, or the child does not run at all
             # Computed here, by the child: its own /proc/<pid> (read only) and the libraries it has loaded.
-            confine.apply(layers, readable=isolation.confinement_paths(), writable=[submission_dir])
+            confine.apply(layers, readable=grants.confinement_paths(), writable=[submission_dir])
             os.environ["TMPDIR"] = submission_dir  # /tmp is out of reach
     except BaseException as err:
         line = json.dumps({"setup_error": f"{type(err).__name__}: {err}"[:2000]}).encode() + b"\n"
@@ -430,7 +431,7 @@ class Child:
         self.kill()
         self._collect_death(time.monotonic() + 5)
         if self.level == "uid" and not self.swept:  # the waiter did not say it purged the uid
-            isolation.purge_uid(self.uid, self.level)
+            sweep.purge_uid(self.uid, self.level)
         for fd in (self.request_w, self.response_r, self.output_r, self.status_r):
             if fd is not None:
                 try:

@@ -19,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 
-from autograder.containment import isolation
+from autograder.containment import isolation, sweep
+from autograder.containment.uids import allocate_uid
 from autograder.paths import KIT_ROOT
 
 # What a zygote (and so every child) sees of the environment: nothing of the instructor's or
@@ -90,12 +91,12 @@ class Zygote:
         return f"the sandbox's zygote exited ({self.process.returncode}): {tail or 'no message'}"
 
     def next_uid(self, slot=0):
-        """A uid no child on this machine had before (``isolation.allocate_uid``), when the grader is root;
+        """A uid no child on this machine had before (``uids.allocate_uid``), when the grader is root;
         ``slot`` is not needed for that. Called before the child's folder is made, which that uid then owns alone.
         Without root no uid is set (a user namespace maps its own)."""
         if os.getuid() != 0:
             return isolation.DEFAULT_SANDBOX_UID
-        return isolation.allocate_uid(record=self._record)
+        return allocate_uid(record=self._record)
 
     def _record(self, uid):
         count = int.from_bytes(self.ledger[:4], "little")
@@ -131,17 +132,17 @@ class Zygote:
 
     def kill_sandbox_users(self):
         """Final sweep before results are written, at the uid level (root only): no process of any of
-        this zygote's sandbox uids survives, nor anything they left (``isolation.remove_leftovers``). Namespaces need no sweep: a PID namespace dies with its init."""
+        this zygote's sandbox uids survives, nor anything they left (``sweep.remove_leftovers``). Namespaces need no sweep: a PID namespace dies with its init."""
         if self.level != "uid":
             return
         ours = set(self.uids())
         for _ in range(5):  # a process may fork while its uid is being swept; its uid's kill(-1) gets the fork
-            uids = ours & set(isolation.process_uids())
+            uids = ours & set(sweep.process_uids())
             if not uids:
                 break
             for uid in uids:
-                isolation.kill_all_of_uid(uid)
-        isolation.remove_leftovers(ours)  # each waiter did so already, unless it was killed first
+                sweep.kill_all_of_uid(uid)
+        sweep.remove_leftovers(ours)  # each waiter did so already, unless it was killed first
 
     def stop(self):
         try:

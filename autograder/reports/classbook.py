@@ -14,7 +14,7 @@ from autograder.reports.results import GRADED, GRADER_ERROR, NO_FILES, part_scor
 # Canvas's gradebook import needs these first, in this order; it finds each student by ID, then SIS
 # User ID, then SIS Login ID, then name or sortable name, and offers every later column as an
 # assignment. Gradescope's sid and email fill the SIS columns. Moodle maps any column, so the same file
-# serves both (docs/instructor.md: "Importing the gradebook").
+# serves both (docs/reference/lms.md: "Importing the gradebook").
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 

@@ -121,7 +121,7 @@ def _capped_lines(capped):
     more = f" and {len(capped) - 5} more" if len(capped) > 5 else ""
     return [f"import-moodle.csv: {len(capped)} total{'s' if len(capped) > 1 else ''} above the maximum grade, "
             f"capped (Moodle skips a grade above it): {named}{more}; set moodle.max_grade in grading.yaml to the "
-            "assignment's Maximum grade to carry the extra credit (docs/instructor.md)"]
+            "assignment's Maximum grade to carry the extra credit (docs/reference/lms.md)"]
 
 
 def _changes_described(results, applied, late, extended_to=None):

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from autograder.containment import confine, isolation
+from autograder.containment import confine, grants, isolation
+from autograder.containment.jail import inside
 from autograder.containment.zygote import child_environment  # as a child has it: one OpenBLAS thread
 from conftest import ROOT
 
@@ -21,10 +22,10 @@ OFFERED = confine.possible_layers()
 ATTEMPT = r"""
 import ctypes, json, os, socket, sys, threading
 from autograder.containment import confine
-from autograder.containment import isolation
+from autograder.containment import grants
 layers, readable, writable, tries, before = json.loads(sys.argv[1])
 exec(before)  # what a zygote imports before it forks (torch), so before the filter
-readable = isolation.confinement_paths() if readable is None else readable  # as a child computes them, for itself
+readable = grants.confinement_paths() if readable is None else readable  # as a child computes them, for itself
 confine.apply(layers, readable=readable, writable=writable)
 outcome = {}
 for name, code in tries.items():
@@ -142,10 +143,10 @@ def test_landlock_fs_hides_the_trees_around_the_runtime(tmp_path, planted):
 def test_landlock_fs_grants_no_folder_beside_a_granted_file(tmp_path, planted):
     """The interpreter, the loaded libraries, ld.so.cache and localtime are granted one file each: a
     secret beside any of them stays out of reach."""
-    beside = {os.path.dirname(p) for p in isolation.confinement_paths() if os.path.isfile(p)}
+    beside = {os.path.dirname(p) for p in grants.confinement_paths() if os.path.isfile(p)}
     beside -= {"/dev", "/proc"}
     secrets = [s for s in (plant(folder, planted) for folder in sorted(beside)
-                           if not any(isolation._inside(folder, g) for g in isolation.granted_folders())) if s]
+                           if not any(inside(folder, g) for g in grants.granted_folders())) if s]
     if not secrets:
         pytest.skip("this test may write beside none of the granted files")
     outcome = confined(["landlock-fs"], {s: f"open({s!r}).read()" for s in secrets}, writable=tmp_path / "scratch")
@@ -154,7 +155,7 @@ def test_landlock_fs_grants_no_folder_beside_a_granted_file(tmp_path, planted):
 
 def test_a_secret_in_any_granted_folder_stops_grading_before_a_child_starts(planted):
     """Whatever lies in a granted folder a child reads: a kit, submission, batch or --out there is refused."""
-    secrets = [s for s in (plant(folder, planted) for folder in isolation.granted_folders()) if s]
+    secrets = [s for s in (plant(folder, planted) for folder in grants.granted_folders()) if s]
     if not secrets:
         pytest.skip("this test may write in none of the granted folders")
     for secret in secrets:

@@ -1,6 +1,6 @@
 """The uid level refuses to grade what a sandboxed child could read (issue 32).
 
-Under Landlock a child reads the Python folders (``isolation.granted_folders``): the standard library
+Under Landlock a child reads the Python folders (``grants.granted_folders``): the standard library
 and the venv's site-packages. A kit, a submission, a batch or an output folder inside one of them
 would be read by every child, so ``python -m autograder grade`` stops with one line before any child
 starts. Each case moves one of them into the world-readable venv's site-packages (the uid level's

@@ -117,7 +117,8 @@ def test_a_cycle_is_found_and_named():
 def test_the_engine_has_no_import_cycle():
     graph = import_graph()
     assert {"cli", "grading.batch", "grading.runner", "grading.plugin", "grading.student", "containment.sandbox",
-            "containment.isolation"} <= set(graph), "the graph lost the engine's modules: is PACKAGE still autograder/?"
+            "containment.isolation", "containment.jail"} <= set(graph), \
+        "the graph lost the engine's modules: is PACKAGE still autograder/?"
     cycle = find_cycle(graph)
     assert cycle is None, f"autograder/ imports in a loop: {' -> '.join(cycle)} (imports inside functions count)"
 
@@ -185,9 +186,9 @@ def test_each_group_says_what_it_may_import():
 
 
 def test_the_pipeline_imports_top_down():
-    """cli/gradescope -> batch -> runner -> plugin -> student -> sandbox -> isolation: never back up."""
+    """cli/gradescope -> batch -> runner -> plugin -> student -> sandbox -> jail: never back up."""
     order = ["grading.batch", "grading.runner", "grading.plugin", "grading.student", "containment.sandbox",
-             "containment.isolation"]
+             "containment.jail"]
     graph = import_graph()
     for lower_index, lower in enumerate(order):
         for upper in order[:lower_index]:

@@ -13,7 +13,7 @@ from variant_builder import ROOT, correct_names, load_mutants
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 INSTRUCTOR = "docs/internals.md"  # how the grader decides, and how fairly: the counts below live there
 REAL_CODE = ROOT / "tests" / "heavy" / "real_code"
-PAGES = sorted((ROOT / "docs").glob("*.md"))
+PAGES = sorted((ROOT / "docs").rglob("*.md"))  # the guides and their reference pages
 DOCS = [ROOT / "README.md", *PAGES]
 
 
@@ -203,7 +203,8 @@ def test_docs_links_lead_to_files_of_the_kit(doc):
     assert not missing, f"{doc.name} links to files that are not there: {missing}"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(ROOT).as_posix())
 def test_readme_links_every_docs_page(page):
     """A newcomer starts at the README: every page of docs/ is one link away (the instructor's guide too)."""
-    assert f"(docs/{page.name})" in README, f"README.md should link docs/{page.name}"
+    name = page.relative_to(ROOT).as_posix()
+    assert f"({name})" in README, f"README.md should link {name}"

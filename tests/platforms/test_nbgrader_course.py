@@ -514,7 +514,7 @@ def course_command(kit, course):
 
 def edit(path, old, new):
     text = path.read_text(encoding="utf-8")
-    assert old in text, f"{path} no longer holds {old!r}: update this test and docs/instructor.md's steps"
+    assert old in text, f"{path} no longer holds {old!r}: update this test and docs/reference/changing-the-lab.md's steps"
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
@@ -528,7 +528,7 @@ def submission_score(course, student):
 
 @pytest.fixture(scope="module")
 def points_changed(tmp_path_factory):
-    """A kit copy's default course, with a student graded by nbgrader; then docs/instructor.md's "Change a
+    """A kit copy's default course, with a student graded by nbgrader; then docs/reference/changing-the-lab.md's "Change a
     part's points" and `make nbgrader-course` alone, autograde again; then the whole kit folder moved."""
     if not (BIN / "nbgrader").is_file():
         pytest.skip(f"the nbgrader command is not installed in {BIN}")
@@ -626,7 +626,7 @@ def test_the_default_course_folder_is_not_the_kits_build_output():
 
 
 def renamed_course(tmp_path, *, public_checks=True):
-    """docs/instructor.md's "Rename a part" on a kit copy: mha_init (graded in place of an otter check)
+    """docs/reference/changing-the-lab.md's "Rename a part" on a kit copy: mha_init (graded in place of an otter check)
     becomes construction; then the course is written. public_checks=False skips PUBLIC_CHECKS (step 1)."""
     kit = copy_of_the_kit(tmp_path / "kit")
     parts = kit / "tests_hidden" / "parts.py"
