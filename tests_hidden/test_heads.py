@@ -44,7 +44,9 @@ def check_form(student, reference, request, method, x, expected, label):
         if not grads.get("connected") or grads["inputs"][0] is None:
             fail(label, "no gradient flows back to x", NO_GRADIENT_HINT)
 
-    grad = {"inputs": [0], "grad_outputs": [torch.tensor(1.0, dtype=x.dtype)]}  # 0-dim: any shape the result has
+    # 0-dim grad_output: any shape the result has; intermediate: x arrives as a layer's output would, so an
+    # in-place transpose_ of a view of it is as right as it is inside forward
+    grad = {"inputs": [0], "grad_outputs": [torch.tensor(1.0, dtype=x.dtype)], "intermediate": True}
     check_method(student, reference, request, method, x, check, grad=grad)
 
 

@@ -745,7 +745,7 @@ def check_form(got, x, shape, *, case, what, hint=None):
 @case("part2_heads", points=1)
 def split_heads_returns_batch_heads_seq_d_k(mha):
     model = build(mha, 12, 3)
-    x = randn(2, 5, 12).requires_grad_()
+    x = randn(2, 5, 12).requires_grad_() * 1  # as a layer's output reaches it (not a leaf): in place is fine
     check_form(model.split_heads(x), x, (2, 3, 5, 4), case=f"MultiHeadAttention(12, 3).split_heads(x {tuple(x.shape)})",
                what="split_heads(x)", hint=split_hint(x.detach(), 3))
 
@@ -766,7 +766,7 @@ def merge_heads_undoes_split_heads(mha):
     model = build(mha, 12, 3)
     heads = randn(2, 3, 5, 4)  # (B, h, T, d_k)
     expected = torch.cat([heads[:, i] for i in range(3)], dim=-1)  # (B, T, d_model), head by head
-    given = heads.clone().requires_grad_()
+    given = heads.clone().requires_grad_() * 1  # as attention's output reaches it (not a leaf)
     check_form(model.merge_heads(given), given, (2, 5, 12), case=f"merge_heads(x {tuple(heads.shape)})",
                what="merge_heads(x)", hint=merge_hint(heads))
     check_tensor(model.merge_heads(heads), expected, case=f"merge_heads(x {tuple(heads.shape)})",

@@ -273,10 +273,14 @@ def run_probe(submission, probe):
         return reply
     wanted = probe.grad.inputs if probe.grad is not None else ()
     args = [_grad_leaf(a, i in wanted) for i, a in enumerate(probe.args)]
-    result = target(*args, **probe.kwargs)  # a measured call's memory is read by the parent (student.MemoryMeter)
+    given = args
+    if probe.grad is not None and probe.grad.intermediate:  # as a layer's output reaches it: in place may follow
+        given = [a.clone() if i in wanted and isinstance(a, torch.Tensor) and a.requires_grad else a
+                 for i, a in enumerate(args)]
+    result = target(*given, **probe.kwargs)  # a measured call's memory is read by the parent (student.MemoryMeter)
     reply["result"] = tag(result)
     # The inputs as they are after the call: the parent compares them with what it sent.
-    reply["inputs_after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in args]
+    reply["inputs_after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in given]
     if probe.grad is not None:
         reply["grads"] = gradients(result, args, probe.grad, owner)
     return reply

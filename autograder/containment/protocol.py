@@ -70,6 +70,7 @@ class Gradients:
     grad_outputs: list                       # one per output; None where an output is not used (0-dim: every element alike)
     inputs: list = field(default_factory=list)
     params: bool = False
+    intermediate: bool = False               # the inputs reach the call as an op's result, not as leaves
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,8 @@ def _read_probe(fields):
     if "init" in fields:
         fields["init"] = _read_part(Construct, fields["init"], {"args": list, "kwargs": dict})
     if "grad" in fields:
-        fields["grad"] = _read_part(Gradients, fields["grad"], {"grad_outputs": list, "inputs": list, "params": bool})
+        fields["grad"] = _read_part(Gradients, fields["grad"], {"grad_outputs": list, "inputs": list, "params": bool,
+                                                               "intermediate": bool})
         if not all(type(i) is int for i in fields["grad"].inputs):
             raise ProtocolError("grad.inputs lists positions")
     if "kwargs" in fields and not all(type(k) is str for k in fields["kwargs"]):
