@@ -6,7 +6,7 @@ import os
 import torch
 
 from autograder.lab import (CONTRACT, LOWER_PART_NOTES, Failure, RuleViolation, StudentError, attention_properties, calls_differ,
-                            catalogue, diagnosed, expect_close, expect_pair, read_source)
+                            catalogue, diagnosed, expect_close, expect_pair, read_source, scores_off)
 from cases import AttentionCase
 from parts import LENT_METHODS
 
@@ -82,14 +82,16 @@ def _check_sdpa_at(student, reference, case, target, float32_ok, request):
 def measured(student, target, request, inputs, result):
     """The property of the student's own ``result`` on ``inputs`` that failed, in a sentence, or None: the same
     call again gives another result (randomness), else attention_properties (the weights a distribution, no
-    weight on a blocked key, output = weights @ value)."""
+    weight on a blocked key, output = weights @ value), else how the weights depart from a softmax of
+    Q K^T / sqrt(d_k) (scores_off: the scale, or scores made of something else)."""
     again = student.try_call(target, *inputs, **request)
     if not isinstance(again, Failure):
         random = calls_differ(result, again.result)
         if random:
             return random
     output, weights = result
-    return attention_properties(output, weights, inputs[2], inputs[3])
+    query, key, value, mask = inputs
+    return attention_properties(output, weights, value, mask) or scores_off(weights, query, key, mask)
 
 
 def with_hint(error, finding):

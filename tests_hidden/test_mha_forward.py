@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from attention_checks import with_hint, with_parts_below
-from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, StudentError, blocked_weight,
-                            diagnosed, expect_close, expect_pair, fail, not_a_distribution)
+from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, WEIGHTS_RIGHT_OUTPUT_WRONG,
+                            StudentError, blocked_weight, diagnosed, expect_close, expect_pair, fail,
+                            not_a_distribution, scores_off)
 from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")
@@ -32,7 +33,8 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
                 raise
             # No catalogued cause: the property of the student's own weights that failed, if one did. Not "two calls
             # differ": each call builds the module anew, so a parameter the state does not hold differs by design.
-            finding = not_a_distribution(weights) or blocked_weight(weights, mask)
+            finding = not_a_distribution(weights) or blocked_weight(weights, mask) or _heads_finding(
+                module, weights, expected_weights, query, key, mask)
             if finding:
                 raise with_hint(error, finding) from None
             raise
@@ -41,6 +43,18 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
             fail(case.describe(), FORWARD_INPUTS_MODIFIED.format(", ".join(changed)), FORWARD_INPUTS_MODIFIED_HINT)
 
     with_parts_below(compare, request, student, reference, module)
+
+
+def _heads_finding(module, weights, expected_weights, query, key, mask):
+    """The weights right in every head (so the bug follows attention), else how they depart from a softmax of
+    the heads' Q K^T / sqrt(d_k), with the heads projected and split by the lab (``scores_off``); or None."""
+    expected = expected_weights.detach()
+    if torch.is_tensor(weights) and weights.shape == expected.shape and torch.allclose(
+            weights.detach().to(expected.dtype), expected, atol=1e-4, rtol=1e-4):
+        return WEIGHTS_RIGHT_OUTPUT_WRONG
+    with torch.no_grad():
+        q, k = module.split_heads(module.w_q(query)), module.split_heads(module.w_k(key))  # (B, h, T, d_k)
+    return scores_off(weights, q, k, mask)
 
 
 @pytest.mark.points(4)

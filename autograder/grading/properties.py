@@ -7,6 +7,8 @@ its own probe (catalogue.py recomputes it). The grader calls these in the hidden
 ``make stubs`` copies this module's code into a marked region of the public checks
 (assignment/tests/checks.py), so ``make test`` and the grade say the same words.
 """
+import math
+
 import torch
 
 PROPERTY_ATOL = 1e-4  # float32-loose: a float32 step in a float64 run is the precision test's to charge
@@ -21,6 +23,9 @@ PROPERTY_WORDS = {
     "padding polarity": ("the mask is True at the padding",),
     "another pad_id": ("the mask follows pad_id=",),
     "first sentence's padding": ("every sentence got the first sentence's padding",),
+    "scores scaled": ("the weights are softmax(c · Q K^T / sqrt(d_k)) with c = ",),
+    "weights right, output wrong": ("your weights are right in every head, the output is not",),
+    "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
 
@@ -123,6 +128,57 @@ def output_not_applied(output, weights, value):
         return (f"the output is not your weights applied to the values: output{_at(at)} is {out[at].item():.4g}, "
                 f"(weights @ value){_at(at)} is {applied[at].item():.4g}")
     return None
+
+
+SCORE_FIT = 1e-3  # of the log-weights' spread: what a float32 softmax of c · Q K^T / sqrt(d_k) stays within
+
+
+def scores_off(weights, query, key, mask=None):
+    """How the weights depart from a softmax over the allowed keys of Q K^T / sqrt(d_k), read from their logs,
+    or None: a softmax of c times those scores for one c != 1 (the scale: which c, what it divides by), or of
+    no multiple of them (the scores are made of something else). Weights that are not a distribution, or
+    that weigh a blocked key, are other properties' (checked first); rows with fewer than two positive
+    allowed weights say nothing here."""
+    if not all(torch.is_tensor(t) for t in (weights, query, key)) or query.dim() < 2 or key.dim() < 2:
+        return None
+    w = weights.detach().double()
+    d_k = query.size(-1)
+    try:
+        s = (query.detach().double() @ key.detach().double().transpose(-2, -1) / math.sqrt(d_k)).expand(w.shape)
+        keep = (w > 1e-30) & torch.isfinite(w)
+        if mask is not None:
+            keep = keep & (mask != 0).expand(w.shape)
+    except RuntimeError:
+        return None
+    counted = keep.sum(-1, keepdim=True)
+    rows = counted >= 2
+    keep = keep & rows
+    if not keep.any():
+        return None
+    logs = torch.where(keep, w.clamp_min(1e-300).log(), torch.zeros_like(w))
+    s = torch.where(keep, s, torch.zeros_like(s))
+    n = counted.clamp_min(1)
+    x = torch.where(keep, s - s.sum(-1, keepdim=True) / n, torch.zeros_like(s))  # centred in each row
+    y = torch.where(keep, logs - logs.sum(-1, keepdim=True) / n, torch.zeros_like(s))
+    if float((x * x).sum()) == 0.0:
+        return None
+    c = float((x * y).sum() / (x * x).sum())
+    departure = (y - c * x).abs()
+    if float(departure.max()) > SCORE_FIT * max(1.0, float(y.abs().max())):
+        return (f"the weights are not a softmax of any multiple of Q K^T / sqrt(d_k) over the allowed keys: their "
+                f"logs depart from the best fit (c = {c:.4g}) by up to {float(departure.max()):.3g}, at "
+                f"{_at(_worst(departure))}: the scores are built from other tensors or entries than query @ key^T")
+    if abs(c - 1) <= SCORE_FIT:
+        return None
+    divisor = f"divided by {math.sqrt(d_k) / c:.4g}" if c > 0 else f"times {-c / math.sqrt(d_k):.4g}, negated"
+    return (f"the weights are softmax(c · Q K^T / sqrt(d_k)) with c = {c:.4g}, not 1: your scores are Q K^T "
+            f"{divisor}, where sqrt(d_k) = {math.sqrt(d_k):.4g} (d_k = query.size(-1) = {d_k})")
+
+
+# Measured by comparing the weights first: they match, so the bug is in what follows attention.
+WEIGHTS_RIGHT_OUTPUT_WRONG = ("your weights are right in every head, the output is not: what follows attention is "
+                              "wrong (value goes through w_v; merge_heads swaps back to (B, T, n_heads, d_k) before "
+                              "flattening; w_o comes last)")
 
 
 def calls_differ(first, second):
