@@ -226,8 +226,10 @@ def print_table(outcome, out_dir, level, seconds):
     print(f"reports: {out_dir}/<submission>/: results.json, feedback.md, feedback.html, submitted/")
     print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv, similarity.html")
     print(f"lecture: {out_dir}/summary-anonymous.html (no names)")
-    lms = {getattr(who, "lms", "") for _, submitters, _ in outcome.entries for who in submitters}
-    imports = [f"import-{name}.csv" for name in ("canvas", "moodle") if name in lms]  # as report.py writes them
+    from autograder.reports.classbook import imports_into
+
+    imports = [f"import-{name}.csv" for name in ("canvas", "moodle")  # as report.py writes them
+               if any(imports_into(who, name) for _, submitters, _ in outcome.entries for who in submitters)]
     if imports:
         print(f"import:  {out_dir}/: {', '.join(imports)} (docs/instructor.md, 'Importing the gradebook')")
     print(f"yours:   {out_dir}/adjustments.csv, extensions.csv (read on every run, never rewritten)")
