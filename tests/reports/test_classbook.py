@@ -246,7 +246,8 @@ def test_an_anonymous_canvas_submission_is_left_out_of_the_canvas_import_which_c
     only the anonymous id (lib/content_zipper.rb @05e9653c, get_filename), so no row is written that Canvas
     would list as unmatched or, worse, match by an empty name."""
     from autograder.reports.classbook import canvas_import_csv
-    made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]), ("anon_x7Kq2", (CANVAS_ANONYMOUS,), entries(5)[0][2])]
+    made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]),
+            ("anon_x7Kq2", (CANVAS_ANONYMOUS,), entries(5)[0][2])]
     assert [row[:2] for row in read_csv(canvas_import_csv(made))[1:]] == [["lovelaceada", "1815"]]
     assert canvas_import_csv(made[1:]) is None, "no row Canvas could match: no file"
 
