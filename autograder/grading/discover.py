@@ -336,7 +336,7 @@ def _lms_members(root, kind, shown, scratch, notes):
         anonymous = sum(1 for group in flat.groups.values() if group[0][0].anonymous_id)
         notes.append(f"{_shown(shown)}: read as a {kind.capitalize()} download: {students}, named by its file names"
                      + (f" ({anonymous} by Canvas's anonymous id alone: import-canvas.csv cannot name them; "
-                        "docs/instructor.md, 'Anonymous grading')" if anonymous else ""))
+                        "docs/instructor.md, 'Anonymous grading on Canvas')" if anonymous else ""))
     if participants:
         notes.append(f"{_shown(shown)}: read as a Moodle download: {_count(participants, 'participant')}, named by "
                      "its folder names")

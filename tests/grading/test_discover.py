@@ -692,7 +692,7 @@ def test_an_anonymous_canvas_download_says_its_import_cannot_name_the_students(t
     with discovered([str(anonymous_canvas_download(tmp_path / "canvas"))], export="canvas") as sources:
         assert sources.notes == ["canvas: read as a Canvas download: 3 students, named by its file names (3 by "
                                  "Canvas's anonymous id alone: import-canvas.csv cannot name them; "
-                                 "docs/instructor.md, 'Anonymous grading')"]
+                                 "docs/instructor.md, 'Anonymous grading on Canvas')"]
 
 
 def test_canvas_anonymous_ids_are_five_base58_characters_as_canvas_makes_them():
