@@ -21,8 +21,9 @@
   Its grading worksheet matches a row by ``Participant <participantid>``.
 
 The two grammars exclude each other (the part after Moodle's id is ``assignsubmission``, after Canvas's the
-attachment id or ``text.html``), so a flat folder is read by the grammar most of its files fit, and a file
-that fits neither is named, not guessed at. A flat download is regrouped here into one folder per student
+attachment id or ``text.html``), so a flat folder is read by the grammar of the LMS the instructor named
+(``--export``; discover.py only asks which grammar most files fit to refuse a PATH not named as a download),
+and a file that fits neither is named, not guessed at. A flat download is regrouped here into one folder per student
 (files copied, each read with a bound by staging's own reader, never a symlink), so that staging reads it as
 any other upload.
 """
