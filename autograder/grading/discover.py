@@ -146,17 +146,16 @@ def _real(path):
     return real
 
 
-def _read_zip(path, real, layout, scratch, export, zip_id=None, lone=False):
-    """The submissions of a zip PATH: one, or a batch of plain uploads. With `lone` (the one zip a folder PATH
-    holds), always one submission: alice/submission.zip is alice's, however many folders it holds."""
-    zip_id = zip_id or _stem(os.path.basename(real)) or "submission"
+def _read_zip(path, real, layout, scratch, export):
+    """The submissions of a zip PATH: one, or a batch of plain uploads."""
+    zip_id = _stem(os.path.basename(real)) or "submission"
     if layout == "single":
         return [SubmissionSource(zip_id, real)]
     folder = _extract(path, real, scratch)
     root = _unwrap_zip(folder) if layout == "batch" else _batch_root(folder)
     if root is not None and layout == "auto":
-        _refuse_lookalike(path, root, export)
-    if root is None or lone:  # one submission: staging reads the zip itself and reports its problems
+        _refuse_lookalike(path, _looks_like(root), export)
+    if root is None:  # one submission: staging reads the zip itself and reports its problems
         shutil.rmtree(folder, ignore_errors=True)
         return [SubmissionSource(zip_id, real)]
     return _members(root, path, layout == "batch")
@@ -166,15 +165,15 @@ def _read_folder(path, folder, folder_id, layout, zip_layout, scratch, export):
     if layout == "single":
         return [SubmissionSource(folder_id, folder)]
     lone = _lone_zip(folder) if layout == "auto" else None
-    if lone:  # alice/submission.zip, what `make submit` builds
-        if not zipfile.is_zipfile(lone):  # staging reads it and says why it cannot
-            return [SubmissionSource(folder_id, lone)]
-        return _read_zip(lone, lone, zip_layout, scratch, export, zip_id=folder_id, lone=True)
+    if lone:  # alice/submission.zip, what `make submit` builds: one upload, however many folders it holds
+        if zip_layout == "auto":  # read from its names alone, never extracted here (staging reads it, bounded)
+            _refuse_lookalike(lone, _zip_looks_like(lone), export)
+        return [SubmissionSource(folder_id, lone)]
     root = folder if layout == "batch" else _batch_root(folder)
     if root is None:
         return [SubmissionSource(folder_id, folder)]
     if layout == "auto":
-        _refuse_lookalike(path, root, export)
+        _refuse_lookalike(path, _looks_like(root), export)
     return _members(root, folder, layout == "batch")
 
 
@@ -236,20 +235,52 @@ KIND_SIGNS = {"gradescope": f"a {METADATA} at its top",
 
 def _looks_like(folder):
     """The export kind whose layout the top of `folder` has (what would name students if read as one), or None."""
-    if os.path.lexists(os.path.join(folder, METADATA)):
+    folders = [name for name, _ in _entries(folder)[0]]
+    return _names_look_like([name for name, _ in _plain_files(folder)], folders,
+                            os.path.lexists(os.path.join(folder, METADATA)))
+
+
+def _names_look_like(files, folders, metadata):
+    """``_looks_like`` from a top's names: its files (hidden ones left out), its folders, whether a METADATA is
+    there."""
+    if metadata:
         return "gradescope"
-    flat = _flat_download(folder)
+    flat = None if folders else lms.flat_groups([(name, "") for name in files])
     if flat:
         return flat.lms
-    if any(lms.moodle_folder(name) for name, _ in _entries(folder)[0]):
+    if any(lms.moodle_folder(name) for name in folders):
         return lms.MOODLE
     return None
 
 
-def _refuse_lookalike(path, root, export):
-    """Refuse, in one line, a PATH not named as a download whose top looks like one: nothing of a student's
-    upload may name students or set hand-in times, and grading it as one submission silently is a guess too."""
-    kind = _looks_like(root)
+def _zip_looks_like(path):
+    """``_looks_like`` for the top of a zip's contents (through wrapper folders, as ``_batch_root`` looks), read
+    from its entry names without extracting anything; None also for a zip that holds the files at its top."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [name.replace("\\", "/") for name in archive.namelist()[:BATCH_ZIP_MAX_FILES]]
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None  # staging reads it and says why it cannot
+    prefix = ""
+    for _ in range(MAX_DEPTH + 1):
+        files, folders = set(), set()
+        for name in names:
+            head, below, _ = name[len(prefix):].partition("/") if name.startswith(prefix) else ("", "", "")
+            if head and not head.startswith(".") and not is_ignored_dir(head):
+                (folders if below else files).add(head)
+        if files & {"attention.py", "mha.py"}:
+            return None
+        kind = _names_look_like(sorted(files), sorted(folders), METADATA in files)
+        if kind or len(folders) != 1 or any(name.lower().endswith(".zip") for name in files):
+            return kind
+        prefix += folders.pop() + "/"
+    return None
+
+
+def _refuse_lookalike(path, kind, export):
+    """Refuse, in one line, a PATH not named as a download whose top looks like one (`kind`): nothing of a
+    student's upload may name students or set hand-in times, and grading it as one submission silently is a guess
+    too."""
     if kind is None:
         return
     seen = f"{path} looks like a {KIND_NAMES[kind]} ({KIND_SIGNS[kind]})"
@@ -381,13 +412,6 @@ def _plain_files(folder, skip_zips=False):
     return [(e.name, e.path) for e in entries
             if not e.name.startswith(".") and e.is_file(follow_symlinks=False) and not e.is_symlink()
             and not (skip_zips and e.name.lower().endswith(".zip"))]
-
-
-def _flat_download(folder):
-    """The lms.FlatDownload of `folder` when it is a flat Canvas or Moodle download (no sub-folders), else None."""
-    if _entries(folder)[0]:
-        return None
-    return lms.flat_groups(_plain_files(folder))
 
 
 def _entries(folder):

@@ -566,6 +566,26 @@ def test_a_forged_export_zip_alone_in_a_folder_is_refused(tmp_path):
     assert "looks like a Gradescope export" in refusal([folder])
 
 
+def test_the_one_zip_a_folder_holds_is_judged_by_its_names_alone_and_never_extracted(tmp_path, monkeypatch):
+    """It is one student's upload whatever it holds: only staging, with its own bounds, reads what is inside."""
+    from autograder.grading import discover as module
+
+    def extracted(*args):
+        raise AssertionError("a lone zip was extracted")
+    monkeypatch.setattr(module, "extract_all", extracted)
+    alice, eve, saved = tmp_path / "alice", tmp_path / "eve", tmp_path / "Downloads"
+    for folder in (alice, eve, saved):
+        folder.mkdir()
+    src = submission(tmp_path / "src", "lab3")
+    write(src / "lab3" / "submission_metadata.yml", GRADESCOPE_METADATA)  # beside her files: still hers
+    zip_folder(src, alice / "submission.zip")
+    zip_folder(forged_export(tmp_path / "forged"), eve / "submission.zip", under="a/b/")
+    zip_folder(canvas_download(tmp_path / "canvas"), saved / "submissions.zip")
+    assert discover([str(alice)]) == [SubmissionSource("alice", str(alice / "submission.zip"))]
+    assert "looks like a Gradescope export" in refusal([eve])
+    assert "looks like a Canvas download" in refusal([saved]), "Canvas's zip saved alone needs EXPORT=canvas"
+
+
 def test_a_folder_with_a_forged_export_at_its_top_is_refused(tmp_path):
     assert "--export gradescope" in refusal([forged_export(tmp_path / "eve")])
 
