@@ -17,6 +17,8 @@ SUBMISSIONS ?= examples/submissions
 OUT         ?= reports
 SUBMISSION  ?= assignment
 JOBS        ?=
+# The kind of class download SUBMISSIONS is (gradescope, canvas or moodle): only then are students named by it.
+EXPORT      ?=
 FORCE       ?=
 CONFIG      ?=
 SHOW        ?=
@@ -28,6 +30,7 @@ NBGRADER_COURSE ?= course
 
 help:
 	@echo "make grade       grade the sample submissions (SUBMISSIONS=PATH OUT=DIR to grade others;"
+	@echo "                 EXPORT=gradescope|canvas|moodle when PATH is that LMS's download of the class;"
 	@echo "                 JOBS=N, CONFIG=YAML, FORCE=1 regrades every report instead of resuming)"
 	@echo "make release     write OUT/release/: the feedback students may see, for Canvas and Moodle"
 	@echo "                 (SHOW=after_due_date or after_published releases those tests too)"
@@ -82,7 +85,7 @@ $(TOOLS_STAMP): $(TOOLS_LOCK) $(GRADE_STAMP)
 	@touch $@
 
 grade: $(GRADE_STAMP)
-	$(PY) -m autograder grade $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
+	$(PY) -m autograder grade$(if $(EXPORT), --export $(EXPORT)) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
 		$(if $(CONFIG),--config $(CONFIG)) $(if $(FORCE),--force)
 
 release: $(GRADE_STAMP)

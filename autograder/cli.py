@@ -11,13 +11,15 @@ SUITE_BROKEN = 3  # the reference does not pass the hidden suite: nobody was gra
 
 
 def main(argv=None):
+    from autograder.grading.discover import EXPORTS
     from autograder.parts import LAB_NAME
 
     parser = argparse.ArgumentParser(prog="python -m autograder", description=f"Grade {LAB_NAME} submissions.")
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="grade submissions and write reports")
     grade.add_argument("paths", nargs="+", metavar="PATH",
-                       help="a submission folder or zip, a folder of them, or a Gradescope export")
+                       help="a submission folder or zip, or a folder or zip of them; with --export, the first PATH "
+                            "is that LMS's download of the class")
     grade.add_argument("--out", default="reports", help="where reports go (default: reports/)")
     grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded in parallel")
     layout = grade.add_mutually_exclusive_group()
@@ -25,6 +27,9 @@ def main(argv=None):
                         help="PATH is one submission, whatever it holds")
     layout.add_argument("--batch", dest="layout", action="store_const", const="batch",
                         help="each sub-folder or zip of PATH is one submission")
+    layout.add_argument("--export", choices=EXPORTS, default=None,
+                        help="the first PATH is this LMS's download of the class (folder or zip): only its layout "
+                             "names the students and their hand-in times; without it, nothing is read as a class")
     grade.add_argument("--force", action="store_true",
                        help="regrade every submission, even one whose report was graded from the same files by the "
                             "same grader (otherwise such a report is reused, and every other one is regraded)")
@@ -53,7 +58,7 @@ def grade_command(args):
         if args.config is not None and not os.path.isfile(args.config):
             raise UsageError(f"--config {args.config}: no such file")
         _check_out_dir(out_dir)
-        with discovered(args.paths, args.layout or "auto") as sources:
+        with discovered(args.paths, args.layout or "auto", export=args.export) as sources:
             if not sources:
                 raise UsageError(f"no submissions found in {' '.join(args.paths)}")
             for note in sources.notes:  # a file of an LMS download that fits no grammar: named, in one line
@@ -221,8 +226,10 @@ def print_table(outcome, out_dir, level, seconds):
     print(f"reports: {out_dir}/<submission>/: results.json, feedback.md, feedback.html, submitted/")
     print(f"class:   {out_dir}/: gradebook.csv, summary.md, summary.html, history.csv, similarity.html")
     print(f"lecture: {out_dir}/summary-anonymous.html (no names)")
-    lms = {getattr(who, "lms", "") for _, submitters, _ in outcome.entries for who in submitters}
-    imports = [f"import-{name}.csv" for name in ("canvas", "moodle") if name in lms]  # as report.py writes them
+    from autograder.reports.classbook import imports_into
+
+    imports = [f"import-{name}.csv" for name in ("canvas", "moodle")  # as report.py writes them
+               if any(imports_into(who, name) for _, submitters, _ in outcome.entries for who in submitters)]
     if imports:
         print(f"import:  {out_dir}/: {', '.join(imports)} (docs/reference/lms.md, 'Importing the gradebook')")
     print(f"yours:   {out_dir}/adjustments.csv, extensions.csv (read on every run, never rewritten)")

@@ -1,20 +1,20 @@
 """Find the submissions in the PATHs given to ``grade``.
 
-A PATH is one submission (a folder or a .zip), a batch (a folder or .zip holding one
-sub-folder or .zip per submission), or a Gradescope "Download submissions" export: a batch
-whose ``submission_metadata.yml`` names the students of each ``submission_<id>`` folder.
+A PATH is one submission (a folder or a .zip) or a batch (a folder or .zip holding one sub-folder or .zip per
+submission). In the "auto" layout a folder is one submission when attention.py or mha.py sits in it, or down a
+single chain of sub-folders (at most ``MAX_DEPTH`` deep, as in staging); otherwise each sub-folder or zip in it
+is one submission, even an empty or broken one (its report then says what is missing). "single" and "batch"
+force either reading. Wrapper folders (a zip that holds one folder) are looked through.
 
-In the "auto" layout a folder is one submission when attention.py or mha.py sits in it, or
-down a single chain of sub-folders (at most ``MAX_DEPTH`` deep, as in staging); otherwise
-each sub-folder or zip in it is one submission, even an empty or broken one (its report then
-says what is missing). "single" and "batch" force either reading. Wrapper folders (a zip
-that holds one folder, a folder holding only the export) are looked through.
-
-Who handed a submission in (and when) is read only from the layout at the top of a PATH the instructor named,
-never from a file inside one submission: a zip or folder that is a member of a batch is one submission, whatever
-it holds, and so is a .zip PATH given beside other PATHs (an upload graded beside the class is never an export).
-A folder holding one zip and nothing else is read as that zip (Canvas's submissions.zip saved alone is the
-class; alice/submission.zip is alice's upload).
+**An upload is never an export.** Who handed a submission in, and when, is read only from an LMS download the
+instructor named as one (``export``: "gradescope", "canvas" or "moodle", ``--export`` on the command line),
+and only from the first PATH: Gradescope's ``submission_metadata.yml``, Canvas's or Moodle's names (lms.py), at
+the top of that PATH. Nothing else is ever read as a class: a PATH given without ``export`` whose top looks like
+a download is refused in one line (a student's zip holding a forged ``submission_metadata.yml``, or files named
+the way Canvas names a download's, would otherwise name her classmates and set hand-in times), and a member of
+a batch, a .zip given beside other PATHs, or one submission of a download is one submission, whatever it holds.
+A folder holding one zip and nothing else is read as that zip (Canvas's submissions.zip saved alone, named with
+``export``, is the class; alice/submission.zip is alice's upload).
 
 Nothing below a PATH is followed if it is a symlink. Standard library (and PyYAML) only.
 """
@@ -33,6 +33,7 @@ from autograder.grading import lms
 from autograder.grading.stage import MAX_DEPTH, ExtractionStopped, extract_all, find_candidates, is_ignored_dir
 
 LAYOUTS = ("auto", "single", "batch")
+EXPORTS = ("gradescope", "canvas", "moodle")  # the LMS downloads whose layout names the students
 METADATA = "submission_metadata.yml"
 GRADESCOPE_PREFIX = "submission_"
 BATCH_ZIP_MAX_BYTES = 4 * 2**30   # a whole class's export, PDFs and all
@@ -69,6 +70,7 @@ class Submitter:
     submitted_at: str = ""  # when the export says it was submitted (Gradescope's created_at), as it wrote it
     lms_file_id: str = ""  # Canvas: one submitted file's attachment id (reports.release names feedback by it)
     lms_file_name: str = ""  # Canvas: that file's own name, under which its Re-Upload shows the feedback
+    anonymous_id: str = ""  # Canvas, graded anonymously: the submission's anonymous id (then lms_id is unknown)
 
 
 @dataclass(frozen=True)
@@ -86,54 +88,96 @@ CLASS_FILES = ("gradebook.csv", "summary.md", "summary.html", "summary-anonymous
 
 
 @contextmanager
-def discovered(paths, layout="auto"):
+def discovered(paths, layout="auto", export=None):
     """``discover`` with a scratch folder for extracted zips, removed on exit."""
     with tempfile.TemporaryDirectory(prefix="autograder-discover-") as scratch:
-        yield discover(paths, layout, scratch=scratch)
+        yield discover(paths, layout, scratch=scratch, export=export)
 
 
-def discover(paths, layout="auto", scratch=None):
+def discover(paths, layout="auto", scratch=None, export=None):
     """The submissions in `paths`, each PATH's sorted by id, with ids made unique.
 
-    A zip holding a batch is extracted into a new folder inside `scratch`, which the caller
-    owns and removes once grading is done (``discovered`` does both). Without `scratch`, a
-    temporary folder is made and removed when the process exits.
+    With `export` (one of EXPORTS), the first PATH is read as that LMS's download, and its layout names the
+    students; every other PATH, and every PATH without `export`, names nobody, and one whose top looks like a
+    download is refused (UsageError) rather than guessed at. A zip holding a batch is extracted into a new folder
+    inside `scratch`, which the caller owns and removes once grading is done (``discovered`` does both). Without
+    `scratch`, a temporary folder is made and removed when the process exits.
     """
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (choose one of {', '.join(LAYOUTS)})")
+    if export is not None and export not in EXPORTS:
+        raise UsageError(f"unknown --export {export!r} (choose one of {', '.join(EXPORTS)})")
+    if export is not None and layout != "auto":
+        raise UsageError(f"--export {export} reads the download's own layout: give it without --{layout}")
     if not paths:
         raise UsageError("no submission PATH given")
     scratch = _Scratch(scratch)
     sources, notes = [], []
-    for path in paths:
-        # A .zip beside other PATHs is an upload graded beside the class: never read as an export.
-        zip_layout = "single" if len(paths) > 1 and layout == "auto" else layout
-        sources += sorted(_read_path(path, layout, zip_layout, scratch, notes), key=lambda s: (s.id, s.path))
+    for n, path in enumerate(paths):
+        if export and n == 0:
+            found = _read_export(path, export, scratch, notes)
+        else:
+            # A .zip beside other PATHs is an upload graded beside the class: one submission, never opened here.
+            zip_layout = "single" if len(paths) > 1 and layout == "auto" else layout
+            found = _read_path(path, layout, zip_layout, scratch, export)
+        sources += sorted(found, key=lambda s: (s.id, s.path))
     return Found(_unique([_safe(source) for source in sources]), notes)
 
 
-# --- one PATH -------------------------------------------------------------------------------
+# --- one PATH, which names nobody ---------------------------------------------------------------
 
-def _read_path(path, layout, zip_layout, scratch, notes):
-    if not os.path.lexists(path):
-        raise UsageError(f"no such file or folder: {path}")
-    real = os.path.realpath(path)  # the PATH itself may be a symlink; nothing below it is followed
+def _read_path(path, layout, zip_layout, scratch, export):
+    real = _real(path)
     if os.path.isdir(real):
-        return _read_folder(real, _name(real), layout, zip_layout, scratch, notes)
-    if not os.path.isfile(real):
-        raise UsageError(f"not a folder or .zip file: {path}")
+        return _read_folder(path, real, _name(real), layout, zip_layout, scratch, export)
     if not zipfile.is_zipfile(real):
         ends_in_zip = real.lower().endswith(".zip")
         raise UsageError(f"not a zip file: {path}" if ends_in_zip else f"not a folder or .zip file: {path}")
-    return _read_zip(path, real, zip_layout, scratch, notes)
+    return _read_zip(path, real, zip_layout, scratch, export)
 
 
-def _read_zip(path, real, layout, scratch, notes, zip_id=None, exports_only=False):
-    """The submissions of a zip PATH; with `exports_only` (a zip a folder PATH holds alone), a batch only when
-    the zip is an export (Gradescope's metadata, or Canvas's or Moodle's names) and one submission otherwise."""
-    zip_id = zip_id or _stem(os.path.basename(real)) or "submission"
+def _real(path):
+    """The PATH itself may be a symlink; nothing below it is followed."""
+    if not os.path.lexists(path):
+        raise UsageError(f"no such file or folder: {path}")
+    real = os.path.realpath(path)
+    if not (os.path.isdir(real) or os.path.isfile(real)):
+        raise UsageError(f"not a folder or .zip file: {path}")
+    return real
+
+
+def _read_zip(path, real, layout, scratch, export):
+    """The submissions of a zip PATH: one, or a batch of plain uploads."""
+    zip_id = _stem(os.path.basename(real)) or "submission"
     if layout == "single":
         return [SubmissionSource(zip_id, real)]
+    folder = _extract(path, real, scratch)
+    root = _unwrap_zip(folder) if layout == "batch" else _batch_root(folder)
+    if root is not None and layout == "auto":
+        _refuse_lookalike(path, _looks_like(root), export)
+    if root is None:  # one submission: staging reads the zip itself and reports its problems
+        shutil.rmtree(folder, ignore_errors=True)
+        return [SubmissionSource(zip_id, real)]
+    return _members(root, path, layout == "batch")
+
+
+def _read_folder(path, folder, folder_id, layout, zip_layout, scratch, export):
+    if layout == "single":
+        return [SubmissionSource(folder_id, folder)]
+    lone = _lone_zip(folder) if layout == "auto" else None
+    if lone:  # alice/submission.zip, what `make submit` builds: one upload, however many folders it holds
+        if zip_layout == "auto":  # read from its names alone, never extracted here (staging reads it, bounded)
+            _refuse_lookalike(lone, _zip_looks_like(lone), export)
+        return [SubmissionSource(folder_id, lone)]
+    root = folder if layout == "batch" else _batch_root(folder)
+    if root is None:
+        return [SubmissionSource(folder_id, folder)]
+    if layout == "auto":
+        _refuse_lookalike(path, _looks_like(root), export)
+    return _members(root, folder, layout == "batch")
+
+
+def _extract(path, real, scratch):
     folder = scratch.new_folder()
     try:
         extract_all(real, folder, BATCH_ZIP_MAX_BYTES, BATCH_ZIP_MAX_FILES)
@@ -141,28 +185,7 @@ def _read_zip(path, real, layout, scratch, notes, zip_id=None, exports_only=Fals
         raise UsageError(f"not a zip file: {path}") from None
     except ExtractionStopped as e:
         raise UsageError(f"{path}: {e}") from None
-    root = _unwrap_zip(folder) if layout == "batch" else _batch_root(folder)
-    if exports_only and root is not None and not (os.path.isfile(os.path.join(root, METADATA))
-                                                  or _flat_download(root)):
-        root = None
-    if root is None:  # one submission: staging reads the zip itself and reports its problems
-        shutil.rmtree(folder, ignore_errors=True)
-        return [SubmissionSource(zip_id, real)]
-    return _members(root, path, layout == "batch", scratch, notes)
-
-
-def _read_folder(folder, folder_id, layout, zip_layout, scratch, notes):
-    if layout == "single":
-        return [SubmissionSource(folder_id, folder)]
-    lone = _lone_zip(folder) if layout == "auto" else None
-    if lone:  # alice/submission.zip (what `make submit` builds), or Canvas's submissions.zip saved alone
-        if not zipfile.is_zipfile(lone):  # staging reads it and says why it cannot
-            return [SubmissionSource(folder_id, lone)]
-        return _read_zip(lone, lone, zip_layout, scratch, notes, zip_id=folder_id, exports_only=True)
-    root = folder if layout == "batch" else _batch_root(folder)
-    if root is None:
-        return [SubmissionSource(folder_id, folder)]
-    return _members(root, folder, layout == "batch", scratch, notes)
+    return folder
 
 
 def _batch_root(folder):
@@ -171,7 +194,7 @@ def _batch_root(folder):
     for depth in range(MAX_DEPTH + 1):
         if find_candidates(current, max_depth=0):
             return None
-        if os.path.isfile(os.path.join(current, METADATA)) or _flat_download(current):
+        if _looks_like(current):
             return current
         folders, zips = _entries(current)
         if len(folders) != 1 or zips or depth == MAX_DEPTH:
@@ -187,6 +210,189 @@ def _unwrap_zip(folder):
     if len(folders) == 1 and not zips and not find_candidates(folders[0][1], max_depth=0):
         return folders[0][1]
     return folder
+
+
+def _members(root, shown, required):
+    """One SubmissionSource per sub-folder or zip of `root`, named by it, naming nobody."""
+    folders, zips = _entries(root)
+    if required and not folders and not zips:
+        raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
+    sources = []
+    for name, path in folders + zips:
+        if os.path.isdir(path):
+            path = _lone_zip(path) or path
+        sources.append(SubmissionSource(name, os.path.abspath(path)))
+    return sources
+
+
+# --- what looks like a download, and is refused unless named ------------------------------------
+
+KIND_NAMES = {"gradescope": "Gradescope export", lms.CANVAS: "Canvas download", lms.MOODLE: "Moodle download"}
+KIND_SIGNS = {"gradescope": f"a {METADATA} at its top",
+              lms.CANVAS: "files named as Canvas names a download's",
+              lms.MOODLE: "folders or files named as Moodle names a download's"}
+
+
+def _looks_like(folder):
+    """The export kind whose layout the top of `folder` has (what would name students if read as one), or None."""
+    folders = [name for name, _ in _entries(folder)[0]]
+    return _names_look_like([name for name, _ in _plain_files(folder)], folders,
+                            os.path.lexists(os.path.join(folder, METADATA)))
+
+
+def _names_look_like(files, folders, metadata):
+    """``_looks_like`` from a top's names: its files (hidden ones left out), its folders, whether a METADATA is
+    there."""
+    if metadata:
+        return "gradescope"
+    flat = None if folders else lms.flat_groups([(name, "") for name in files])
+    if flat:
+        return flat.lms
+    if any(lms.moodle_folder(name) for name in folders):
+        return lms.MOODLE
+    return None
+
+
+def _zip_looks_like(path):
+    """``_looks_like`` for the top of a zip's contents (through wrapper folders, as ``_batch_root`` looks), read
+    from its entry names without extracting anything; None also for a zip that holds the files at its top."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [name.replace("\\", "/") for name in archive.namelist()[:BATCH_ZIP_MAX_FILES]]
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None  # staging reads it and says why it cannot
+    prefix = ""
+    for _ in range(MAX_DEPTH + 1):
+        files, folders = set(), set()
+        for name in names:
+            head, below, _ = name[len(prefix):].partition("/") if name.startswith(prefix) else ("", "", "")
+            if head and not head.startswith(".") and not is_ignored_dir(head):
+                (folders if below else files).add(head)
+        if files & {"attention.py", "mha.py"}:
+            return None
+        kind = _names_look_like(sorted(files), sorted(folders), METADATA in files)
+        if kind or len(folders) != 1 or any(name.lower().endswith(".zip") for name in files):
+            return kind
+        prefix += folders.pop() + "/"
+    return None
+
+
+def _refuse_lookalike(path, kind, export):
+    """Refuse, in one line, a PATH not named as a download whose top looks like one (`kind`): nothing of a
+    student's upload may name students or set hand-in times, and grading it as one submission silently is a guess
+    too."""
+    if kind is None:
+        return
+    seen = f"{path} looks like a {KIND_NAMES[kind]} ({KIND_SIGNS[kind]})"
+    if export:
+        raise UsageError(f"{seen}, and only the first PATH is read as a download (--export {export}): grade it in "
+                         "a run of its own, with --single to grade it as one submission")
+    raise UsageError(f"{seen}: --export {kind} (make grade EXPORT={kind}) grades it as the class, with the names "
+                     "and times it holds; --single grades it as one submission")
+
+
+# --- the download the instructor named (--export) ------------------------------------------------
+
+def _read_export(path, kind, scratch, notes):
+    """The submissions of the first PATH, read as `kind`'s download: its top (through wrapper folders, or the
+    one zip a folder holds) must have that LMS's layout, which alone names the students."""
+    real = _real(path)
+    lone = _lone_zip(real) if os.path.isdir(real) else None
+    if os.path.isdir(real) and not (lone and zipfile.is_zipfile(lone)):
+        folder = real
+    elif zipfile.is_zipfile(lone or real):
+        folder = _extract(lone or path, lone or real, scratch)
+    else:
+        raise UsageError(f"--export {kind}: {path} is not a folder or .zip file")
+    root = _export_root(folder, kind)
+    if root is None:
+        raise UsageError(f"--export {kind}: {path} is not a {KIND_NAMES[kind]}: it has no {KIND_SIGNS[kind]}")
+    if kind == "gradescope":
+        return _gradescope_members(root, path, notes)
+    return _lms_members(root, kind, path, scratch, notes)
+
+
+def _export_root(folder, kind):
+    """The folder at the top of `folder`, through wrapper folders, whose layout is `kind`'s, or None."""
+    current = folder
+    for _ in range(MAX_DEPTH + 1):
+        if _has_layout(current, kind):
+            return current
+        folders, zips = _entries(current)
+        if len(folders) != 1 or zips or _plain_files(current):
+            return None
+        current = folders[0][1]
+    return None
+
+
+def _has_layout(folder, kind):
+    if kind == "gradescope":
+        metadata = os.path.join(folder, METADATA)
+        return os.path.isfile(metadata) and not os.path.islink(metadata)
+    if lms.flat_groups(_plain_files(folder), grammar=kind):
+        return True
+    return kind == lms.MOODLE and any(lms.moodle_folder(name) for name, _ in _entries(folder)[0])
+
+
+def _gradescope_members(root, shown, notes):
+    """One submission per sub-folder or zip; a ``submission_<id>`` one is named by the export's metadata."""
+    metadata = _load_metadata(root)
+    notes.append(f"{_shown(shown)}: read as a Gradescope export: {_count(len(metadata), 'submission')} named by "
+                 f"its {METADATA} (names, emails, SIDs, hand-in times)")
+    sources = []
+    for source in _members(root, shown, required=True):
+        name = source.id
+        if name.startswith(GRADESCOPE_PREFIX) and name != GRADESCOPE_PREFIX:
+            source = replace(source, id=name[len(GRADESCOPE_PREFIX):], submitters=metadata.get(name, ()))
+        sources.append(source)
+    return sources
+
+
+def _lms_members(root, kind, shown, scratch, notes):
+    """One submission per student of Canvas's or Moodle's download, named by that LMS's grammar alone (lms.py);
+    anything at the top that fits no grammar is named in one line and not graded."""
+    flat = lms.flat_groups(_plain_files(root), grammar=kind)
+    unplaced = list(flat.unplaced) if flat else [name for name, _ in _plain_files(root)]
+    folders = _entries(root)[0]
+    sources, participants = [], 0
+    if kind == lms.MOODLE:
+        sources, strays = _moodle_folders(folders)
+        participants = len(sources)
+        unplaced += strays
+    else:
+        unplaced += [name for name, _ in folders]
+    if flat:
+        sources += _flat_members(flat.groups, scratch)
+        students = _count(len(flat.groups), "student")
+        anonymous = sum(1 for group in flat.groups.values() if group[0][0].anonymous_id)
+        notes.append(f"{_shown(shown)}: read as a {kind.capitalize()} download: {students}, named by its file names"
+                     + (f" ({anonymous} by Canvas's anonymous id alone: import-canvas.csv cannot name them; "
+                        "docs/reference/lms.md, 'Anonymous grading on Canvas')" if anonymous else ""))
+    if participants:
+        notes.append(f"{_shown(shown)}: read as a Moodle download: {_count(participants, 'participant')}, named by "
+                     "its folder names")
+    if unplaced:
+        notes.append(f"not graded: {_listed(unplaced)} in {_shown(shown)} (not named {lms.GRAMMAR[kind]}); "
+                     "the rest of the class is graded")
+    return sources
+
+
+def _moodle_folders(folders):
+    """(one SubmissionSource per participant of Moodle's per-student folders, names of the other folders)."""
+    sources, strays, seen = [], [], {}  # seen: {participant id: index of their submission}
+    for name, path in folders:
+        who = lms.moodle_folder(name)
+        if who is None:
+            strays.append(name)
+            continue
+        source = SubmissionSource(f"{who.name}_{who.user}", os.path.abspath(_lone_zip(path) or path),
+                                  (_lms_submitter(who),))
+        kept = seen.setdefault(who.user, len(sources))
+        if kept == len(sources):
+            sources.append(source)
+        elif not _moodle_upload(sources[kept].path):  # a participant's plugin folders are one submission: the
+            sources[kept] = source                     # upload's (file), not the online text's
+    return sources, strays
 
 
 def _lone_zip(folder):
@@ -208,13 +414,6 @@ def _plain_files(folder, skip_zips=False):
             and not (skip_zips and e.name.lower().endswith(".zip"))]
 
 
-def _flat_download(folder):
-    """The lms.FlatDownload of `folder` when it is a flat Canvas or Moodle download (no sub-folders), else None."""
-    if _entries(folder)[0]:
-        return None
-    return lms.flat_groups(_plain_files(folder))
-
-
 def _entries(folder):
     """(name, path) of the sub-folders and of the zip files in `folder`, symlinks left out."""
     folders, zips = [], []
@@ -230,50 +429,6 @@ def _entries(folder):
         elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".zip"):
             zips.append((_stem(entry.name), entry.path))
     return folders, zips
-
-
-def _members(root, shown, required, scratch, notes):
-    """One SubmissionSource per sub-folder or zip of `root` (per student in a flat LMS download), named by
-    Gradescope, Canvas or Moodle when it can."""
-    flat = _flat_download(root)
-    if flat:
-        students = _count(len(flat.groups), "student")
-        notes.append(f"{_shown(shown)}: read as a {flat.lms.capitalize()} download: {students}, "
-                     "named by its file names")
-        if flat.unplaced:
-            notes.append(f"not graded: {_listed(flat.unplaced)} in {_shown(shown)} "
-                         f"(not named {lms.GRAMMAR[flat.lms]}); the rest of the class is graded")
-        return _flat_members(flat.groups, scratch)
-    metadata = _load_metadata(root)
-    folders, zips = _entries(root)
-    if required and not folders and not zips:
-        raise UsageError(f"no submissions in {shown}: expected one sub-folder or .zip per submission")
-    if metadata is not None:  # an export names its students: say so, so that one posing as an export is seen
-        named = _count(len(metadata), "submission")
-        notes.append(f"{_shown(shown)}: read as a Gradescope export: {named} named by its {METADATA} "
-                     "(names, emails, SIDs, hand-in times)")
-    sources, moodle_seen = [], {}  # moodle_seen: {participant id: index of their submission}
-    for name, path in folders + zips:
-        submitters = ()
-        moodle = lms.moodle_folder(name) if os.path.isdir(path) else None
-        if metadata is not None and name.startswith(GRADESCOPE_PREFIX) and name != GRADESCOPE_PREFIX:
-            submitters = metadata.get(name, ())
-            name = name[len(GRADESCOPE_PREFIX):]
-        elif moodle:
-            submitters, name = (_lms_submitter(moodle),), f"{moodle.name}_{moodle.user}"
-        if os.path.isdir(path):
-            path = _lone_zip(path) or path
-        source = SubmissionSource(name, os.path.abspath(path), submitters)
-        kept = moodle_seen.setdefault(moodle.user, len(sources)) if moodle else len(sources)
-        if kept == len(sources):
-            sources.append(source)
-        elif not _moodle_upload(sources[kept].path):  # a participant's plugin folders are one submission: the
-            sources[kept] = source                     # upload's (file), not the online text's
-    if moodle_seen:
-        participants = _count(len(moodle_seen), "participant")
-        notes.append(f"{_shown(shown)}: read as a Moodle download: {participants}, named by its folder names")
-
-    return sources
 
 
 def _count(n, noun):
@@ -308,7 +463,8 @@ def _flat_members(groups, scratch):
         uploads = sorted((w for w, _ in members if w.file_id), key=lambda w: (_FEEDBACK_CARRIERS.get(
             os.path.splitext(w.file.lower())[1], len(_FEEDBACK_CARRIERS)), w.file, w.file_id))
         carrier = uploads[0] if uploads else None
-        sources.append(SubmissionSource(f"{who.name}_{who.user}", path, (_lms_submitter(who, late, carrier),)))
+        report = f"{who.name}_{who.user}" if who.name else who.user  # an anonymous one: anon_<id>
+        sources.append(SubmissionSource(report, path, (_lms_submitter(who, late, carrier),)))
     return sources
 
 
@@ -318,9 +474,12 @@ _FEEDBACK_CARRIERS = {".py": 0, ".ipynb": 1, ".zip": 2, ".html": 3, ".md": 4, ".
 
 
 def _lms_submitter(who, late=False, carrier=None):
-    return Submitter(bounded_text(who.name), "", "", who.lms, bounded_text(who.user), late,
-                     lms_file_id=bounded_text(carrier.file_id) if carrier else "",
-                     lms_file_name=bounded_text(carrier.file) if carrier else "")
+    """A Submitter from an LMS name; an anonymous Canvas one has no user id (``lms_id`` empty), only its
+    ``anonymous_id``, which Canvas's re-upload reads and its gradebook import cannot."""
+    return Submitter(bounded_text(who.name), "", "", who.lms, "" if who.anonymous_id else bounded_text(who.user),
+                     late, lms_file_id=bounded_text(carrier.file_id) if carrier else "",
+                     lms_file_name=bounded_text(carrier.file) if carrier else "",
+                     anonymous_id=bounded_text(who.anonymous_id))
 
 
 # --- Gradescope metadata --------------------------------------------------------------------

@@ -9,6 +9,11 @@
   rule is read here: whatever a student named the file comes after both ids and never changes how the class
   is read. A re-uploaded file keeps a ``-N`` suffix (``attention-1.py``). The user id is Canvas's own ``ID``,
   which its gradebook import matches first.
+- Canvas, graded anonymously (``get_filename`` when ``anonymize_students?``): no ``lastfirst``, and
+  ``anon_<anonymous id>`` in place of the user id: ``[LATE_]anon_<anonymous id>_<attachmentid>_<name>``. The
+  anonymous id is 5 base58 characters (``lib/anonymity.rb``), and the re-upload reader takes the part after a
+  leading ``anon`` as it (``abstract_assignment.rb``). No user id is in such a name: the submission is known by
+  its anonymous id alone, which Canvas's gradebook import cannot match.
 - Moodle (``mod/assign/locallib.php``, ``download_submissions``) names each student's folder (or, without
   folders, each file's prefix) ``<Full Name>_<participantid>_assignsubmission_<plugin>_``, after replacing
   every ``_`` of the name by a space: the name holds no ``_``, so the prefix ends at the first one. The
@@ -16,8 +21,9 @@
   Its grading worksheet matches a row by ``Participant <participantid>``.
 
 The two grammars exclude each other (the part after Moodle's id is ``assignsubmission``, after Canvas's the
-attachment id or ``text.html``), so a flat folder is read by the grammar most of its files fit, and a file
-that fits neither is named, not guessed at. A flat download is regrouped here into one folder per student
+attachment id or ``text.html``), so a flat folder is read by the grammar of the LMS the instructor named
+(``--export``; discover.py only asks which grammar most files fit to refuse a PATH not named as a download),
+and a file that fits neither is named, not guessed at. A flat download is regrouped here into one folder per student
 (files copied, each read with a bound by staging's own reader, never a symlink), so that staging reads it as
 any other upload.
 """
@@ -31,6 +37,7 @@ CANVAS, MOODLE = "canvas", "moodle"
 # Moodle's prefix: a name without "_", the participant id, then the plugin's own folder (its subtype and type).
 MOODLE_NAME = re.compile(r"^(?P<name>[^_]+)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.*)$", re.DOTALL)
 CANVAS_ONLINE = ("text.html", "link.html")  # Canvas's text entry and URL: a user id and no attachment id
+CANVAS_ANONYMOUS_ID = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{5}$")  # base58, 5 long (canvas-lms lib/anonymity.rb)
 CANVAS_RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.(?:py|zip|ipynb))$", re.IGNORECASE)
 COPY_MAX_BYTES = 16 * 1024 * 1024 + 1  # one past staging's zip cap: a larger file is refused there, with its line
 
@@ -43,9 +50,11 @@ class Identity:
     late: bool = False
     file: str = ""  # the file's own name once the LMS prefix is removed ("" for an online text or URL)
     file_id: str = ""  # Canvas: the submitted file's attachment id, which its Re-Upload Submissions matches
+    anonymous_id: str = ""  # Canvas, graded anonymously: the submission's anonymous id (``user`` is anon_<it>)
 
 
-GRAMMAR = {CANVAS: "as Canvas names a download's files, <lastfirst>[_LATE]_<userid>_<attachmentid>_<file>",
+GRAMMAR = {CANVAS: "as Canvas names a download's files, <lastfirst>[_LATE]_<userid>_<attachmentid>_<file> or, "
+                   "graded anonymously, [LATE_]anon_<anonymousid>_<attachmentid>_<file>",
            MOODLE: "as Moodle names a download's files, <Full Name>_<participantid>_assignsubmission_<plugin>_<file>"}
 
 
@@ -74,21 +83,40 @@ def moodle_folder(name):
 def canvas_name(name):
     """The Identity of a file of Canvas's download, read as Canvas's own re-upload reads it: split on "_", the
     first two all-digit parts are the user id and the attachment id; what comes before them is ``lastfirst``
-    (then ``LATE``), what comes after is the file's own name. None when the name has no such prefix."""
+    (then ``LATE``), what comes after is the file's own name. A name starting ``[LATE_]anon_`` is an anonymous
+    submission's (``canvas_anonymous_name``). None when the name has no such prefix."""
     parts = name.split("_")
+    if (parts[1:2] if parts[0] == "LATE" else parts[:1]) == ["anon"]:
+        return canvas_anonymous_name(parts)
     user = next((i for i, part in enumerate(parts) if part.isascii() and part.isdigit()), None)
     if not user:  # no id, or nothing before it
         return None
     late = user >= 2 and parts[user - 1] == "LATE"
     who = "_".join(parts[:user - 1 if late else user])
-    if len(parts) == user + 2 and parts[user + 1] in CANVAS_ONLINE:  # a text entry or URL: no attachment
-        return Identity(CANVAS, parts[user], who, late, parts[user + 1])
-    attachment = parts[user + 1] if len(parts) > user + 2 else ""
-    own = "_".join(parts[user + 2:])
+    return _canvas_tail(parts, user, who, late, parts[user], "")
+
+
+def canvas_anonymous_name(parts):
+    """The Identity of an anonymous download's file (its name split on "_"): ``[LATE_]anon_<id>_`` then, as in a
+    named one, the attachment id and the file's own name (or ``text.html``, ``link.html``). Its ``user`` is
+    ``anon_<id>`` and its name is empty: Canvas wrote neither the student's name nor their user id."""
+    late = parts[0] == "LATE"
+    at = 2 if late else 1  # the anonymous id's part
+    if len(parts) <= at + 1 or not CANVAS_ANONYMOUS_ID.match(parts[at]):
+        return None
+    return _canvas_tail(parts, at, "", late, f"anon_{parts[at]}", parts[at])
+
+
+def _canvas_tail(parts, at, who, late, user, anonymous_id):
+    """The Identity once the student's id is ``parts[at]``: an online entry, or an attachment id and a name."""
+    if len(parts) == at + 2 and parts[at + 1] in CANVAS_ONLINE:  # a text entry or URL: no attachment
+        return Identity(CANVAS, user, who, late, parts[at + 1], anonymous_id=anonymous_id)
+    attachment = parts[at + 1] if len(parts) > at + 2 else ""
+    own = "_".join(parts[at + 2:])
     if not (attachment.isascii() and attachment.isdigit()) or not own:
         return None
     own = CANVAS_RESUBMITTED.sub(r"\g<stem>\g<ext>", own)
-    return Identity(CANVAS, parts[user], who, late, own, attachment)
+    return Identity(CANVAS, user, who, late, own, attachment, anonymous_id)
 
 
 def flat_file(name):
@@ -99,18 +127,19 @@ def flat_file(name):
     return canvas_name(name)
 
 
-def flat_groups(files):
+def flat_groups(files, grammar=None):
     """The FlatDownload of `files` ((name, path) pairs) when at least one is named the way Canvas or Moodle names
-    a flat download's files, else None. The folder is read by the grammar most of its files fit; a file that
-    fits neither (a notes file of the instructor's, a stray copy) or the other one is listed in ``unplaced``."""
+    a flat download's files (with `grammar`, that LMS's way), else None. The folder is read by `grammar`, or by
+    the grammar most of its files fit; a file that fits neither (a notes file of the instructor's, a stray copy)
+    or the other one is listed in ``unplaced``."""
     read = [(name, path, flat_file(name)) for name, path in files]
     counts = {}
     for _, _, who in read:
         if who is not None:
             counts[who.lms] = counts.get(who.lms, 0) + 1
-    if not counts:
+    if not (counts.get(grammar) if grammar else counts):
         return None
-    grammar = max(sorted(counts), key=counts.get)
+    grammar = grammar or max(sorted(counts), key=counts.get)
     groups, unplaced = {}, []
     for name, path, who in read:
         if who is not None and who.lms == grammar:

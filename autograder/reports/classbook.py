@@ -77,7 +77,10 @@ def _cell(number):
 
 def canvas_import_csv(entries, applied=None, late=None):
     """Canvas's gradebook import for the students a Canvas download named: its five student columns (ID is
-    Canvas's user id, which it matches first), then the lab's column. An empty cell leaves a grade as it was."""
+    Canvas's user id, which it matches first), then the lab's column. An empty cell leaves a grade as it was.
+    A submission of an anonymous download has no user id, only Canvas's anonymous id, which the import cannot
+    match (it finds a row by ID, SIS ids or name: app/models/gradebook_importer.rb, ``process_student``): it is
+    left out, and the file is not written when no row is left."""
     return _lms_rows(entries, applied, late, "canvas", [*CANVAS_COLUMNS, IMPORT_COLUMN],
                      lambda who, final, *_: [who.name, who.lms_id, "", "", "", final])
 
@@ -144,17 +147,23 @@ def _atom(when):
 
 
 def _lms_rows(entries, applied, late, lms, header, row, skip_empty=False, numbers=()):
-    """The import file's text, or None when no submission carries that LMS's identity."""
+    """The import file's text, or None when no submission carries an id that LMS's import matches (``lms_id``:
+    Canvas's user id, Moodle's participant id)."""
     applied, late = applied or {}, late or {}
     rows = []
     for submission_id, submitters, results in entries:
         _, final, _, _ = scores_of(results, applied.get(submission_id), [], late.get(submission_id))
         for who in submitters:
-            if getattr(who, "lms", "") == lms and not (skip_empty and final == ""):
+            if imports_into(who, lms) and not (skip_empty and final == ""):
                 rows.append(row(who, final, f"{results['extra_data']['max_score']:g}", submission_id))
-    if not any(getattr(w, "lms", "") == lms for _, submitters, _ in entries for w in submitters):
+    if not any(imports_into(w, lms) for _, submitters, _ in entries for w in submitters):
         return None
     return BOM + csv_text([header, *rows], [*NUMBER_COLUMNS, *numbers])
+
+
+def imports_into(who, lms):
+    """Whether a submitter's row can go into `lms`'s import file: the download named them with that LMS's id."""
+    return getattr(who, "lms", "") == lms and bool(getattr(who, "lms_id", ""))
 
 
 def pass_rates(entries):

@@ -12,7 +12,8 @@ left out (it may echo a hidden test's inputs), as is the sandbox's description.
   named ``<Full Name>_<participant id>_assignfeedback_file`` (mod/assign/feedback/file/importziplib.php
   reads the participant id after the first ``_`` and the plugin from the next two parts).
 - ``release/canvas-feedback.zip``: Canvas's "Re-Upload Submissions": each file is named
-  ``<lastfirst>_<user id>_<attachment id>_<that file's own name>``; Canvas takes the first two numbers of the
+  ``<lastfirst>_<user id>_<attachment id>_<that file's own name>`` (``anon_<anonymous id>_<attachment id>_...``
+  from an anonymous download, which the re-upload reads the same way); Canvas takes the first two numbers of the
   name as the user and one of that user's submitted files, and attaches the file to that submission as a
   comment under the submitted file's display name, whatever the uploaded file is called
   (app/models/assignment.rb, ``infer_comment_context_from_filename``: ``display_name: attachment.display_name``).
@@ -160,10 +161,10 @@ def write_release(out_dir, reports, show="visible"):
             name, user = who.get("name", ""), who.get("lms_id", "")
             if who.get("lms") == "moodle" and user.isdigit():
                 moodle[f"{name.replace('_', ' ').replace('/', ' ')}_{user}_assignfeedback_file/feedback.html"] = page
-            if who.get("lms") == "canvas" and user.isdigit() and who.get("lms_file_id", "").isdigit():
-                lastfirst = "".join(c for c in name if c.isalpha()) or "student"
+            student = _canvas_student(who)
+            if student and who.get("lms_file_id", "").isdigit():
                 shown = _plain_name(who.get("lms_file_name", "")) or "feedback.html"
-                canvas[f"{lastfirst}_{user}_{who['lms_file_id']}_{shown}"] = canvas_feedback(
+                canvas[f"{student}_{who['lms_file_id']}_{shown}"] = canvas_feedback(
                     shown, student_markdown(results, row, show), page)
     lines = [f"release: {len(reports)} submissions in {folder}/<submission>/ (tests shown: "
              f"{', '.join(SHOWN[show])})"]
@@ -173,6 +174,20 @@ def write_release(out_dir, reports, show="visible"):
             write_atomic(os.path.join(folder, name), _zipped(files))
             lines.append(f"release: {folder}/{name} ({len(files)} students; {how})")
     return lines
+
+
+def _canvas_student(who):
+    """The start of a Canvas re-upload name that finds this submitter's submission: ``<lastfirst>_<user id>``, or
+    ``anon_<anonymous id>`` for an anonymous download's (abstract_assignment.rb, ``infer_comment_context_from_
+    filename``, reads a leading "anon" as that); None when the download gave neither."""
+    if who.get("lms") != "canvas":
+        return None
+    anonymous, user = who.get("anonymous_id", ""), who.get("lms_id", "")
+    if anonymous.isascii() and anonymous.isalnum():
+        return f"anon_{anonymous}"
+    if user.isdigit():
+        return f"{''.join(c for c in who.get('name', '') if c.isalpha()) or 'student'}_{user}"
+    return None
 
 
 CANVAS_NOTE = ("Feedback on your submission. Canvas names this file after the file you handed in; it holds your "

@@ -174,7 +174,7 @@ def test_symlinks_in_a_batch_are_not_followed(tmp_path):
 
 def test_a_gradescope_export_folder_is_named_by_submission_id_with_its_students(tmp_path):
     export = gradescope_export(tmp_path / "assignment_4242_export")
-    assert discover([str(export)]) == [
+    assert discover([str(export)], export="gradescope") == [
         SubmissionSource("231245781", str(export / "submission_231245781"), ADA),
         SubmissionSource("231246990", str(export / "submission_231246990"), TURING_HOPPER),
     ]
@@ -183,7 +183,7 @@ def test_a_gradescope_export_folder_is_named_by_submission_id_with_its_students(
 def test_a_gradescope_export_zip_is_read_through_its_top_folder(tmp_path):
     export = gradescope_export(tmp_path / "export")
     archive = zip_folder(export, tmp_path / "export.zip", under="assignment_4242_export/")
-    with discovered([str(archive)]) as sources:
+    with discovered([str(archive)], export="gradescope") as sources:
         assert ids(sources) == ["231245781", "231246990"]
         assert [s.submitters for s in sources] == [ADA, TURING_HOPPER]
         assert [os.path.basename(s.path) for s in sources] == ["submission_231245781",
@@ -194,7 +194,7 @@ def test_a_gradescope_export_of_one_submission_is_still_a_batch(tmp_path):
     export = tmp_path / "export"
     write(export / "submission_metadata.yml", GRADESCOPE_METADATA)
     submission(export / "submission_231245781")
-    assert discover([str(export)]) == [
+    assert discover([str(export)], export="gradescope") == [
         SubmissionSource("231245781", str(export / "submission_231245781"), ADA)]
 
 
@@ -202,7 +202,7 @@ def test_unreadable_gradescope_metadata_is_a_usage_error(tmp_path):
     export = gradescope_export(tmp_path / "export")
     write(export / "submission_metadata.yml", "submission_1: [unclosed\n")
     with pytest.raises(UsageError, match=r"^cannot read .*submission_metadata\.yml: [^\n]*$"):
-        discover([str(export)])
+        discover([str(export)], export="gradescope")
 
 
 # --- forcing a layout -----------------------------------------------------------------------
@@ -292,7 +292,7 @@ def test_yaml_aliases_in_gradescope_metadata_are_refused(tmp_path):
     write(export / "submission_metadata.yml", ALIAS_BOMB)
     with pytest.raises(UsageError, match=r"^cannot read .*submission_metadata\.yml: aliases \(\*name\) are not "
                                          r"allowed [^\n]*$"):
-        discover([str(export)])
+        discover([str(export)], export="gradescope")
 
 
 def test_gradescope_metadata_past_its_size_cap_is_refused_unread(tmp_path, monkeypatch):
@@ -302,14 +302,14 @@ def test_gradescope_metadata_past_its_size_cap_is_refused_unread(tmp_path, monke
     export = gradescope_export(tmp_path / "export")
     write(export / "submission_metadata.yml", GRADESCOPE_METADATA + "#" * 1024 + "\n")
     with pytest.raises(UsageError, match=r"larger than 0 MiB, which no Gradescope export is$"):
-        discover([str(export)])
+        discover([str(export)], export="gradescope")
 
 
 def test_gradescope_metadata_nested_too_deeply_is_a_usage_error(tmp_path):
     export = gradescope_export(tmp_path / "export")
     write(export / "submission_metadata.yml", "submission_1: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(UsageError, match=r"^cannot read .*: nested too deeply$"):
-        discover([str(export)])
+        discover([str(export)], export="gradescope")
 
 
 def test_submitter_fields_from_the_metadata_are_bounded(tmp_path):
@@ -317,7 +317,7 @@ def test_submitter_fields_from_the_metadata_are_bounded(tmp_path):
     long_name = "A" * 7_000_000  # a 7 MB name made a 15 MB results.json and 17 MB pages
     write(export / "submission_metadata.yml",
           GRADESCOPE_METADATA.replace("Ada Lovelace", long_name).replace("'1815'", "'" + "9" * 500 + "'"))
-    ada = discover([str(export)])[0].submitters[0]
+    ada = discover([str(export)], export="gradescope")[0].submitters[0]
     assert len(ada.name) == 200 and ada.name.endswith("…") and len(ada.sid) == 200
     assert ada.email == "ada@example.edu"
 
@@ -355,7 +355,7 @@ def canvas_download(folder):
 
 
 def test_a_canvas_download_is_one_submission_per_student_with_the_canvas_user_id(tmp_path):
-    sources = discover([str(canvas_download(tmp_path / "canvas"))])
+    sources = discover([str(canvas_download(tmp_path / "canvas"))], export="canvas")
     assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
     who = {s.id: s.submitters for s in sources}
     assert who["lovelaceada_1815"] == (Submitter("lovelaceada", "", "", "canvas", "1815", lms_file_id="9001",
@@ -370,7 +370,7 @@ def test_a_canvas_submitter_keeps_the_attachment_id_its_re_upload_matches_feedba
 
 
 def test_each_canvas_student_is_staged_from_their_own_files_under_their_own_names(tmp_path):
-    with discovered([str(canvas_download(tmp_path / "canvas"))]) as sources:
+    with discovered([str(canvas_download(tmp_path / "canvas"))], export="canvas") as sources:
         for source in sources:
             staged = stage(source.path, str(tmp_path / f"staged-{source.id}"))
             assert sorted(staged.found) == ["attention.py", "mha.py"], (source.id, staged.problems)
@@ -381,7 +381,7 @@ def test_a_canvas_re_upload_of_a_file_is_graded_in_place_of_the_earlier_copy(tmp
     write(folder / "nunezjose_2002_9009_attention.py", ATTENTION)
     write(folder / "nunezjose_2002_9009_mha.py", "# the first upload\n")
     write(folder / "nunezjose_2002_9010_mha-1.py", MHA)
-    with discovered([str(folder)]) as [source]:
+    with discovered([str(folder)], export="canvas") as [source]:
         assert (Path(source.path) / "mha.py").read_text() == MHA
 
 
@@ -391,7 +391,7 @@ def test_moodle_folders_keep_the_participant_id(tmp_path):
     folder = export / "Ada Lovelace_482914_assignsubmission_file_"
     folder.mkdir(parents=True)
     zip_folder(submission(tmp_path / "src"), folder / "submission.zip")
-    sources = discover([str(export)])
+    sources = discover([str(export)], export="moodle")
     assert [(s.id, s.submitters[0].lms, s.submitters[0].lms_id) for s in sources] == [
         ("Ada Lovelace_482914", "moodle", "482914"), ("Zoë Ångström_482913", "moodle", "482913")]
     assert sources[0].path == str(folder / "submission.zip")
@@ -402,7 +402,7 @@ def test_a_flat_moodle_download_is_one_submission_per_participant(tmp_path):
     for name in ("attention.py", "mha.py"):
         write(export / f"Ada Lovelace_482914_assignsubmission_file_{name}", ATTENTION)
     write(export / "Alan Turing_482915_assignsubmission_file_notes.txt", "no code")
-    with discovered([str(export)]) as sources:
+    with discovered([str(export)], export="moodle") as sources:
         assert [(s.id, s.submitters[0].lms_id) for s in sources] == [("Ada Lovelace_482914", "482914"),
                                                                     ("Alan Turing_482915", "482915")]
         assert sorted(os.listdir(sources[0].path)) == ["attention.py", "mha.py"]
@@ -422,7 +422,7 @@ def test_a_canvas_students_own_file_name_never_changes_how_the_class_is_read(tmp
     that Canvas student's file, and every student of the download is found."""
     folder = canvas_download(tmp_path / "canvas")
     write(folder / "lovelaceada_1815_9004_notes_7_assignsubmission_file_attention.py", "# notes\n")
-    with discovered([str(folder)]) as sources:
+    with discovered([str(folder)], export="canvas") as sources:
         assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
         assert sources.notes == ["canvas: read as a Canvas download: 3 students, named by its file names"]
         ada = next(s for s in sources if s.id == "lovelaceada_1815")
@@ -460,12 +460,12 @@ def test_a_file_that_fits_no_grammar_is_named_in_one_line_and_the_class_is_grade
     folder = canvas_download(tmp_path / "canvas")
     write(folder / "grading notes.txt", "the instructor's")
     write(folder / "Ada Lovelace_482914_assignsubmission_file_mha.py", MHA)
-    with discovered([str(folder)]) as sources:
+    with discovered([str(folder)], export="canvas") as sources:
         assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
         assert sources.notes[1:] == [
             "not graded: Ada Lovelace_482914_assignsubmission_file_mha.py, grading notes.txt in canvas (not named as "
-            "Canvas names a download's files, <lastfirst>[_LATE]_<userid>_<attachmentid>_<file>); the rest of the "
-            "class is graded"]
+            "Canvas names a download's files, <lastfirst>[_LATE]_<userid>_<attachmentid>_<file> or, graded "
+            "anonymously, [LATE_]anon_<anonymousid>_<attachmentid>_<file>); the rest of the class is graded"]
 
 
 def test_a_folder_holding_canvas_submissions_zip_alone_is_the_class(tmp_path):
@@ -473,7 +473,7 @@ def test_a_folder_holding_canvas_submissions_zip_alone_is_the_class(tmp_path):
     saved = tmp_path / "Downloads"
     saved.mkdir()
     zip_folder(canvas_download(tmp_path / "canvas"), saved / "submissions.zip")
-    with discovered([str(saved)]) as sources:
+    with discovered([str(saved)], export="canvas") as sources:
         assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
         assert all(s.submitters[0].lms == "canvas" for s in sources)
 
@@ -494,7 +494,7 @@ def test_a_moodle_online_text_folder_belongs_to_its_participant(tmp_path):
     submission(export / "Ada Lovelace_482914_assignsubmission_file_")
     write(export / "Ada Lovelace_482914_assignsubmission_onlinetext_" / "onlinetext.html", "<p>hi</p>")
     write(export / "Alan Turing_482915_assignsubmission_onlinetext_" / "onlinetext.html", "<p>no code</p>")
-    sources = discover([str(export)])
+    sources = discover([str(export)], export="moodle")
     assert [(s.id, s.submitters[0].lms_id) for s in sources] == [("Ada Lovelace_482914", "482914"),
                                                                 ("Alan Turing_482915", "482915")]
     assert sources[0].path == str(export / "Ada Lovelace_482914_assignsubmission_file_")
@@ -520,20 +520,213 @@ def test_a_zip_graded_beside_the_class_is_one_submission_whatever_it_holds(tmp_p
     """An upload is never an export: identity and hand-in time come from the layout the instructor named."""
     canvas = canvas_download(tmp_path / "canvas")
     eve = zip_folder(forged_export(tmp_path / "forged"), tmp_path / "eve.zip")
-    with discovered([str(canvas), str(eve)]) as sources:
+    with discovered([str(canvas), str(eve)], export="canvas") as sources:
         assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912", "eve"]
         assert sources[-1].submitters == () and sources[-1].path == str(eve)
         assert all(not who.submitted_at for s in sources for who in s.submitters)
 
 
-def test_every_export_read_says_so_in_one_line_so_an_upload_posing_as_one_is_seen(tmp_path):
-    with discovered([str(forged_export(tmp_path / "eve"))]) as sources:
-        assert sources.notes == ["eve: read as a Gradescope export: 2 submissions named by its "
+def test_every_export_read_says_so_in_one_line(tmp_path):
+    with discovered([str(gradescope_export(tmp_path / "export"))], export="gradescope") as sources:
+        assert sources.notes == ["export: read as a Gradescope export: 2 submissions named by its "
                                  "submission_metadata.yml (names, emails, SIDs, hand-in times)"]
     moodle = tmp_path / "moodle"
     submission(moodle / "Ada Lovelace_482914_assignsubmission_file_")
     submission(moodle / "Alan Turing_482915_assignsubmission_file_")
-    with discovered([str(moodle)]) as sources:
+    with discovered([str(moodle)], export="moodle") as sources:
         assert sources.notes == ["moodle: read as a Moodle download: 2 participants, named by its folder names"]
     with discovered([str(submission(tmp_path / "alice"))]) as sources:
         assert sources.notes == [], "one student's folder is no export"
+
+
+# --- an upload is never an export (issue 48): the instructor names the download, or nothing names anyone ---------
+# A student controls every byte of her upload: a submission_metadata.yml, folders named submission_<id>, files named
+# the way Canvas or Moodle names a download's. None of it may add a row, name a classmate or set a hand-in time.
+
+def refusal(paths, **options):
+    with pytest.raises(UsageError) as error:
+        discover([str(p) for p in paths], **options)
+    assert "\n" not in str(error.value), "one line"
+    return str(error.value)
+
+
+def test_a_forged_export_zip_given_alone_is_refused_naming_the_flag_for_a_class_and_the_one_for_one_submission(
+        tmp_path):
+    eve = zip_folder(forged_export(tmp_path / "forged"), tmp_path / "eve.zip")
+    assert refusal([eve]) == (f"{eve} looks like a Gradescope export (a submission_metadata.yml at its top): --export "
+                              "gradescope (make grade EXPORT=gradescope) grades it as the class, with the names and "
+                              "times it holds; --single grades it as one submission")
+
+
+def test_a_forged_export_zip_alone_in_a_folder_is_refused(tmp_path):
+    """alice/submission.zip is one upload: a folder holding one zip is never the class unless named as one."""
+    folder = tmp_path / "eve"
+    folder.mkdir()
+    zip_folder(forged_export(tmp_path / "forged"), folder / "submission.zip", under="assignment_1_export/")
+    assert "looks like a Gradescope export" in refusal([folder])
+
+
+def test_the_one_zip_a_folder_holds_is_judged_by_its_names_alone_and_never_extracted(tmp_path, monkeypatch):
+    """It is one student's upload whatever it holds: only staging, with its own bounds, reads what is inside."""
+    from autograder.grading import discover as module
+
+    def extracted(*args):
+        raise AssertionError("a lone zip was extracted")
+    monkeypatch.setattr(module, "extract_all", extracted)
+    alice, eve, saved = tmp_path / "alice", tmp_path / "eve", tmp_path / "Downloads"
+    for folder in (alice, eve, saved):
+        folder.mkdir()
+    src = submission(tmp_path / "src", "lab3")
+    write(src / "lab3" / "submission_metadata.yml", GRADESCOPE_METADATA)  # beside her files: still hers
+    zip_folder(src, alice / "submission.zip")
+    zip_folder(forged_export(tmp_path / "forged"), eve / "submission.zip", under="a/b/")
+    zip_folder(canvas_download(tmp_path / "canvas"), saved / "submissions.zip")
+    assert discover([str(alice)]) == [SubmissionSource("alice", str(alice / "submission.zip"))]
+    assert "looks like a Gradescope export" in refusal([eve])
+    assert "looks like a Canvas download" in refusal([saved]), "Canvas's zip saved alone needs EXPORT=canvas"
+
+
+def test_a_folder_with_a_forged_export_at_its_top_is_refused(tmp_path):
+    assert "--export gradescope" in refusal([forged_export(tmp_path / "eve")])
+
+
+@pytest.mark.parametrize("kind", ["canvas", "moodle"])
+def test_a_students_zip_named_like_a_canvas_or_moodle_download_is_refused(tmp_path, kind):
+    """Files named <lastfirst>_<userid>_<attachmentid>_<file>, or folders named <Full Name>_<id>_assignsubmission_
+    file_, are names a student can type: without --export they name nobody."""
+    forged = tmp_path / "forged"
+    if kind == "canvas":
+        write(forged / "lovelaceada_1815_9001_attention.py", ATTENTION)
+        write(forged / "turingalan_LATE_1912_9002_attention.py", ATTENTION)
+    else:
+        submission(forged / "Ada Lovelace_482914_assignsubmission_file_")
+        submission(forged / "Alan Turing_482915_assignsubmission_file_")
+    eve = zip_folder(forged, tmp_path / "eve.zip")
+    assert f"--export {kind} (make grade EXPORT={kind})" in refusal([eve])
+
+
+def test_with_single_a_lookalike_is_one_submission_naming_nobody(tmp_path):
+    eve = zip_folder(forged_export(tmp_path / "forged"), tmp_path / "eve.zip")
+    assert discover([str(eve)], layout="single") == [SubmissionSource("eve", str(eve))]
+
+
+def test_with_batch_a_lookalike_is_read_as_plain_uploads_naming_nobody(tmp_path):
+    sources = discover([str(forged_export(tmp_path / "eve"))], layout="batch")
+    assert [(s.id, s.submitters) for s in sources] == [("submission_231245781", ()), ("submission_231246990", ())]
+
+
+def test_a_forged_export_zip_beside_the_named_export_adds_one_unnamed_row_and_loses_nothing(tmp_path):
+    export = gradescope_export(tmp_path / "export")
+    eve = zip_folder(forged_export(tmp_path / "forged"), tmp_path / "eve.zip")
+    with discovered([str(export)], export="gradescope") as alone:
+        class_only = [(s.id, s.submitters) for s in alone]
+    with discovered([str(export), str(eve)], export="gradescope") as sources:
+        assert [(s.id, s.submitters) for s in sources] == class_only + [("eve", ())]
+        assert sources[-1].path == str(eve)
+
+
+def test_a_forged_export_folder_beside_the_named_export_is_refused(tmp_path):
+    export = gradescope_export(tmp_path / "export")
+    eve = forged_export(tmp_path / "eve")
+    assert refusal([export, eve], export="gradescope") == (
+        f"{eve} looks like a Gradescope export (a submission_metadata.yml at its top), and only the first PATH is "
+        "read as a download (--export gradescope): grade it in a run of its own, with --single to grade it as one "
+        "submission")
+
+
+@pytest.mark.parametrize("kind", ["gradescope", "canvas", "moodle"])
+def test_a_forged_export_inside_one_submission_of_the_named_download_is_that_students_files(tmp_path, kind):
+    """The named download's top alone names students: an upload in it is one submission whatever it holds."""
+    download = {"gradescope": gradescope_export, "canvas": canvas_download, "moodle": moodle_download}[kind](
+        tmp_path / "download")
+    forged = forged_export(tmp_path / "forged")
+    write(forged / "hoppergrace_1906_9003_attention.py", ATTENTION)
+    upload = {"gradescope": download / "submission_231245781" / "forged.zip",
+              "canvas": download / "lovelaceada_1815_9005_forged.zip",
+              "moodle": download / "Ada Lovelace_482914_assignsubmission_file_" / "forged.zip"}[kind]
+    with discovered([str(download)], export=kind) as clean:
+        before = [(s.id, s.submitters) for s in clean]
+    zip_folder(forged, upload)
+    with discovered([str(download)], export=kind) as sources:
+        assert [(s.id, s.submitters) for s in sources] == before
+        assert not any(who.submitted_at.startswith("2020") for s in sources for who in s.submitters)
+
+
+def moodle_download(folder):
+    submission(folder / "Ada Lovelace_482914_assignsubmission_file_")
+    submission(folder / "Alan Turing_482915_assignsubmission_file_")
+    return folder
+
+
+def test_a_path_named_as_a_download_it_is_not_is_refused(tmp_path):
+    class_folder = make_batch(tmp_path / "class")
+    assert refusal([class_folder], export="canvas") == (
+        f"--export canvas: {class_folder} is not a Canvas download: it has no files named as Canvas names a "
+        "download's")
+    assert "is not a Gradescope export" in refusal([canvas_download(tmp_path / "canvas")], export="gradescope")
+
+
+def test_a_folder_in_a_named_canvas_download_is_named_and_not_graded(tmp_path):
+    """Canvas's download is flat (content_zipper.rb adds every file at the zip's top): a folder in it is no
+    student's, whatever it is called."""
+    folder = canvas_download(tmp_path / "canvas")
+    submission(folder / "Eve Forger_1_assignsubmission_file_")
+    with discovered([str(folder)], export="canvas") as sources:
+        assert ids(sources) == ["hoppergrace_1906", "lovelaceada_1815", "turingalan_1912"]
+        assert sources.notes[-1].startswith("not graded: Eve Forger_1_assignsubmission_file_ in canvas")
+
+
+def test_export_is_not_combined_with_single_or_batch(tmp_path):
+    assert "give it without --single" in refusal([canvas_download(tmp_path / "canvas")], export="canvas",
+                                                 layout="single")
+
+
+# --- Canvas, graded anonymously (issue 48) ------------------------------------------------------------------
+# Read from source, not run against a live Canvas:
+# - instructure/canvas-lms lib/content_zipper.rb @05e9653c, get_filename: when the assignment anonymizes students
+#   there is no name, and the id is "anon_#{submission.anonymous_id}": "[LATE_]anon_<id>_<attachment id>_<file>".
+# - lib/anonymity.rb @3a612b11: an anonymous id is SecureRandom.base58(5), 5 characters of base58.
+# - app/models/abstract_assignment.rb @028f76bb, infer_comment_context_from_filename: split on "_", "LATE" dropped;
+#   a first part "anon" makes the next two the anonymous id and the attachment id.
+
+def anonymous_canvas_download(folder):
+    write(folder / "anon_x7Kq2_9001_attention.py", ATTENTION)
+    write(folder / "anon_x7Kq2_9001_mha.py", MHA)
+    write(folder / "LATE_anon_3mZp8_9002_attention.py", ATTENTION)
+    write(folder / "LATE_anon_3mZp8_9002_mha-1.py", MHA)
+    write(folder / "anon_Qr5tW_text.html", "<p>no code</p>")
+    return folder
+
+
+def test_an_anonymous_canvas_download_is_one_submission_per_anonymous_id_naming_nobody(tmp_path):
+    with discovered([str(anonymous_canvas_download(tmp_path / "canvas"))], export="canvas") as sources:
+        assert ids(sources) == ["anon_3mZp8", "anon_Qr5tW", "anon_x7Kq2"]
+        who = {s.id: s.submitters[0] for s in sources}
+        assert who["anon_x7Kq2"] == Submitter("", "", "", "canvas", "", lms_file_id="9001",
+                                              lms_file_name="attention.py", anonymous_id="x7Kq2")
+        assert who["anon_3mZp8"].late and not who["anon_x7Kq2"].late
+        assert sorted(os.listdir(next(s.path for s in sources if s.id == "anon_3mZp8"))) == ["attention.py", "mha.py"]
+
+
+def test_an_anonymous_canvas_download_says_its_import_cannot_name_the_students(tmp_path):
+    with discovered([str(anonymous_canvas_download(tmp_path / "canvas"))], export="canvas") as sources:
+        assert sources.notes == ["canvas: read as a Canvas download: 3 students, named by its file names (3 by "
+                                 "Canvas's anonymous id alone: import-canvas.csv cannot name them; "
+                                 "docs/reference/lms.md, 'Anonymous grading on Canvas')"]
+
+
+def test_canvas_anonymous_ids_are_five_base58_characters_as_canvas_makes_them():
+    """Base58 has no 0, O, I or l (anonymity.rb): a name with another id is not Canvas's, and is named."""
+    from autograder.grading import lms
+    assert lms.flat_file("anon_12345_678_attention.py").anonymous_id == "12345"
+    for name in ("anon_0OIl1_678_attention.py", "anon_x7Kq_678_attention.py", "anon_x7Kq2a_678_attention.py",
+                 "anon_x7Kq2_attention.py"):
+        assert lms.flat_file(name) is None, name
+
+
+def test_an_anonymous_file_is_never_read_as_a_named_one():
+    """Canvas's re-upload reads a leading "anon" before looking for a user id: so does intake, so an anonymous id
+    of five digits is not a user id."""
+    from autograder.grading import lms
+    who = lms.flat_file("LATE_anon_23456_9001_attention.py")
+    assert (who.user, who.anonymous_id, who.name, who.file_id, who.late) == ("anon_23456", "23456", "", "9001", True)

@@ -217,3 +217,23 @@ def test_an_out_path_that_is_a_file_is_a_one_line_usage_error(tmp_path):
 def test_zero_jobs_is_refused(tmp_path):
     run = run_grader("grade", SAMPLES / "reference", "--out", tmp_path, "--jobs", 0)
     assert run.returncode == 2 and "--jobs" in run.stderr
+
+
+def test_an_upload_posing_as_an_export_is_refused_in_one_line_and_nothing_is_written(tmp_path):
+    """Issue 48: a student's zip holding submission_metadata.yml and submission_<id>/ folders names nobody: the
+    run stops before grading, says which flag grades a class and which grades one submission, and OUT keeps what it
+    had (an earlier gradebook is not replaced)."""
+    import zipfile
+    forged = tmp_path / "eve.zip"
+    with zipfile.ZipFile(forged, "w") as archive:
+        archive.writestr("submission_metadata.yml", "submission_1:\n  :submitters:\n  - :name: Someone Else\n")
+        for name in ("attention.py", "mha.py"):
+            archive.write(SAMPLES / "reference" / name, f"submission_1/{name}")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gradebook.csv").write_text("the instructor's earlier gradebook\n")
+    run = run_grader("grade", forged, "--out", out)
+    assert run.returncode == 2 and run.stderr.strip().count("\n") == 0, run.stderr
+    assert "--export gradescope" in run.stderr and "--single" in run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["gradebook.csv"]
+    assert (out / "gradebook.csv").read_text() == "the instructor's earlier gradebook\n"

@@ -281,12 +281,20 @@ def real_shaped(tmp_path_factory):
         (moodle / folder).mkdir(parents=True)
         for name, data in files.items():
             (moodle / folder / name).write_bytes(data)
+    # Canvas, graded anonymously (lib/content_zipper.rb @05e9653c get_filename): [LATE_]anon_<anonymous id>_...
+    anonymous = kit.root / "canvas-anonymous"
+    anonymous.mkdir()
+    (anonymous / "anon_x7Kq2_9101_attention.py").write_text(ref["attention.py"])
+    (anonymous / "anon_x7Kq2_9101_mha.py").write_text(ref["mha.py"])
+    (anonymous / "LATE_anon_3mZp8_9102_attention.py").write_text(bug)
+    (anonymous / "LATE_anon_3mZp8_9102_mha.py").write_text(ref["mha.py"])
     outs = {}
-    for name, source in (("class", plain), ("canvas", canvas), ("moodle", moodle)):
+    for name, source, kind in (("class", plain, None), ("canvas", canvas, "canvas"), ("moodle", moodle, "moodle"),
+                               ("canvas-anonymous", anonymous, "canvas")):
         out = outs[name] = kit.root / f"{name}-out"
         out.mkdir()
         (out / "adjustments.csv").write_text("student,points,override,reason\nempty,,80,graded by hand\n")
-        run = kit.make("grade", SUBMISSIONS=source, OUT=out)
+        run = kit.make("grade", SUBMISSIONS=source, OUT=out, **({"EXPORT": kind} if kind else {}))
         assert run.returncode == 0, run.stderr[-3000:]
         outs[f"{name}-console"] = run.stdout + run.stderr
         assert kit.make("release", OUT=out).returncode == 0
@@ -356,3 +364,18 @@ def test_a_students_file_name_never_stops_a_canvas_class_and_a_stray_file_is_nam
 
 def test_a_moodle_online_text_folder_is_no_second_row(real_shaped):
     assert [r["submission_id"] for r in rows_of(real_shaped["moodle"])].count("Siobhán Ó Ceallaigh_482915") == 1
+
+
+def test_an_anonymous_canvas_class_is_graded_by_anonymous_id_and_its_feedback_goes_back_by_it(real_shaped):
+    """Canvas's import cannot match an anonymous id (no import-canvas.csv); its re-upload can
+    (app/models/abstract_assignment.rb @028f76bb, infer_comment_context_from_filename: a leading "anon")."""
+    import zipfile
+    from autograder.grading.suite_points import full_marks
+    out = real_shaped["canvas-anonymous"]
+    rows = {r["submission_id"]: r for r in rows_of(out)}
+    assert set(rows) == {"anon_x7Kq2", "anon_3mZp8"} and {r["ID"] for r in rows.values()} == {""}
+    assert rows["anon_x7Kq2"]["total"] == f"{full_marks():g}" and rows["anon_3mZp8"]["late"].startswith("late")
+    assert not (out / "import-canvas.csv").exists()
+    assert "import-canvas.csv cannot name them" in real_shaped["canvas-anonymous-console"]
+    with zipfile.ZipFile(out / "release" / "canvas-feedback.zip") as archive:
+        assert sorted(archive.namelist()) == ["anon_3mZp8_9102_attention.py", "anon_x7Kq2_9101_attention.py"]

@@ -44,7 +44,7 @@ def graded(tmp_path_factory):
     (export / "submission_metadata.yml").write_text(METADATA)
     config = root / "grading.yaml"
     config.write_text((ROOT / "grading.yaml").read_text().split("\nlate:")[0] + "\n" + LATE)
-    run = run_grader("grade", export, "--out", root / "out", "--config", config, "--jobs", "1")
+    run = run_grader("grade", "--export", "gradescope", export, "--out", root / "out", "--config", config, "--jobs", "1")
     assert run.returncode == 0, run.stderr[-3000:]
     return root / "out"
 

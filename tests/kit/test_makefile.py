@@ -119,6 +119,12 @@ def test_force_reaches_the_grader():
     assert "--force" not in grade_command()
 
 
+def test_export_names_the_first_path_as_the_class_download():
+    """An upload is never an export: only EXPORT= makes `make grade` read SUBMISSIONS as a class (issue 48)."""
+    assert "--export canvas course.zip" in grade_command("EXPORT=canvas", "SUBMISSIONS=course.zip")
+    assert "--export" not in grade_command()
+
+
 def test_config_and_jobs_reach_the_grader():
     command = grade_command("CONFIG=other.yaml", "JOBS=3")
     assert "--config other.yaml" in command and "--jobs 3" in command, command

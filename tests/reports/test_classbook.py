@@ -237,6 +237,26 @@ def test_the_canvas_import_has_canvas_student_columns_then_the_lab_and_blank_for
     assert rows[1:] == [["lovelaceada", "1815", "", "", "", "7"], ["turingalan", "1912", "", "", "", ""]]
 
 
+CANVAS_ANONYMOUS = Submitter("", "", "", "canvas", "", anonymous_id="x7Kq2")
+
+
+def test_an_anonymous_canvas_submission_is_left_out_of_the_canvas_import_which_cannot_match_it():
+    """Canvas's importer finds a row's student by ID, SIS User ID, SIS Login ID or name
+    (app/models/gradebook_importer.rb, process_student, as indexed); an anonymous download gives none of them,
+    only the anonymous id (lib/content_zipper.rb @05e9653c, get_filename), so no row is written that Canvas
+    would list as unmatched or, worse, match by an empty name."""
+    from autograder.reports.classbook import canvas_import_csv
+    made = [("lovelaceada_1815", (CANVAS_ADA,), entries(7)[0][2]),
+            ("anon_x7Kq2", (CANVAS_ANONYMOUS,), entries(5)[0][2])]
+    assert [row[:2] for row in read_csv(canvas_import_csv(made))[1:]] == [["lovelaceada", "1815"]]
+    assert canvas_import_csv(made[1:]) is None, "no row Canvas could match: no file"
+
+
+def test_an_anonymous_canvas_submission_is_in_the_gradebook_by_its_report_name_with_no_canvas_id():
+    rows = read_csv(gradebook_csv([("anon_x7Kq2", (CANVAS_ANONYMOUS,), entries(5)[0][2])]))
+    assert rows[1][:2] == ["anon_x7Kq2", ""], rows
+
+
 # --- Moodle's grading worksheet, from its importer's source (read, not run against a Moodle) -------------------
 # moodle/moodle mod/assign/feedback/offline/importgradeslib.php @452e36fc (init, next) and locallib.php @04975560
 # (process_import_grades); the English strings from mod/assign/lang/en/assign.php (recordid "Identifier",

@@ -88,6 +88,17 @@ def test_canvas_zip_names_each_file_by_user_and_submitted_attachment_as_re_uploa
         assert archive.namelist() == ["turingalan_1912_9002_feedback.html"]
 
 
+def test_an_anonymous_canvas_submissions_feedback_is_named_by_its_anonymous_id_as_re_upload_reads(tmp_path):
+    """instructure/canvas-lms app/models/abstract_assignment.rb @028f76bb, infer_comment_context_from_filename:
+    "LATE" dropped, a leading "anon" makes the next two parts the anonymous id and the attachment id."""
+    anonymous = (Submitter("", "", "", "canvas", "", True, lms_file_id="9003", lms_file_name="mha.py",
+                           anonymous_id="x7Kq2"),)
+    term(tmp_path, [("anon_x7Kq2", anonymous, graded(anonymous))])
+    released(tmp_path)
+    with zipfile.ZipFile(tmp_path / "release" / "canvas-feedback.zip") as archive:
+        assert archive.namelist() == ["anon_x7Kq2_9003_mha.py"]
+
+
 def test_a_submission_that_was_not_graded_is_told_so_never_0(tmp_path):
     term(tmp_path, [("empty", (), record(result("masks", 3.0, passed=False), found={}))])
     released(tmp_path, "after_published")

@@ -134,7 +134,7 @@ def test_unsafe_submission_names_are_renamed_once_and_said(tmp_path):
     (export / "submission_metadata.yml").write_text("submission_..:\n  :submitters:\n  - :name: Dot Dot\n")
     for name in ("submission_..", "submission_.", "submission_.hidden", "summary.md", "gradebook.csv", "ok"):
         write_submission(export / name)
-    sources = discover([str(export)])
+    sources = discover([str(export)], export="gradescope")
     ids = sorted(s.id for s in sources)
     assert all(i not in (".", "..") and not i.startswith(".") for i in ids), ids
     assert not {"summary.md", "gradebook.csv", "summary.html"} & set(ids), ids
@@ -157,8 +157,8 @@ def test_a_batch_with_unsafe_names_keeps_out_and_class_files_whole(tmp_path):
         (batch / name).mkdir()
         for file_name, text in stubs.items():
             (batch / name / file_name).write_text(text)
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(batch), "--out", str(out), "--jobs", "1"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", "--export", "gradescope", str(batch), "--out",
+                          str(out), "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["batch", "reports"], "a report landed beside OUT"
     assert (out / "summary.md").is_file() and (out / "gradebook.csv").is_file()
