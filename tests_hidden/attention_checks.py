@@ -5,7 +5,7 @@ import os
 
 import torch
 
-from autograder.lab import (CONTRACT, LOWER_PART_NOTES, Failure, RuleViolation, StudentError, attention_properties, calls_differ,
+from autograder.lab import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, CONTRACT, HEADS_STOOD_IN, Failure, RuleViolation, StudentError, attention_properties, calls_differ,
                             catalogue, diagnosed, expect_close, expect_pair, read_source, scores_off)
 from cases import AttentionCase
 from parts import LENT_METHODS
@@ -131,6 +131,7 @@ def _if_bool_ignored_too(student, target, request, inputs, error):
 HELPER_CASE = AttentionCase((2, 4), 5, 5, 4, 4, mask="causal", seed=95)  # the per-head shapes MHA attends with
 MHA_TARGET = "mha.MultiHeadAttention"
 LOWER_PARTS = ("attention", "construction", "heads")
+STOOD_IN = {"attention": ATTENTION_STOOD_IN, "construction": CONSTRUCTION_STOOD_IN, "heads": HEADS_STOOD_IN}  # notes
 
 
 def rungs(module, parts=LOWER_PARTS):
@@ -180,7 +181,7 @@ def _passes(compare, where):
 
 
 def _noted(request, part):
-    request.node.user_properties.append(("note", LOWER_PART_NOTES[part]))
+    request.node.user_properties.append(("note", STOOD_IN[part]))
 
 
 def attention_helpers(folder):

@@ -2,9 +2,10 @@
 import pytest
 import torch
 
-from attention_checks import sdpa_expected, with_parts_below
+from attention_checks import sdpa_expected, with_hint, with_parts_below
 from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
-                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, diagnosed, expect_close, fail)
+                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, StudentError, diagnosed, expect_close, fail,
+                            tiled_rows)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -21,8 +22,14 @@ def check_tiled(student, reference, case, block_size):
     causal = case.mask == "causal"
     got = student.call(TILED, q, k, v, kwargs={"causal": causal, "block_size": block_size}).result
     label = f"tiled_attention({case.describe().split(' with ', 1)[1]}, block_size={block_size})"
-    with diagnosed("tiled", got, q, k, v, causal, block_size):
-        expect_close(got, expected, label, "output", TILED_HINT)
+    try:
+        with diagnosed("tiled", got, q, k, v, causal, block_size):
+            expect_close(got, expected, label, "output", TILED_HINT)
+    except StudentError as error:
+        finding = None if error.mistake is not None else tiled_rows(got, expected, v, causal, block_size)
+        if finding:
+            raise with_hint(error, finding) from None
+        raise
 
 
 @pytest.mark.points(2)

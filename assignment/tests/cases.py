@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from checks import (LOWER_PART_NOTES, MISTAKES, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
@@ -52,6 +52,7 @@ EXTRA_PARTS = {
 # part's points, not these too (one defect, one charge).
 LOWER_PARTS = ("attention", "construction", "heads")
 LADDERS = {"part2_heads": ("construction",), "part2_forward": LOWER_PARTS, "extra_step": LOWER_PARTS}
+STOOD_IN = {"attention": ATTENTION_STOOD_IN, "construction": CONSTRUCTION_STOOD_IN, "heads": HEADS_STOOD_IN}  # the grade's
 PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 # The optional function each extra-credit part checks: a file that does not define it is skipped, not failed.
 OPTIONAL = {"extra_tiled": ("attention", "tiled_attention"), "extra_step": ("mha", "MultiHeadAttention.step")}
@@ -87,7 +88,7 @@ class Case:
             if part is None:
                 raise
             first = (str(exc) if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}").splitlines()[0]
-            return f"{LOWER_PART_NOTES[part]} (with yours: {first})"
+            return f"{STOOD_IN[part]} (with yours: {first})"
         return None
 
     def _check(self, module):
@@ -863,8 +864,10 @@ def tiled_hint(query, key, value, causal, block_size):
                 return MISTAKES["tiled"][name]
         named_bug = likely_bug(got, [(lambda: output_without_rescaling(query, key, value, causal, block_size)
                                       if key.size(-2) > block_size else None, MISTAKES["tiled"]["tiled_no_rescale"])])
-        return named_bug or ("rescale the running sum and output by exp(m - m_new) whenever the max grows; "
-                             "with causal=True, key j of a block sits at position start + j")
+        return named_bug or tiled_rows(got, torch_attention(query, key, value, lower_triangle(query.size(-2), key.size(-2))
+                                                            if causal else None)[0], value, causal, block_size) \
+            or ("rescale the running sum and output by exp(m - m_new) whenever the max grows; "
+                "with causal=True, key j of a block sits at position start + j")
     return hint
 
 

@@ -25,6 +25,9 @@ PROPERTY_WORDS = {
     "first sentence's padding": ("every sentence got the first sentence's padding",),
     "scores scaled": ("the weights are softmax(c · Q K^T / sqrt(d_k)) with c = ",),
     "weights right, output wrong": ("your weights are right in every head, the output is not",),
+    "rows scaled": ("each wrong output row is a multiple of the right one",),
+    "rows across blocks": ("only the output rows whose keys span more than one block are wrong",),
+    "not a weighted average": ("is not a weighted average of the value rows",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
@@ -32,14 +35,12 @@ PROPERTY_WORDS = {
 
 # How a test of a higher part that passed only on the lab's own lower parts is noted (one defect, one charge):
 # by the lowest part that had to stand in, the same words in `make test` and the grade.
-LOWER_PART_NOTES = {
-    "attention": "MultiHeadAttention is right when given a correct attention: it passed with the lab's attention in "
-                 "place of yours, so only the attention tests count that bug.",
-    "construction": "MultiHeadAttention is right on a correct construction: it passed once the lab's sizes and four "
-                    "projections stood in for your __init__'s, so only the construction tests count that bug.",
-    "heads": "MultiHeadAttention is right on a correct split_heads and merge_heads: it passed once the lab's stood in "
-             "for yours, so only the head split/merge tests count that bug.",
-}
+ATTENTION_STOOD_IN = ("MultiHeadAttention is right when given a correct attention: it passed with the lab's attention "
+                      "in place of yours, so only the attention tests count that bug.")
+CONSTRUCTION_STOOD_IN = ("MultiHeadAttention is right on a correct construction: it passed once the lab's sizes and four "
+                         "projections stood in for your __init__'s, so only the construction tests count that bug.")
+HEADS_STOOD_IN = ("MultiHeadAttention is right on a correct split_heads and merge_heads: it passed once the lab's stood "
+                  "in for yours, so only the head split/merge tests count that bug.")
 
 
 def properties_named(text):
@@ -173,6 +174,39 @@ def scores_off(weights, query, key, mask=None):
     divisor = f"divided by {math.sqrt(d_k) / c:.4g}" if c > 0 else f"times {-c / math.sqrt(d_k):.4g}, negated"
     return (f"the weights are softmax(c · Q K^T / sqrt(d_k)) with c = {c:.4g}, not 1: your scores are Q K^T "
             f"{divisor}, where sqrt(d_k) = {math.sqrt(d_k):.4g} (d_k = query.size(-1) = {d_k})")
+
+
+def tiled_rows(got, expected, value, causal, block_size):
+    """Which rows of a tiled attention's output are wrong and how, measured against the right output, or None:
+    every wrong row a multiple of the right one (its weights do not sum to 1), only the rows whose allowed keys
+    span more than one block (causal: query i sees keys 0..i), or a row outside the value rows' range (no
+    weighted average of them gives it)."""
+    if not (torch.is_tensor(got) and torch.is_tensor(expected) and got.shape == expected.shape):
+        return None
+    g, e, v = got.detach().double(), expected.detach().double(), value.detach().double()
+    wrong = ((g - e).abs() > PROPERTY_ATOL * (1 + e.abs())).any(-1)  # (..., T_q)
+    if not wrong.any() or not torch.isfinite(g).all():
+        return None
+    ratio = (g * e).sum(-1) / (e * e).sum(-1).clamp_min(1e-300)  # (..., T_q): the best multiple of each row
+    scaled = ((g - ratio[..., None] * e).abs() <= PROPERTY_ATOL * (1 + g.abs())).all(-1)
+    if scaled[wrong].all():
+        row = _first_true(wrong)
+        return (f"each wrong output row is a multiple of the right one (row {_at(row)} is {ratio[row].item():.4g} times "
+                f"it): the weights of those rows do not sum to 1")
+    rows = torch.arange(g.size(-2))
+    spans = rows >= block_size if causal else torch.full_like(rows, v.size(-2) > block_size, dtype=torch.bool)
+    if not spans.all() and not (wrong & ~spans).any():
+        return (f"only the output rows whose keys span more than one block are wrong (block_size={block_size}; the "
+                f"first wrong row is {int(wrong.reshape(-1, wrong.size(-1)).any(0).nonzero()[0])}): the blocks' "
+                f"partial results are combined wrongly")
+    low, high = v.amin(-2, keepdim=True), v.amax(-2, keepdim=True)  # (..., 1, d_v): no average leaves this range
+    outside = ((g < low - PROPERTY_ATOL) | (g > high + PROPERTY_ATOL))
+    if outside.any():
+        at = _first_true(outside)
+        return (f"output row {_at(at[:-1])} is not a weighted average of the value rows: feature {at[-1]} is "
+                f"{g[at].item():.4g}, outside the values' range [{low[at[:-2] + (0, at[-1])].item():.4g}, "
+                f"{high[at[:-2] + (0, at[-1])].item():.4g}]")
+    return None
 
 
 # Measured by comparing the weights first: they match, so the bug is in what follows attention.

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from autograder.grading.properties import LOWER_PART_NOTES
+from autograder.grading.properties import ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN
 from autograder.platforms.generate import public_cases
 from test_public_suite import FOOTER, PUBLIC, ROOT, Run, run_public
 from variant_builder import build_mutant, build_reference, load_mutants
@@ -101,23 +101,23 @@ def test_an_mha_test_passed_on_torch_attention_says_fix_attention_first(runs):
     notes = [line for line in runs["no_scaling"].output.splitlines() if line.startswith("note: test_mha[")]
     assert len(notes) == len(FORWARD_CASES), runs["no_scaling"].output
     for line in notes:
-        assert LOWER_PART_NOTES["attention"] in line, line
+        assert ATTENTION_STOOD_IN in line, line
 
 
-@pytest.mark.parametrize("mistake, part", [(SPLIT_UNPACKED_T_B, "heads"), (W_O_WITHOUT_BIAS, "construction")])
-def test_a_bug_below_the_forward_costs_only_its_own_part(runs, mistake, part):
+@pytest.mark.parametrize("mistake, note", [(SPLIT_UNPACKED_T_B, HEADS_STOOD_IN), (W_O_WITHOUT_BIAS, CONSTRUCTION_STOOD_IN)])
+def test_a_bug_below_the_forward_costs_only_its_own_part(runs, mistake, note):
     """As in the grade: the forward cases pass on the lab's lower parts, with the grade's note naming the part."""
     run = runs[mistake["name"]]
     passed = {name for name, text in run.failures.items() if text is None}
     assert all(f"test_mha[{case}]" in passed for case in FORWARD_CASES), run.output
     assert any(text for name, text in run.failures.items() if name.startswith("test_mha[")), "its own part fails"
     notes = [line for line in run.output.splitlines() if line.startswith("note: test_mha[")]
-    assert notes and all(LOWER_PART_NOTES[part] in line for line in notes), run.output
+    assert notes and all(note in line for line in notes), run.output
 
 
 def test_a_real_mha_bug_still_fails_on_torch_attention(runs):
     run = runs["no_output_projection"]
-    assert not any(note in run.output for note in LOWER_PART_NOTES.values()), run.output
+    assert not any(note in run.output for note in (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN)), run.output
 
 
 def test_the_known_good_attention_is_built_from_torch_not_the_reference():
@@ -383,7 +383,7 @@ def test_an_attention_that_edits_the_mask_costs_no_mha_points(runs):
     # As the grade's retry on the lab's attention: the MHA case passes with the note, the bug is attention's.
     run = runs["bool_mask_inverted_in_place"]
     assert not any(name.startswith("test_mha[") for name in failed(run)), run.output
-    note = f"note: test_mha[mha_cross_attention_with_padding_matches_pytorch]: {LOWER_PART_NOTES['attention']}"
+    note = f"note: test_mha[mha_cross_attention_with_padding_matches_pytorch]: {ATTENTION_STOOD_IN}"
     assert note in run.output, run.output
 
 
