@@ -4,8 +4,8 @@ import torch
 
 from attention_checks import sdpa_expected, with_hint, with_parts_below
 from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
-                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, StudentError, diagnosed, expect_close, fail,
-                            tiled_rows)
+                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, StudentError, decode_steps, diagnosed, expect_close,
+                            fail, tiled_rows)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -115,9 +115,15 @@ def test_step_reproduces_the_causal_forward(student, reference, request):
         outputs = reply.result
         for t, got in enumerate(outputs):
             label = f"step {t + 1} of {case.t_q}, {case.describe()}"
-            with diagnosed("decode", outputs, state, case.n_heads, x):
-                expect_close(got, expected[:, t:t + 1], label, "output",
-                             "the new token attends every cached key and itself; concatenate the cache on dim 2")
+            try:
+                with diagnosed("decode", outputs, state, case.n_heads, x):
+                    expect_close(got, expected[:, t:t + 1], label, "output",
+                                 "the new token attends every cached key and itself; concatenate the cache on dim 2")
+            except StudentError as error:
+                finding = None if error.mistake is not None else decode_steps(outputs, expected)
+                if finding:
+                    raise with_hint(error, finding) from None
+                raise
 
     with_parts_below(compare, request, student, reference, case.state(reference[1])[0])
 

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, decode_steps, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
@@ -907,14 +907,16 @@ def step_reproduces_the_causal_forward(mha):
     x = randn(2, 5, 12)
     with torch.no_grad():
         expected, _ = torch_mha(model, 3, x, x, x, allowed=lower_triangle(5), case="MultiHeadAttention(12, 3)")
-        cache = None
-        for t in range(5):
-            case = f"MultiHeadAttention(12, 3).step(x[:, {t}:{t + 1}], cache) for t = 0..{t}"
-            result = model.step(x[:, t:t + 1], cache)
-            y, cache = unpack_pair(result, case=case, what="step")
-            check_tensor(y, expected[:, t:t + 1], case=case, what="y (B, 1, d_model)", hint=(
-                "step t must equal position t of forward(x, x, x, causal_mask(T)): project the new token, "
-                "append its key and value to the cache (dim 2), attend over the whole cache"))
+        cache, outputs, cases = None, [], []
+        for t in range(5):  # every step first, so a failure can say which steps are wrong, as the grade does
+            cases.append(f"MultiHeadAttention(12, 3).step(x[:, {t}:{t + 1}], cache) for t = 0..{t}")
+            y, cache = unpack_pair(model.step(x[:, t:t + 1], cache), case=cases[-1], what="step")
+            outputs.append(y)
+        for t, (y, case) in enumerate(zip(outputs, cases)):
+            check_tensor(y, expected[:, t:t + 1], case=case, what="y (B, 1, d_model)",
+                         hint=lambda _: decode_steps(outputs, expected) or (
+                             "step t must equal position t of forward(x, x, x, causal_mask(T)): project the new "
+                             "token, append its key and value to the cache (dim 2), attend over the whole cache"))
 
 
 @case("extra_step", points=2)

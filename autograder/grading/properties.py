@@ -28,6 +28,8 @@ PROPERTY_WORDS = {
     "rows scaled": ("each wrong output row is a multiple of the right one",),
     "rows across blocks": ("only the output rows whose keys span more than one block are wrong",),
     "not a weighted average": ("is not a weighted average of the value rows",),
+    "cached steps wrong": ("step 1 is right and steps",),
+    "every step wrong": ("every step is wrong, the first (no cache yet) too",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
@@ -206,6 +208,28 @@ def tiled_rows(got, expected, value, causal, block_size):
         return (f"output row {_at(at[:-1])} is not a weighted average of the value rows: feature {at[-1]} is "
                 f"{g[at].item():.4g}, outside the values' range [{low[at[:-2] + (0, at[-1])].item():.4g}, "
                 f"{high[at[:-2] + (0, at[-1])].item():.4g}]")
+    return None
+
+
+def decode_steps(outputs, expected):
+    """Which steps of token-by-token decoding are wrong against ``expected`` (B, T, d_model), or None: the first
+    step (no cache yet) right and later ones wrong, or every step wrong, the first too."""
+    if not all(torch.is_tensor(y) for y in outputs) or not outputs:
+        return None
+    wrong = []
+    for t, y in enumerate(outputs[:expected.size(1)]):
+        e = expected[:, t:t + 1].detach().double()
+        if y.shape != e.shape or ((y.detach().double() - e).abs().nan_to_num(float("inf"))
+                                  > PROPERTY_ATOL * (1 + e.abs())).any():
+            wrong.append(t + 1)
+    if not wrong:
+        return None
+    if wrong[0] > 1:
+        return (f"step 1 is right and steps {', '.join(map(str, wrong))} of {len(outputs)} are not: step 1 has no "
+                f"cache yet, so what the cache brings from the earlier tokens is wrong")
+    if len(wrong) == len(outputs):
+        return ("every step is wrong, the first (no cache yet) too: the new token's own attention is wrong before "
+                "any cache is involved")
     return None
 
 
