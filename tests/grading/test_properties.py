@@ -136,3 +136,78 @@ def test_each_property_sentence_is_told_by_its_opening():
         "output is not weights @ value"}
     assert properties.properties_named(properties.padding_followed(TOKENS != 0, TOKENS, 9)) == {"another pad_id"}
     assert properties.properties_named("the weights are right") == set()
+
+
+# --- the scores, read from the logs of the weights -------------------------------------------------
+
+@pytest.mark.parametrize("mask", [None, CAUSAL])
+def test_right_weights_are_a_softmax_of_the_scores(mask):
+    q, k, v = inputs()
+    assert properties.scores_off(attention(q, k, v, mask)[1], q, k, mask) is None
+
+
+@pytest.mark.parametrize("divisor", [1.0, 4.0, math.sqrt(8.0)])
+def test_a_wrong_scale_is_measured_with_what_the_scores_are_divided_by(divisor):
+    q, k, v = inputs()  # d_k = 4: sqrt(d_k) = 2
+    weights = (q @ k.mT / divisor).masked_fill(~CAUSAL, float("-inf")).softmax(-1)
+    finding = properties.scores_off(weights, q, k, CAUSAL)
+    assert finding.startswith("the weights are softmax(c · Q K^T / sqrt(d_k)) with c = ")
+    assert f"Q K^T divided by {divisor:.4g}, where sqrt(d_k) = 2" in finding, finding
+
+
+def test_scores_made_of_other_tensors_are_measured_as_no_multiple_of_q_k():
+    q, k, v = inputs()
+    finding = properties.scores_off(attention(q, v, v)[1], q, k)  # the values used as keys
+    assert finding.startswith("the weights are not a softmax of any multiple of Q K^T"), finding
+
+
+def test_a_float32_softmax_of_the_right_scores_is_not_a_wrong_scale():
+    q, k, v = inputs()
+    assert properties.scores_off(attention(q, k, v)[1].float(), q.float(), k.float()) is None
+
+
+# --- the rows of a tiled output, the steps of decoding ----------------------------------------------
+
+def test_tiled_rows_that_are_multiples_of_the_right_ones_are_measured():
+    q, k, v = inputs()
+    output = attention(q, k, v, CAUSAL)[0]
+    finding = properties.tiled_rows(output * 1.5, output, v, causal=True, block_size=2)
+    assert finding.startswith("each wrong output row is a multiple of the right one (row (0, 0) is 1.5 times it)")
+
+
+def test_tiled_rows_wrong_only_where_keys_span_blocks_are_measured():
+    q, k, v = inputs()
+    output = attention(q, k, v, CAUSAL)[0]
+    wrong = output.clone()
+    wrong[:, 2:] += 0.01 * torch.arange(1, 5, dtype=wrong.dtype)  # rows 2.. see keys of two blocks of 2
+    finding = properties.tiled_rows(wrong, output, v, causal=True, block_size=2)
+    assert finding.startswith("only the output rows whose keys span more than one block are wrong (block_size=2; "
+                              "the first wrong row is 2)"), finding
+
+
+def test_a_tiled_row_outside_the_values_range_is_no_weighted_average():
+    q, k, v = inputs()
+    output = attention(q, k, v)[0]
+    wrong = output.clone()
+    wrong[0, 0, 1] = v[0, :, 1].max() + 1
+    assert "output row (0, 0) is not a weighted average of the value rows: feature 1" in properties.tiled_rows(
+        wrong, output, v, causal=False, block_size=64)
+
+
+def test_right_tiled_rows_and_decoding_steps_say_nothing():
+    q, k, v = inputs()
+    output = attention(q, k, v, CAUSAL)[0]
+    assert properties.tiled_rows(output, output, v, causal=True, block_size=2) is None
+    assert properties.decode_steps([output[:, t:t + 1] for t in range(T)], output) is None
+
+
+def test_decoding_right_at_step_1_and_wrong_after_is_measured():
+    expected = inputs()[0]
+    steps = [expected[:, t:t + 1] + (t > 0) for t in range(T)]
+    assert properties.decode_steps(steps, expected).startswith("step 1 is right and steps 2, 3, 4, 5 of 5 are not")
+
+
+def test_decoding_wrong_at_every_step_is_measured():
+    expected = inputs()[0]
+    steps = [expected[:, t:t + 1] + 1 for t in range(T)]
+    assert properties.decode_steps(steps, expected).startswith("every step is wrong, the first (no cache yet) too")
