@@ -30,7 +30,7 @@ from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mis
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
 from autograder.grading.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, attention_properties, blocked_weight, calls_differ,
                                            not_a_distribution, padding_followed, scores_off,
-                                           tiled_rows, decode_steps, WEIGHTS_RIGHT_OUTPUT_WRONG)
+                                           tiled_rows, decode_steps, GRADIENT_ONLY_WRONG, WEIGHTS_RIGHT_OUTPUT_WRONG)
 from autograder.grading.seeded import randn
 from autograder.grading.student import Failure, RuleViolation, StudentError
 from autograder.rules import forbidden_calls, read_source
@@ -47,7 +47,7 @@ __all__ = [
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
     "attention_properties", "blocked_weight", "calls_differ", "not_a_distribution", "not_attention",
-    "padding_followed", "scores_off", "tiled_rows", "decode_steps", "WEIGHTS_RIGHT_OUTPUT_WRONG",
+    "padding_followed", "scores_off", "tiled_rows", "decode_steps", "GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
     # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
     "ATTENTION_STOOD_IN", "CONSTRUCTION_STOOD_IN", "HEADS_STOOD_IN",
 ]

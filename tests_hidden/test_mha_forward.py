@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from attention_checks import with_hint, with_parts_below
-from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, WEIGHTS_RIGHT_OUTPUT_WRONG,
+from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, GRADIENT_ONLY_WRONG,
+                            WEIGHTS_RIGHT_OUTPUT_WRONG,
                             StudentError, blocked_weight, diagnosed, expect_close, expect_pair, fail,
                             not_a_distribution, scores_off)
 from cases import MHACase, randn, reference_grads
@@ -43,6 +44,20 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
             fail(case.describe(), FORWARD_INPUTS_MODIFIED.format(", ".join(changed)), FORWARD_INPUTS_MODIFIED_HINT)
 
     with_parts_below(compare, request, student, reference, module)
+
+
+def forward_differs(result, expected):
+    """Where the student's own (output, weights) on a gradient test's inputs already differ from the lab's, in
+    a sentence, or None: its gradients then follow from a wrong forward (the forward tests name why)."""
+    for what, got, want in zip(("output", "weights"), result, expected):
+        want = want.detach()
+        if not torch.is_tensor(got) or got.shape != want.shape:
+            return f"your forward's {what} on these inputs is already wrong (its shape), so its gradients are too"
+        error = (got.detach().double() - want.double()).abs().nan_to_num(float("inf"))
+        if (error > 1e-4 * (1 + want.double().abs())).any():
+            return (f"your forward's {what} on these inputs is already wrong (by up to {error.max().item():.3g}), so "
+                    f"its gradients are too: the forward tests say why")
+    return None
 
 
 def _heads_finding(module, weights, expected_weights, query, key, mask):
@@ -133,7 +148,11 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
             if got.get(name) is None:
                 fail(case.describe(), f"{name} gets no gradient", "every projection must be used in forward")
             # float32-accurate gradients pass: precision is charged once, in test_float64
-            expect_close(got[name], want, case.describe(), f"gradient w.r.t. {name}", HINT, grad=True,
-                         float32_ok=True)
+            try:
+                expect_close(got[name], want, case.describe(), f"gradient w.r.t. {name}", HINT, grad=True,
+                             float32_ok=True)
+            except StudentError as error:
+                finding = forward_differs(reply.result, (out, weights)) or GRADIENT_ONLY_WRONG.format(name)
+                raise with_hint(error, finding) from None
 
     with_parts_below(compare, request, student, reference, module)

@@ -30,6 +30,8 @@ PROPERTY_WORDS = {
     "not a weighted average": ("is not a weighted average of the value rows",),
     "cached steps wrong": ("step 1 is right and steps",),
     "every step wrong": ("every step is wrong, the first (no cache yet) too",),
+    "forward already wrong": ("on these inputs is already wrong",),
+    "only the gradient wrong": ("your forward's output and weights are right, the gradient",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
@@ -231,6 +233,12 @@ def decode_steps(outputs, expected):
         return ("every step is wrong, the first (no cache yet) too: the new token's own attention is wrong before "
                 "any cache is involved")
     return None
+
+
+# Measured on a gradient test's own call: the forward's results are right, so what differs is the backward.
+GRADIENT_ONLY_WRONG = ("your forward's output and weights are right, the gradient w.r.t. {} is not: part of the "
+                       "forward is hidden from autograd (.detach(), .data, torch.no_grad()) or goes another way "
+                       "backward than forward")
 
 
 # Measured by comparing the weights first: they match, so the bug is in what follows attention.
