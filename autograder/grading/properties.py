@@ -147,12 +147,11 @@ def scores_off(weights, query, key, mask=None):
     if not all(torch.is_tensor(t) for t in (weights, query, key)) or query.dim() < 2 or key.dim() < 2:
         return None
     w = weights.detach().double()
-    d_k = query.size(-1)
+    width = query.size(-1)  # d_k
     try:
-        s = (query.detach().double() @ key.detach().double().transpose(-2, -1) / math.sqrt(d_k)).expand(w.shape)
+        s = (query.detach().double() @ key.detach().double().transpose(-2, -1) / math.sqrt(width)).expand(w.shape)
         keep = (w > 1e-30) & torch.isfinite(w)
-        if mask is not None:
-            keep = keep & (mask != 0).expand(w.shape)
+        keep = keep if mask is None else keep & (mask != 0).expand(w.shape)
     except RuntimeError:
         return None
     counted = keep.sum(-1, keepdim=True)
@@ -175,9 +174,9 @@ def scores_off(weights, query, key, mask=None):
                 f"{_at(_worst(departure))}: the scores are built from other tensors or entries than query @ key^T")
     if abs(c - 1) <= SCORE_FIT:
         return None
-    divisor = f"divided by {math.sqrt(d_k) / c:.4g}" if c > 0 else f"times {-c / math.sqrt(d_k):.4g}, negated"
+    divisor = f"divided by {math.sqrt(width) / c:.4g}" if c > 0 else f"times {-c / math.sqrt(width):.4g}, negated"
     return (f"the weights are softmax(c · Q K^T / sqrt(d_k)) with c = {c:.4g}, not 1: your scores are Q K^T "
-            f"{divisor}, where sqrt(d_k) = {math.sqrt(d_k):.4g} (d_k = query.size(-1) = {d_k})")
+            f"{divisor}, where sqrt(d_k) = {math.sqrt(width):.4g} (d_k = query.size(-1) = {width})")
 
 
 def tiled_rows(got, expected, value, causal, block_size):
