@@ -61,6 +61,13 @@ def public_checks():
     return module
 
 
+def gradescope_metadata(*students):
+    """A Gradescope export's submission_metadata.yml: ``students`` are (name, sid, email, created_at), one
+    submission_N each, in the export's own shape (Ruby symbols as keys, a Rails timestamp)."""
+    return "".join(f"submission_{n}:\n  :submitters:\n  - :name: {name}\n    :sid: '{sid}'\n    :email: {email}\n"
+                   f"  :created_at: {created_at}\n" for n, (name, sid, email, created_at) in enumerate(students, 1))
+
+
 def run_grader(*args, timeout=600):
     """Run ``python -m autograder`` from the kit root, as an instructor would; returns the CompletedProcess."""
     import subprocess

@@ -9,23 +9,11 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, run_grader
+from conftest import ROOT, gradescope_metadata, run_grader
 
 SAMPLES = ROOT / "examples" / "submissions"
-METADATA = """\
-submission_1:
-  :submitters:
-  - :name: Ada Lovelace
-    :sid: '1815'
-    :email: ada@example.edu
-  :created_at: 2026-10-01 09:00:00.000000000 -07:00
-submission_2:
-  :submitters:
-  - :name: Alan Turing
-    :sid: '1912'
-    :email: alan@example.edu
-  :created_at: 2026-10-01 10:00:00.000000000 -07:00
-"""
+METADATA = gradescope_metadata(("Ada Lovelace", "1815", "ada@example.edu", "2026-10-01 09:00:00.000000000 -07:00"),
+                               ("Alan Turing", "1912", "alan@example.edu", "2026-10-01 10:00:00.000000000 -07:00"))
 # Eve's upload: the export's own shape, naming herself and Alan, both handed in in 2020.
 FORGED = METADATA.replace("Ada Lovelace", "Eve Forger").replace("'1815'", "'6666'").replace(
     "ada@example.edu", "eve@example.edu").replace("2026-10-01", "2020-01-01")

@@ -8,30 +8,14 @@ import shutil
 import pytest
 
 from autograder.grading.suite_points import core_max, full_marks
-from conftest import ROOT, run_grader
+from conftest import ROOT, gradescope_metadata, run_grader
 
 pytestmark = pytest.mark.slow  # one grading of three samples
 
-METADATA = """\
-submission_1:
-  :submitters:
-  - :name: Ada Lovelace
-    :sid: '1815'
-    :email: ada@example.edu
-  :created_at: 2026-10-01 21:14:03.120377000 -07:00
-submission_2:
-  :submitters:
-  - :name: Alan Turing
-    :sid: '1912'
-    :email: alan@example.edu
-  :created_at: 2026-10-03 09:40:12.334051000 -07:00
-submission_3:
-  :submitters:
-  - :name: Grace Hopper
-    :sid: '1906'
-    :email: grace@example.edu
-  :created_at: 2026-10-02 08:05:55.001200000 -07:00
-"""
+METADATA = gradescope_metadata(
+    ("Ada Lovelace", "1815", "ada@example.edu", "2026-10-01 21:14:03.120377000 -07:00"),
+    ("Alan Turing", "1912", "alan@example.edu", "2026-10-03 09:40:12.334051000 -07:00"),
+    ("Grace Hopper", "1906", "grace@example.edu", "2026-10-02 08:05:55.001200000 -07:00"))
 LATE = "late:\n  due: 2026-10-01 23:59 -07:00\n  percent_per_day: 10\n"
 
 
