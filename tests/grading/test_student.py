@@ -172,7 +172,7 @@ class StandInChild:
         self.script, self.imports, self.dead = script, imports, None
         self.requests, self.closed = [], False
 
-    def call(self, request, deadline=None, cpu_left=None):
+    def call(self, request, timeout=None, deadline=None, cpu_left=None):
         self.requests.append(request)
         if "warm_up" in request:  # the kit's own ops: answered like an import
             reply = {"ok": True, "value": {}}
