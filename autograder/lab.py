@@ -12,7 +12,8 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
 - The comparisons: ``expect_close``, ``expect_equal``, ``expect_tensor``, ``expect_pair``, ``fail``; each
   failure raises ``StudentError``, whose message the student reads (any other exception is a grader error).
   ``diagnosed`` names a mistake of the ``catalogue``; ``describe_value``, ``matrix_figure`` show a value.
-- The replies' failures (``Failure``, ``RuleViolation``), the hints the reports share, the student's own
+- The replies' failures (``Failure``, ``RuleViolation``; ``replied`` raises the one ``student.call_many`` returned for a
+  call), the hints the reports share, the student's own
   forward for gradient tests, the seeded ``randn`` (the public checks copy it) and ``weighted_sum`` (the
   sandbox's vector-Jacobian product), and the submitted files (``read_source``, ``forbidden_calls``,
   ``CONTRACT``: what a known-good attention replaces when an MHA test runs again with it).
@@ -31,7 +32,7 @@ from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mis
 from autograder.grading.properties import (attention_properties, blocked_weight, calls_differ, not_a_distribution,
                                            padding_followed)
 from autograder.grading.seeded import randn
-from autograder.grading.student import Failure, RuleViolation, StudentError
+from autograder.grading.student import Failure, RuleViolation, StudentError, replied
 from autograder.rules import forbidden_calls, read_source
 
 PLUGIN = "autograder.grading.plugin"  # tests_hidden/conftest.py: pytest_plugins = [PLUGIN]
@@ -47,4 +48,5 @@ __all__ = [
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
     "attention_properties", "blocked_weight", "calls_differ", "not_a_distribution", "not_attention",
     "padding_followed",
+    "replied",  # an item of student.call_many: its reply, or its failure raised (issue 46)
 ]

@@ -9,7 +9,7 @@ from attention_checks import check_sdpa, handled_rank, sdpa_expected
 from autograder.lab import (FD_STEP, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, SHIFT_HINT, Failure,
                             calls_differ, catalogue, describe_value, directional_mismatch, directions, fail,
                             float_outputs, grad_outputs_for, matrix_figure, not_attention, projected_difference,
-                            shift_all_scores)
+                            replied, shift_all_scores)
 from cases import AttentionCase
 
 pytestmark = pytest.mark.part("gradients")
@@ -68,9 +68,9 @@ def test_large_scores_stay_finite(student, reference):
         q, k, v, _ = case.inputs()
         big_q, big_k = shift_all_scores(q, k, shift)
         plain, shifted = student.call_many(SDPA, [(q, k, v, None), (big_q, big_k, v, None)])  # one request
-        plain = _replied(plain)
+        plain = replied(plain)
         require_attention(case, plain.result, v)
-        shifted = _replied(shifted)
+        shifted = replied(shifted)
         what = (f"{case.describe()}, then the query and key moved so that every score is shifted by {shift:g} "
                 "(the same constant for every query and key)")
         positions = float_outputs(plain.result)
@@ -98,13 +98,6 @@ def require_attention(case, result, value, mask=None):
         fail(case.describe(), f"your forward is not attention: {reason}", GATE_HINT)
 
 
-def _replied(reply):
-    """A reply of ``student.call_many``; a failed call's error is raised here, where the test's checks reach it."""
-    if isinstance(reply, Exception):
-        raise reply
-    return reply
-
-
 def _check_gradients(student, case):
     """The student's backward against finite differences of the student's own forward (float64 inputs)."""
     case = handled_rank(student, case)
@@ -115,7 +108,7 @@ def _check_gradients(student, case):
     perturbed = [_moved(inputs, index, sign * FD_STEP * direction) + (mask,)
                  for index, found in moves.items() for direction in found for sign in (1.0, -1.0)]
     plain, *forwards = student.call_many(SDPA, [(q, k, v, mask)] + perturbed)
-    plain = _replied(plain)
+    plain = replied(plain)
     require_attention(case, plain.result, v, mask)
     if not float_outputs(plain.result):
         fail(case.describe(), f"returned {describe_value(plain.result)}: no floating-point tensor to differentiate")
@@ -151,7 +144,7 @@ def _check_direction(student, case, inputs, mask, index, direction, grad, grad_o
     """One random direction: the backward's directional derivative against a central finite difference of
     the student's own forward, both of sum(result * grad_outputs), computed here from returned results
     (``forwards``: the student's replies at the inputs moved by +FD_STEP and -FD_STEP along it)."""
-    results = [_replied(reply).result for reply in forwards]
+    results = [replied(reply).result for reply in forwards]
     name = ("query", "key", "value")[index]
     difference = projected_difference(*results, grad_outputs)
     if difference is None:

@@ -143,7 +143,7 @@ class Student:
         them, the same for every call), sent to the child as one request (``protocol.Calls``, at most
         ``protocol.MAX_CALLS`` calls). A list with an item per call, in order: its ``Reply``, or the
         ``StudentError`` that ``call`` would have raised for it, returned, not raised, so that the caller
-        charges a failure where its own order of checks reaches that call (``raise item``)."""
+        charges a failure where its own order of checks reaches that call (``replied(item)``)."""
         replies = self.try_call_many(target, arg_lists, mode=mode, allow_forbidden=allow_forbidden, **request)
         return [failed(target, args, request, reply) if isinstance(reply, Failure) else reply
                 for args, reply in zip(arg_lists, replies)]
@@ -530,6 +530,14 @@ def _proc_status_bytes(pid, field):
 def _runs(module, mode):
     """The student modules a call of ``module`` runs: mha.py runs attention.py too, except in oracle mode."""
     return ("mha", "attention") if module == "mha" and mode == "student" else (module,)
+
+
+def replied(item):
+    """An item of ``Student.call_many``: its ``Reply``, or the call's ``StudentError`` raised here, where the
+    test's own order of checks reaches that call."""
+    if isinstance(item, StudentError):
+        raise item
+    return item
 
 
 def failed(target, args, request, failure):

@@ -19,7 +19,7 @@ from autograder.containment.protocol import OBJECT, SEQUENCE, ErrorInfo, NotATen
 from autograder.containment.sandbox import ChildDied, OutOfTurn
 from autograder.grading.student import (MAX_TIMEOUTS, RECORD_MISSING, Failure, Reply, RuleViolation, Student, StudentError,
                                 _runs, describe_error, exception_mro, forbidden_message, hidden_message,
-                                source_classes)
+                                replied, source_classes)
 from variant_builder import SOLUTION, without_markers
 
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
@@ -508,6 +508,10 @@ def test_an_error_in_call_2_of_3_is_that_calls_student_error_returned_not_raised
     student = handle(tmp_path, script=each_call(script))
     got = student.call_many("attention.count", [(1,), (2,), (3,)])
     assert [type(item) for item in got] == [Reply, StudentError, Reply] and got[2].result == 30
+    assert replied(got[0]) is got[0]
+    with pytest.raises(StudentError) as raised:
+        replied(got[1])
+    assert raised.value is got[1]
     with pytest.raises(StudentError) as alone:
         student.call("attention.count", 2)
     assert str(got[1]) == str(alone.value), "what call would raise"
