@@ -12,11 +12,11 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
 - The comparisons: ``expect_close``, ``expect_equal``, ``expect_tensor``, ``expect_pair``, ``fail``; each
   failure raises ``StudentError``, whose message the student reads (any other exception is a grader error).
   ``diagnosed`` names a mistake of the ``catalogue``; ``describe_value``, ``matrix_figure`` show a value.
-- The replies' failures (``Failure``, ``RuleViolation``; ``replied`` raises the one ``student.call_many`` returned for a
-  call), the hints the reports share, the student's own
-  forward for gradient tests, the seeded ``randn`` (the public checks copy it) and ``weighted_sum`` (the
-  sandbox's vector-Jacobian product), and the submitted files (``read_source``, ``forbidden_calls``,
-  ``CONTRACT``: what a known-good attention replaces when an MHA test runs again with it).
+- The replies' failures (``Failure``, ``RuleViolation``; ``replied`` raises the one ``student.call_many`` returned
+  for a call), the hints the reports share, the student's own forward for gradient tests, the seeded ``randn``
+  (the public checks copy it) and ``weighted_sum`` (the sandbox's vector-Jacobian product), and the submitted
+  files (``read_source``, ``forbidden_calls``, ``CONTRACT``: what a known-good attention replaces when an MHA
+  test runs again with it).
 """
 from autograder.containment.probes import weighted_sum
 from autograder.grading import catalogue

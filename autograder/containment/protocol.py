@@ -302,8 +302,9 @@ class Answer:
                    {"calls": bodies})
 
     def calls(self, count):
-        """A ``Calls`` reply's answers, in order (for a checked body): ``count`` of them, or, where the child answered
-        the whole batch with one error (a result it could not send), that answer for every call."""
+        """A ``Calls`` reply's answers, in order (for a checked body; whether there are ``count`` is the caller's to
+        check), or, where the child answered the whole batch with one error (a result it could not send), that
+        answer for each of the ``count`` calls."""
         if not self.ok:
             return [self] * count
         return [Answer.from_body(dict(body, seq=self.seq)) for body in self.value["calls"]]
