@@ -303,11 +303,12 @@ class Answer:
 
     def calls(self, count):
         """A ``Calls`` reply's answers, in order (for a checked body; whether there are ``count`` is the caller's to
-        check), or, where the child answered the whole batch with one error (a result it could not send), that
+        check): none where the value is not a batch's (a reply to one call, which the student's code may have sent
+        itself), or, where the child answered the whole batch with one error (a result it could not send), that
         answer for each of the ``count`` calls."""
         if not self.ok:
             return [self] * count
-        return [Answer.from_body(dict(body, seq=self.seq)) for body in self.value["calls"]]
+        return [Answer.from_body(dict(body, seq=self.seq)) for body in self.value.get("calls", [])]
 
 
 # --- tagging results -----------------------------------------------------------------------

@@ -151,6 +151,11 @@ def test_a_batchs_answers_survive_the_schema_and_read_back_one_per_call_with_its
     assert back.ok and back.forbidden == ["x"] and back.calls(2) == answers
 
 
+def test_a_reply_to_one_call_holds_no_answer_to_a_batch():
+    """The student's code can send a reply of its own, numbered as the batch: it answers none of its calls."""
+    assert Answer(2, True, [], "n", value={"result": 1}).calls(3) == []
+
+
 def test_a_batch_answered_with_one_error_gives_that_error_for_every_call():
     error = ErrorInfo("UnsendableResult", [], "cannot encode", "sending the result")
     assert Answer(2, False, [], "n", error=error).calls(3) == [Answer(2, False, [], "n", error=error)] * 3

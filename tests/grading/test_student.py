@@ -575,6 +575,14 @@ def test_a_child_that_answers_another_number_of_calls_sent_a_malformed_reply(tmp
     assert student.spawned[0].closed
 
 
+def test_a_batch_answered_as_one_call_is_a_malformed_reply_not_a_grader_error(tmp_path):
+    """tests/heavy/hostile/stale_reply: the student's code sends a reply of its own, numbered as the request."""
+    student = handle(tmp_path, script=ok)
+    got = student.try_call_many("attention.count", [(1,), (2,)])
+    assert [f.message for f in got] == [
+        "the submission's process sent a malformed reply (0 answers to 2 calls) while running count"] * 2
+
+
 def test_a_blocked_target_fails_every_call_of_a_batch_without_asking_the_child(tmp_path):
     student = handle(tmp_path, script=times_out("attention.count"))
     student.try_call("attention.count", 1)
