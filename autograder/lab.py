@@ -12,10 +12,11 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
 - The comparisons: ``expect_close``, ``expect_equal``, ``expect_tensor``, ``expect_pair``, ``fail``; each
   failure raises ``StudentError``, whose message the student reads (any other exception is a grader error).
   ``diagnosed`` names a mistake of the ``catalogue``; ``describe_value``, ``matrix_figure`` show a value.
-- The replies' failures (``Failure``, ``RuleViolation``), the hints the reports share, the student's own
-  forward for gradient tests, the seeded ``randn`` (the public checks copy it) and ``weighted_sum`` (the
-  sandbox's vector-Jacobian product), and the submitted files (``read_source``, ``forbidden_calls``,
-  ``CONTRACT``: what a known-good attention replaces when an MHA test runs again with it).
+- The replies' failures (``Failure``, ``RuleViolation``; ``replied`` raises the one ``student.call_many`` returned
+  for a call), the hints the reports share, the student's own forward for gradient tests, the seeded ``randn``
+  (the public checks copy it) and ``weighted_sum`` (the sandbox's vector-Jacobian product), and the submitted
+  files (``read_source``, ``forbidden_calls``, ``CONTRACT``: what a known-good attention replaces when an MHA
+  test runs again with it).
 """
 from autograder.containment.probes import weighted_sum
 from autograder.grading import catalogue
@@ -28,11 +29,12 @@ from autograder.grading.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED
 from autograder.grading.oracle import CONTRACT
 from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
-from autograder.grading.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, attention_properties, blocked_weight, calls_differ,
-                                           not_a_distribution, padding_followed, scores_off,
-                                           tiled_rows, decode_steps, GRADIENT_ONLY_WRONG, WEIGHTS_RIGHT_OUTPUT_WRONG)
+from autograder.grading.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
+                                           HEADS_STOOD_IN, WEIGHTS_RIGHT_OUTPUT_WRONG, attention_properties,
+                                           blocked_weight, calls_differ, decode_steps, not_a_distribution,
+                                           padding_followed, scores_off, tiled_rows)
 from autograder.grading.seeded import randn
-from autograder.grading.student import Failure, RuleViolation, StudentError
+from autograder.grading.student import Failure, RuleViolation, StudentError, replied
 from autograder.rules import forbidden_calls, read_source
 
 PLUGIN = "autograder.grading.plugin"  # tests_hidden/conftest.py: pytest_plugins = [PLUGIN]
@@ -50,4 +52,5 @@ __all__ = [
     "padding_followed", "scores_off", "tiled_rows", "decode_steps", "GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
     # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
     "ATTENTION_STOOD_IN", "CONSTRUCTION_STOOD_IN", "HEADS_STOOD_IN",
+    "replied",  # an item of student.call_many: its reply, or its failure raised (issue 46)
 ]

@@ -9,7 +9,7 @@ from attention_checks import check_sdpa, handled_rank, sdpa_expected
 from autograder.lab import (FD_STEP, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, SHIFT_HINT, Failure,
                             calls_differ, catalogue, describe_value, directional_mismatch, directions, fail,
                             float_outputs, grad_outputs_for, matrix_figure, not_attention, projected_difference,
-                            shift_all_scores)
+                            replied, shift_all_scores)
 from cases import AttentionCase
 
 pytestmark = pytest.mark.part("gradients")
@@ -66,10 +66,11 @@ def test_large_scores_stay_finite(student, reference):
                         (AttentionCase((2,), 6, 6, 16, 16, dtype=torch.float64, seed=22), -1000.0)):  # exp(-1000) = 0
         case = handled_rank(student, case)
         q, k, v, _ = case.inputs()
-        plain = student.call(SDPA, q, k, v, None)
-        require_attention(case, plain.result, v)
         big_q, big_k = shift_all_scores(q, k, shift)
-        shifted = student.call(SDPA, big_q, big_k, v, None)
+        plain, shifted = student.call_many(SDPA, [(q, k, v, None), (big_q, big_k, v, None)])  # one request
+        plain = replied(plain)
+        require_attention(case, plain.result, v)
+        shifted = replied(shifted)
         what = (f"{case.describe()}, then the query and key moved so that every score is shifted by {shift:g} "
                 "(the same constant for every query and key)")
         positions = float_outputs(plain.result)
@@ -102,7 +103,12 @@ def _check_gradients(student, case):
     case = handled_rank(student, case)
     q, k, v, mask = case.inputs()
     inputs = (q, k, v)
-    plain = student.call(SDPA, q, k, v, mask)
+    # The forward and every forward at perturbed inputs, in one request: none depends on another's result.
+    moves = {index: directions(x.shape, seed=case.seed + 60 + index) for index, x in enumerate(inputs)}
+    perturbed = [_moved(inputs, index, sign * FD_STEP * direction) + (mask,)
+                 for index, found in moves.items() for direction in found for sign in (1.0, -1.0)]
+    plain, *forwards = student.call_many(SDPA, [(q, k, v, mask)] + perturbed)
+    plain = replied(plain)
     require_attention(case, plain.result, v, mask)
     if not float_outputs(plain.result):
         fail(case.describe(), f"returned {describe_value(plain.result)}: no floating-point tensor to differentiate")
@@ -124,18 +130,21 @@ def _check_gradients(student, case):
                                   f"shape {tuple(x.shape)}")
         if not got.any():
             fail(case.describe(), f"the gradient w.r.t. {name} is all zeros", NO_GRADIENT_HINT)
-        for direction in directions(x.shape, seed=case.seed + 60 + index):
-            _check_direction(student, case, inputs, mask, index, direction, got, grad_outputs)
+        for direction in moves[index]:
+            plus, minus, *forwards = forwards
+            _check_direction(student, case, inputs, mask, index, direction, got, grad_outputs, (plus, minus))
 
 
-def _check_direction(student, case, inputs, mask, index, direction, grad, grad_outputs):
+def _moved(inputs, index, step):
+    """``inputs`` with ``step`` added to the one at ``index``."""
+    return tuple(x + step if i == index else x for i, x in enumerate(inputs))
+
+
+def _check_direction(student, case, inputs, mask, index, direction, grad, grad_outputs, forwards):
     """One random direction: the backward's directional derivative against a central finite difference of
-    the student's own forward, both of sum(result * grad_outputs), computed here from returned results."""
-    results = []
-    for sign in (1.0, -1.0):
-        moved = list(inputs)
-        moved[index] = inputs[index] + sign * FD_STEP * direction
-        results.append(student.call(SDPA, *moved, mask).result)
+    the student's own forward, both of sum(result * grad_outputs), computed here from returned results
+    (``forwards``: the student's replies at the inputs moved by +FD_STEP and -FD_STEP along it)."""
+    results = [replied(reply).result for reply in forwards]
     name = ("query", "key", "value")[index]
     difference = projected_difference(*results, grad_outputs)
     if difference is None:
@@ -153,7 +162,7 @@ def _check_direction(student, case, inputs, mask, index, direction, grad, grad_o
 
 def _random(student, inputs, mask):
     """Why two calls on the same inputs differ (randomness explains a failed comparison first), or None."""
-    replies = [student.try_call(SDPA, *inputs, mask) for _ in range(2)]
+    replies = student.try_call_many(SDPA, [(*inputs, mask)] * 2)
     if any(isinstance(reply, Failure) for reply in replies):
         return None
     return calls_differ(*(reply.result for reply in replies))

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from autograder.lab import (DEVICE_HINT, describe_value, device_ignored, diagnosed, expect_equal, expect_tensor,
-                            fail, padding_followed, read_source)
+                            fail, padding_followed, read_source, replied)
 from cases import tokens_with_padding
 
 pytestmark = pytest.mark.part("masks")
@@ -18,8 +18,9 @@ PADDING_HINT = "True where the key is a real token (tokens != pad_id), shaped (B
 @pytest.mark.public
 def test_causal_mask_values(student):
     """Causal mask: True on and below the diagonal, for T = 7, 4 and 1"""
-    for seq_len in (7, 4, 1):  # the largest first: it tells the mistakes apart
-        got = student.call("attention.causal_mask", seq_len).result
+    sizes = (7, 4, 1)  # the largest first: it tells the mistakes apart
+    for seq_len, reply in zip(sizes, student.call_many("attention.causal_mask", [(n,) for n in sizes])):
+        got = replied(reply).result
         expected = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
         with diagnosed("causal_mask", got, seq_len):
             expect_equal(got, expected, f"causal_mask({seq_len})", "mask", CAUSAL_HINT)
@@ -61,8 +62,10 @@ def _padding_cases():
 @pytest.mark.public
 def test_padding_mask_values(student):
     """Padding mask: False exactly at the padding tokens"""
-    for label, tokens, pad_id in _padding_cases():
-        got = student.call("attention.padding_mask", tokens, pad_id).result
+    cases = list(_padding_cases())
+    for (label, tokens, pad_id), reply in zip(cases, student.call_many("attention.padding_mask",
+                                                                       [(tokens, pad_id) for _, tokens, pad_id in cases])):
+        got = replied(reply).result
         expected = (tokens != pad_id)[:, None, None, :]
         with diagnosed("padding_mask", got, tokens, pad_id):
             expect_equal(got, expected, f"padding_mask(tokens {tuple(tokens.shape)}, {label})", "mask",

@@ -1,4 +1,4 @@
-"""Code that runs INSIDE the sandboxed child: import the student's files, run one probe per request.
+"""Code that runs INSIDE the sandboxed child: import the student's files, run the probes each request asks for.
 
 Nothing here is trusted by the parent: a submission can rewrite any of it at run time. Its
 job is only to call the student's code on the inputs the parent sent and to send back plain
@@ -25,8 +25,8 @@ import torch
 
 from autograder import rules
 from autograder.containment import wire
-from autograder.containment.protocol import (LENT_MODULE, MAX_TEXT, STUDENT_MODULES, Answer, ErrorInfo, Import, Probe,
-                                 ProtocolError, WarmUp, Where, read_request, tag)
+from autograder.containment.protocol import (LENT_MODULE, MAX_TEXT, STUDENT_MODULES, Answer, Calls, ErrorInfo, Import,
+                                 Probe, ProtocolError, WarmUp, Where, read_request, tag)
 
 # --- the from-scratch rule, checked while the student's code runs ------------------------
 
@@ -509,7 +509,11 @@ def serve(request_fd, response_fd, submission_dir):
 
 
 def answer(submission, request, seq, nonce):
-    """Run one request under the op record and say what happened, as an ``Answer``."""
+    """Run one request under the op record and say what happened, as an ``Answer``. A ``Calls`` runs each of
+    its calls as a request of its own: under an op record of its own, so a forbidden op is named in the
+    answer of the call that ran it, and an error ends that call alone."""
+    if isinstance(request, Calls):
+        return Answer.of_calls(seq, nonce, [answer(submission, probe, seq, nonce) for probe in request.each()])
     measuring = isinstance(request, Probe) and request.measure_memory
     with OpRecord(nonce, watch=not measuring) as record:
         try:

@@ -8,7 +8,7 @@ is written in the child, so perhaps by student code: the parent takes it only af
 ``replies.check`` has checked its schema, and reads it with ``Answer.from_body``. Its fields
 stay claims.
 
-The three requests::
+The four requests::
 
     {"import": "attention" | "mha", "seq": n, "record": str}
     {"warm_up": [[int]], "seq": n, "record": str}
@@ -17,7 +17,11 @@ The three requests::
      "params": bool}, "attrs": true, "decode": tensor, "measure_memory": true,
      "lend": {"sizes": {name: int}, "layers": {name: [int, int, bool]}, "methods": [str]}, "seq": n, "record": str}
 
-where every field of the last but ``target`` is optional (no ``args``: construct only).
+    {"calls": [[...], ...], "target": "module.attr", <the probe's fields but args>, "seq": n, "record": str}
+
+where every field of the third but ``target`` is optional (no ``args``: construct only). The fourth, a
+``Calls``, is the third on each of up to ``MAX_CALLS`` argument lists: one request, one reply whose value is
+``{"calls": [answer, ...]}``, an answer (the body of an ``Answer``, without ``seq``) per call, in order.
 """
 import dataclasses
 import math
@@ -38,6 +42,7 @@ MAX_TAGGED_ITEMS = 16     # items of a returned sequence that are sent back
 MAX_TAGGED_DEPTH = 4      # nested sequences below that become an OBJECT tag
 MAX_WARM_SHAPES = 4       # tensor arguments a warm-up copies the shapes of
 MAX_WARM_ELEMENTS = 1 << 22  # elements of any one of them (16 MiB of float32)
+MAX_CALLS = 16            # calls of one ``Calls`` request (a gradient test sends 13)
 
 
 class ProtocolError(ValueError):
@@ -122,8 +127,40 @@ class Probe:
         return cls(target, list(args) if args or "kwargs" in request else None, **request)
 
 
+@dataclass(frozen=True)
+class Calls:
+    """``probe`` on each of ``args`` (a list of argument lists), sent as one request: the child runs the calls in
+    order, each as the probe alone would run (its own op record, its own error), and answers them in one reply.
+    A measured call or a decode is a request of its own: it needs a fresh child, or has no arguments to vary."""
+    probe: Probe                             # its own args unused (None)
+    args: list                               # [[arg]]: 1 to MAX_CALLS argument lists
+
+    def __post_init__(self):
+        if not 1 <= len(self.args) <= MAX_CALLS or not all(type(a) is list for a in self.args):
+            raise ProtocolError(f"a batch holds 1 to {MAX_CALLS} argument lists")
+        if self.probe.args is not None or self.probe.measure_memory or self.probe.decode is not None:
+            raise ProtocolError("a batch's probe has no args of its own, measures no memory and decodes nothing")
+
+    measure_memory = False                   # never (not a field): read where a request may be a Probe
+    target = property(lambda self: self.probe.target)
+    module = property(lambda self: self.probe.module)
+
+    def each(self):
+        """The probes the batch stands for, in order."""
+        return [dataclasses.replace(self.probe, args=args) for args in self.args]
+
+    @classmethod
+    def build(cls, target, arg_lists, **request):
+        """``Probe.build``'s spelling, with a sequence of argument tuples for ``args``."""
+        probe = Probe.build(target, (), **request)
+        return cls(dataclasses.replace(probe, args=None), [list(args) for args in arg_lists])
+
+
 def request_body(request, record):
-    """The wire body of ``request`` (an ``Import``, a ``WarmUp`` or a ``Probe``); ``record`` is the op record's marker."""
+    """The wire body of ``request`` (an ``Import``, a ``WarmUp``, a ``Probe`` or ``Calls``); ``record`` is the op
+    record's marker."""
+    if isinstance(request, Calls):
+        return {**request_body(request.probe, record), "calls": request.args}
     if isinstance(request, Import):
         return {"import": request.module, "record": record}
     if isinstance(request, WarmUp):
@@ -163,6 +200,11 @@ def read_request(body):
             raise ProtocolError(f"a warm-up lists at most {MAX_WARM_SHAPES} shapes of 1 to 4 positive sizes, "
                                 f"{MAX_WARM_ELEMENTS} elements each at most, and nothing else")
         return WarmUp(shapes), seq, record
+    if "calls" in fields:
+        calls = fields.pop("calls")
+        if type(calls) is not list:
+            raise ProtocolError(f"a batch holds 1 to {MAX_CALLS} argument lists")
+        return Calls(_read_probe(fields), calls), seq, record
     return _read_probe(fields), seq, record
 
 
@@ -285,6 +327,22 @@ class Answer:
         error = body.get("error")
         return cls(body["seq"], body["ok"], body["forbidden"], body.get("record"), body.get("value"),
                    error and ErrorInfo.from_body(error))
+
+    @classmethod
+    def of_calls(cls, seq, record, answers):
+        """The reply to a ``Calls`` (in the child): its ``answers``, one per call, each without the ``seq`` they share."""
+        bodies = [{name: part for name, part in answer.body().items() if name != "seq"} for answer in answers]
+        return cls(seq, True, sorted({name for answer in answers for name in answer.forbidden}), record,
+                   {"calls": bodies})
+
+    def calls(self, count):
+        """A ``Calls`` reply's answers, in order (for a checked body; whether there are ``count`` is the caller's to
+        check): none where the value is not a batch's (a reply to one call, which the student's code may have sent
+        itself), or, where the child answered the whole batch with one error (a result it could not send), that
+        answer for each of the ``count`` calls."""
+        if not self.ok:
+            return [self] * count
+        return [Answer.from_body(dict(body, seq=self.seq)) for body in self.value.get("calls", [])]
 
 
 # --- tagging results -----------------------------------------------------------------------

@@ -15,17 +15,19 @@ The shapes, as ``probes.run_probe`` builds them::
         "attrs": {"type_mro": [str], "d_model"/"n_heads"/"d_k": int | str,
                   "linears": {name: {"in": int, "out": int, "bias": bool}}, "parameters": {name: tensor}},
         "projected": {"w_k": [[int]], "w_v": [[int]]}, "cache_shapes": [[[int] | str]], "caches": [plain]}}
+    {"seq": n, "ok": true, "forbidden": [str], "record": str | null, "value": {"calls": [answer]}}
     {"seq": n, "ok": false, "forbidden": [str], "record": str | null, "error": {"type": str, "mro": [str], "message": str,
         "phase": str, "where": null | {"file": str, "line": int, "function": str, "code": str}}}
 
-where ``plain`` is what ``protocol.tag`` makes: a tensor, null, a bool, an int, a float, a
+where an ``answer`` (one per call of a ``protocol.Calls``, at most ``MAX_CALLS``) is either of the first two
+without its ``seq``, and ``plain`` is what ``protocol.tag`` makes: a tensor, null, a bool, an int, a float, a
 str, ``{"__sequence__": "tuple" | "list", "items": [plain]}``, ``{"__tensor_of__": str,
 "value": tensor}`` or ``{"__object__": str}``.
 """
 import torch
 
 from autograder.bounds import CHILD_NAME, CHILD_TEXT, cut
-from autograder.containment.protocol import OBJECT, SEQUENCE, TENSOR_OF
+from autograder.containment.protocol import MAX_CALLS, OBJECT, SEQUENCE, TENSOR_OF
 
 MAX_INT = 1 << 62      # ints beyond this would overflow float arithmetic in the tests
 MAX_ITEMS = 4096       # entries of any one list or dict (honest replies: at most a few dozen)
@@ -42,9 +44,13 @@ def check(message):
     else raise ``BadReply`` naming the first fault."""
     fields(message, "the reply", required={"seq": _int, "ok": _bool, "forbidden": _strings},
            optional={"value": _value, "error": _error, "record": _optional(_str)})
-    if message["ok"] != ("value" in message) or ("value" in message) == ("error" in message):
-        raise BadReply("the reply must hold either ok and a value, or an error")
+    _one_of_value_and_error(message, "the reply")
     return bounded(message)
+
+
+def _one_of_value_and_error(message, where):
+    if message["ok"] != ("value" in message) or ("value" in message) == ("error" in message):
+        raise BadReply(f"{where} must hold either ok and a value, or an error")
 
 
 # Fields whose strings are names (an exception type, a function, a file, a type's name): cut shorter.
@@ -192,6 +198,24 @@ def _projected(value, where):
 
 
 def _value(value, where):
+    if type(value) is dict and "calls" in value:
+        fields(value, where, required={"calls": _calls})
+        return
+    _one_value(value, where)
+
+
+def _calls(value, where):
+    """A batch's answers (``protocol.Answer.of_calls``): each a reply without its ``seq``, and no batch in it."""
+    if type(value) is not list or not 1 <= len(value) <= MAX_CALLS:
+        _fail(where, f"a list of 1 to {MAX_CALLS} answers")
+    for i, answer in enumerate(value):
+        at = f"{where}[{i}]"
+        fields(answer, at, required={"ok": _bool, "forbidden": _strings},
+               optional={"value": _one_value, "error": _error, "record": _optional(_str)})
+        _one_of_value_and_error(answer, at)
+
+
+def _one_value(value, where):
     fields(value, where, optional={
         "result": _plain, "inputs_after": _maybe_tensors, "grads": _grads,
         "attrs": _attrs, "projected": _projected, "caches": _list_of(_plain),

@@ -37,8 +37,8 @@ from autograder.config import GRADER_MARGIN_MB, WALL_BACKSTOP
 from autograder.grading import oracle
 from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
 from autograder.grading.properties import shapes_in
-from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Import, Probe, WarmUp, request_body,
-                                 untag)
+from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Calls, Import, Probe, WarmUp,
+                                 request_body, untag)
 from autograder.containment.sandbox import ChildDied, OutOfTurn
 
 MAX_TIMEOUTS = 3
@@ -129,10 +129,7 @@ class Student:
         """
         reply = self.try_call(target, *args, mode=mode, allow_forbidden=allow_forbidden, **request)
         if isinstance(reply, Failure):
-            message = _refused_valid_size(target, request, reply)
-            error = reply.error
-            went_in = shapes_in(args) if error is not None and error.where and error.type != "NotImplementedError" else None
-            raise (RuleViolation if reply.rule else StudentError)(message + (f"\n  {went_in}" if went_in else ""))
+            raise failed(target, args, request, reply)
         return reply
 
     def try_call(self, target, *args, mode="student", allow_forbidden=False, **request):
@@ -142,6 +139,37 @@ class Student:
         blocked = self._blocked(target, mode, probe.module)
         if blocked:
             return Failure(blocked, error=None)
+        return self._attempt(mode, probe, allow_forbidden)
+
+    def call_many(self, target, arg_lists, mode="student", allow_forbidden=False, **request):
+        """``call`` on each of ``arg_lists`` (tuples of positional arguments; the other fields as ``call`` takes
+        them, the same for every call), sent to the child as one request (``protocol.Calls``, at most
+        ``protocol.MAX_CALLS`` calls). A list with an item per call, in order: its ``Reply``, or the
+        ``StudentError`` that ``call`` would have raised for it, returned, not raised, so that the caller
+        charges a failure where its own order of checks reaches that call (``replied(item)``)."""
+        replies = self.try_call_many(target, arg_lists, mode=mode, allow_forbidden=allow_forbidden, **request)
+        return [failed(target, args, request, reply) if isinstance(reply, Failure) else reply
+                for args, reply in zip(arg_lists, replies)]
+
+    def try_call_many(self, target, arg_lists, mode="student", allow_forbidden=False, **request):
+        """Like ``call_many`` but a failed call is a ``Failure``, as ``try_call`` returns it.
+
+        Each call is judged as ``try_call`` judges it: its own result or error, its own forbidden ops. The
+        batch as a whole has the time of its calls: ``call_seconds`` of CPU time per call (never more than is
+        left of the submission's budget), and the wall-clock backstop that many times too, never past the
+        submission's deadline; the parent waits on the child as for one call, never blocked. A batch that
+        runs out of time, or a child that dies in it, fails every call of the batch with that one reason,
+        and the target is not called again, as after one call that timed out."""
+        calls = Calls.build(target, arg_lists, **request)
+        blocked = self._blocked(target, mode, calls.module)
+        if blocked:
+            return [Failure(blocked, error=None)] * len(calls.args)
+        replies = self._attempt(mode, calls, allow_forbidden)
+        return replies if isinstance(replies, list) else [replies] * len(calls.args)
+
+    def _attempt(self, mode, probe, allow_forbidden):
+        """``_probe``, run again in a fresh child if the child broke the protocol after an earlier reply."""
+        target = probe.target
         try:
             return self._probe(mode, probe, allow_forbidden)
         except OutOfTurn as died:  # the child broke the protocol after an earlier test's reply
@@ -180,6 +208,13 @@ class Student:
             raise
         except ChildDied as died:
             return Failure(self._died(mode, target, died), error=None)
+        if isinstance(probe, Calls):
+            return [self._judged(mode, each, answered, allow_forbidden) for each, answered in zip(probe.each(), answer)]
+        return self._judged(mode, probe, answer, allow_forbidden, meter, grown)
+
+    def _judged(self, mode, probe, answer, allow_forbidden, meter=None, grown=None):
+        """One call's ``Answer`` as a ``Reply``, or a ``Failure``: the rule first (hidden calls, forbidden ops), then its error."""
+        target, module = probe.target, probe.module
         hidden = self._hides(module, mode)
         if hidden:
             return Failure(hidden_message(hidden, target), error=None, rule=True)
@@ -198,14 +233,27 @@ class Student:
     def _recorded_call(self, child, request, mode):
         """child.call, as an ``Answer`` whose op record the parent checked: it must carry the marker
         sent with the request and name only watched built-ins. Ops recorded while the modules were
-        imported count in every call of that child."""
+        imported count in every call of that child. For ``Calls``, a list: an ``Answer`` per call,
+        each checked so; the time limit is one call's times the number of calls."""
         nonce = secrets.token_hex(8)
+        calls = len(request.args) if isinstance(request, Calls) else 1
         try:
-            body = child.call(request_body(request, record=nonce), deadline=self.deadline,
+            body = child.call(request_body(request, record=nonce), timeout=self.limits.call_seconds * calls,
+                              deadline=self.deadline,
                               cpu_left=self.limits.submission_seconds - self.cpu_spent)  # checked by replies
         finally:
             self.cpu_spent += getattr(child, "cpu_used", 0.0)
         answer = Answer.from_body(body)
+        if isinstance(request, Calls):
+            answers = answer.calls(calls)
+            if len(answers) != calls:
+                child.kill()
+                raise ChildDied(f"sent a malformed reply ({len(answers)} answers to {calls} calls)")
+            return [self._checked_record(each, nonce, request, mode) for each in answers]
+        return self._checked_record(answer, nonce, request, mode)
+
+    def _checked_record(self, answer, nonce, request, mode):
+        """``answer`` with the forbidden ops the parent takes from it (see ``_recorded_call``)."""
         claimed = set(answer.forbidden)
         forbidden = claimed & KNOWN_FORBIDDEN
         if answer.record != nonce or not claimed <= KNOWN_FORBIDDEN:
@@ -487,6 +535,22 @@ def _proc_status_bytes(pid, field):
 def _runs(module, mode):
     """The student modules a call of ``module`` runs: mha.py runs attention.py too, except in oracle mode."""
     return ("mha", "attention") if module == "mha" and mode == "student" else (module,)  # oracle, below
+
+
+def replied(item):
+    """An item of ``Student.call_many``: its ``Reply``, or the call's ``StudentError`` raised here, where the
+    test's own order of checks reaches that call."""
+    if isinstance(item, StudentError):
+        raise item
+    return item
+
+
+def failed(target, args, request, failure):
+    """The ``StudentError`` (a ``RuleViolation`` for the rule) that ``call`` raises for ``failure``."""
+    message = _refused_valid_size(target, request, failure)
+    error = failure.error
+    went_in = shapes_in(args) if error is not None and error.where and error.type != "NotImplementedError" else None
+    return (RuleViolation if failure.rule else StudentError)(message + (f"\n  {went_in}" if went_in else ""))
 
 
 def _refused_valid_size(target, request, failure):

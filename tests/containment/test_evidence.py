@@ -24,7 +24,7 @@ class ForgingChild:
         self.answer, self.echo, self.import_forbidden, self.dead = answer, echo, list(import_forbidden), None
         self.requests = []
 
-    def call(self, request, deadline=None, cpu_left=None):
+    def call(self, request, timeout=None, deadline=None, cpu_left=None):
         """As ``sandbox.Child.call`` returns it: numbered, and checked by ``replies``."""
         self.requests.append(request)
         if "import" in request:

@@ -16,8 +16,8 @@ import torch
 from autograder.containment import probes, replies, wire
 from autograder.containment.probes import (MAX_TEXT, SDPA, ImportFailed, OpRecord, Submission, answer, decode_token_by_token,
                                describe_exception, weighted_sum)
-from autograder.containment.protocol import (SEQUENCE, STUDENT_MODULES, Construct, ErrorInfo, Gradients, Import, Probe,
-                                 WarmUp, Where)
+from autograder.containment.protocol import (SEQUENCE, STUDENT_MODULES, Calls, Construct, ErrorInfo, Gradients, Import,
+                                 Probe, WarmUp, Where)
 from variant_builder import ROOT, SOLUTION, without_markers
 
 
@@ -446,6 +446,56 @@ def test_a_request_that_measures_memory_is_not_op_recorded(folder):
     reply = answer(Submission(str(folder)),
                    Probe("attention.attend", [torch.randn(1, 2, 4)], measure_memory=True), 1, "nonce")
     assert reply.ok and reply.forbidden == [] and reply.record == "nonce"
+
+
+COUNTER = """\
+    import torch
+
+    calls = []
+
+    def count(x):
+        calls.append(x)
+        if x == 2:
+            raise ValueError(f"call {len(calls)} refused {x}")
+        if x == 3:
+            return torch.nn.functional.scaled_dot_product_attention(*[torch.ones(1, 2, 4)] * 3)
+        return len(calls), x * 10
+    """
+
+
+def batch(folder, *args):
+    """The answer to a batch of ``count`` on each of ``args``, and its answers per call, as the parent reads them."""
+    write(folder, attention=COUNTER)
+    reply = answer(Submission(str(folder)), Calls.build("attention.count", [(a,) for a in args]), 9, "nonce")
+    return reply, reply.calls(len(args))
+
+
+def test_a_batch_runs_its_calls_in_order_and_answers_each_in_one_reply(folder):
+    reply, answers = batch(folder, 5, 6, 7)
+    assert (reply.seq, reply.ok, reply.record) == (9, True, "nonce")
+    assert [a.value["result"][SEQUENCE] for a in answers] == ["tuple"] * 3
+    assert [a.value["result"]["items"] for a in answers] == [[1, 50], [2, 60], [3, 70]]
+    assert all(a.seq == 9 and a.record == "nonce" for a in answers)
+
+
+def test_an_error_in_one_call_of_a_batch_is_that_calls_answer_and_the_others_run(folder):
+    _, answers = batch(folder, 1, 2, 4)
+    assert [a.ok for a in answers] == [True, False, True]
+    assert answers[1].error.message == "call 2 refused 2" and answers[1].error.phase == "calling attention.count"
+    assert answers[2].value["result"]["items"] == [3, 40]
+
+
+def test_a_forbidden_op_is_named_in_the_answer_of_the_call_that_ran_it(folder):
+    reply, answers = batch(folder, 1, 3, 4)
+    assert [a.forbidden for a in answers] == [[], [SDPA], []]
+    assert reply.forbidden == [SDPA], "the batch's own field: what any call ran"
+
+
+def test_a_batchs_reply_is_one_the_parents_schema_accepts(folder):
+    reply, _ = batch(folder, 1, 2, 3)
+    reader = wire.Reader()
+    reader.feed(wire.encode(reply.body()))
+    replies.check(reader.message())
 
 
 def test_a_tripwired_builtin_is_named_in_the_answer(folder, monkeypatch):

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from autograder.containment import replies, wire
-from autograder.containment.protocol import (MAX_TAGGED_ITEMS, MAX_TEXT, OBJECT, SEQUENCE, TENSOR_OF, Answer, Construct,
-                                 ErrorInfo, Gradients, Import, Lend, NotATensor, Probe, ProtocolError, WarmUp, Where,
-                                 read_request, request_body, tag, untag)
+from autograder.containment.protocol import (MAX_CALLS, MAX_TAGGED_ITEMS, MAX_TEXT, OBJECT, SEQUENCE, TENSOR_OF, Answer,
+                                 Calls, Construct, ErrorInfo, Gradients, Import, Lend, NotATensor, Probe, ProtocolError,
+                                 WarmUp, Where, read_request, request_body, tag, untag)
 
 
 def over_the_wire(body, seq=1):
@@ -66,7 +66,39 @@ def test_a_misspelt_request_field_is_refused_where_it_is_written():
         Probe.build("attention.causal_mask", (4,), measure_mem=True)
 
 
+def test_a_batch_reads_back_with_its_argument_lists_and_the_probes_fields():
+    x = torch.randn(2, 3)
+    calls = Calls.build("attention.scaled_dot_product_attention", [(x, x, x, None), (x + 1, x, x, None)],
+                        kwargs={"causal": True})
+    back, seq, record = read_request(over_the_wire(request_body(calls, record="n"), seq=4))
+    assert (seq, record, back.target, back.probe.kwargs, back.probe.args) == (
+        4, "n", "attention.scaled_dot_product_attention", {"causal": True}, None)
+    assert [len(args) for args in back.args] == [4, 4] and torch.equal(back.args[1][0], x + 1)
+    assert [probe.args[0] for probe in back.each()] == [back.args[0][0], back.args[1][0]], "one probe per list, in order"
+
+
+@pytest.mark.parametrize("arg_lists, fields", [
+    ([], {}), ([[1]] * (MAX_CALLS + 1), {}), ([[1]], {"measure_memory": True}), ([[1]], {"decode": torch.ones(1, 2, 4)}),
+])
+def test_a_batch_is_bounded_and_holds_no_request_that_needs_its_own(arg_lists, fields):
+    with pytest.raises(ProtocolError, match="a batch"):
+        Calls.build("attention.causal_mask", arg_lists, **fields)
+
+
+BATCH = {"target": "attention.f", "seq": 1, "record": "n"}
+
+
 @pytest.mark.parametrize("body, fault", [
+    (dict(BATCH, calls=[]), "a batch holds 1 to"),
+    (dict(BATCH, calls=[[1]] * (MAX_CALLS + 1)), "a batch holds 1 to"),
+    (dict(BATCH, calls=[[1], 2]), "a batch holds 1 to"),
+    (dict(BATCH, calls={"0": [1]}), "a batch holds 1 to"),
+    (dict(BATCH, calls=[[1]], args=[2]), "a batch's probe has no args"),
+    (dict(BATCH, calls=[[1]], measure_memory=True), "measures no memory"),
+    (dict(BATCH, calls=[[1]], decode=torch.ones(1)), "decodes nothing"),
+    (dict(BATCH, calls=[[1]], target="os.system"), "the target is"),
+    (dict(BATCH, calls=[[1]], kwargs=[1]), "kwargs is not a dict"),
+
     ([1], "an object"),
     ({"import": "attention", "record": "n"}, "int seq"),
     ({"import": "attention", "seq": "1", "record": "n"}, "int seq"),
@@ -119,6 +151,40 @@ def test_a_value_answer_reads_back_with_its_value():
     body = over_the_wire(Answer(3, True, ["x"], None, value={"result": 5}).body(), seq=3)
     answer = Answer.from_body(replies.check(body))
     assert answer.ok and answer.value == {"result": 5} and answer.error is None and answer.forbidden == ["x"]
+
+
+def test_a_batchs_answers_survive_the_schema_and_read_back_one_per_call_with_its_number():
+    error = ErrorInfo("ValueError", ["ValueError"], "bad", "calling attention.f")
+    answers = [Answer(5, True, [], "n", value={"result": 1}), Answer(5, False, ["x"], "n", error=error)]
+    back = Answer.from_body(replies.check(over_the_wire(Answer.of_calls(5, "n", answers).body(), seq=5)))
+    assert back.ok and back.forbidden == ["x"] and back.calls(2) == answers
+
+
+def test_a_reply_to_one_call_holds_no_answer_to_a_batch():
+    """The student's code can send a reply of its own, numbered as the batch: it answers none of its calls."""
+    assert Answer(2, True, [], "n", value={"result": 1}).calls(3) == []
+
+
+def test_a_batch_answered_with_one_error_gives_that_error_for_every_call():
+    error = ErrorInfo("UnsendableResult", [], "cannot encode", "sending the result")
+    assert Answer(2, False, [], "n", error=error).calls(3) == [Answer(2, False, [], "n", error=error)] * 3
+
+
+@pytest.mark.parametrize("calls", [
+    [], [{"ok": True, "forbidden": [], "value": {}}] * (MAX_CALLS + 1),
+    [{"ok": True, "forbidden": []}], [{"ok": True, "forbidden": [], "value": {}, "error": {}}],
+    [{"ok": True, "forbidden": [], "value": {"calls": [{"ok": True, "forbidden": [], "value": {}}]}}],
+    [{"ok": True, "forbidden": [], "value": {}, "seq": 1}],
+])
+def test_a_batch_reply_outside_its_schema_is_refused(calls):
+    with pytest.raises(replies.BadReply):
+        replies.check({"seq": 1, "ok": True, "forbidden": [], "record": None, "value": {"calls": calls}})
+
+
+def test_a_batch_reply_holds_its_answers_and_nothing_else():
+    with pytest.raises(replies.BadReply):
+        replies.check({"seq": 1, "ok": True, "forbidden": [], "record": None,
+                       "value": {"calls": [{"ok": True, "forbidden": [], "value": {}}], "result": 1}})
 
 
 def test_an_answer_body_holds_a_value_or_an_error_never_both():

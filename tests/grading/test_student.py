@@ -19,7 +19,7 @@ from autograder.containment.protocol import OBJECT, SEQUENCE, ErrorInfo, NotATen
 from autograder.containment.sandbox import ChildDied, OutOfTurn
 from autograder.grading.student import (MAX_TIMEOUTS, RECORD_MISSING, Failure, Reply, RuleViolation, Student, StudentError,
                                 _runs, describe_error, exception_mro, forbidden_message, hidden_message,
-                                source_classes)
+                                replied, source_classes)
 from variant_builder import SOLUTION, without_markers
 
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
@@ -172,8 +172,9 @@ class StandInChild:
         self.script, self.imports, self.dead = script, imports, None
         self.requests, self.closed = [], False
 
-    def call(self, request, deadline=None, cpu_left=None):
+    def call(self, request, timeout=None, deadline=None, cpu_left=None):
         self.requests.append(request)
+        self.timeout = timeout
         if "warm_up" in request:  # the kit's own ops: answered like an import
             reply = {"ok": True, "value": {}}
         else:
@@ -183,6 +184,9 @@ class StandInChild:
 
     def close(self):
         self.closed = True
+
+    def kill(self):
+        self.dead = "killed"
 
     output_dropped = 0
     cpu_used = 0.0  # the CPU time of its last call, as sandbox.Child measures it
@@ -469,3 +473,119 @@ def test_closing_retires_every_child_and_keeps_what_they_printed(tmp_path):
     student.call("mha.MultiHeadAttention", init={"args": [8, 2]}, mode="oracle")
     student.close()
     assert all(child.closed for child in student.spawned) and len(student.output) == 2 and not student.children
+
+
+# --- several calls in one request (student.call_many) --------------------------------------------
+
+def each_call(script):
+    """A stand-in's script for a batch: ``script`` answers each call (a request with that call's ``args``), and a
+    request of one call alone."""
+    def batch(request):
+        if "calls" not in request:
+            return script(request)
+        answers = [dict({"forbidden": [], "record": request["record"]}, **script(dict(request, args=args)))
+                   for args in request["calls"]]
+        return {"ok": True, "value": {"calls": answers}}
+    return batch
+
+
+def echo(request):
+    return {"ok": True, "value": {"result": request["args"][0] * 10}}
+
+
+def test_a_batch_goes_to_the_child_as_one_request_and_comes_back_in_order(tmp_path):
+    student = handle(tmp_path, script=each_call(echo))
+    got = student.call_many("attention.count", [(1,), (2,), (3,)], kwargs={"k": 1})
+    sent = [r for r in requests(student) if "import" not in r]
+    assert len(sent) == 1 and sent[0]["calls"] == [[1], [2], [3]] and sent[0]["kwargs"] == {"k": 1}
+    assert [reply.result for reply in got] == [10, 20, 30]
+
+
+def test_an_error_in_call_2_of_3_is_that_calls_student_error_returned_not_raised(tmp_path):
+    def script(request):
+        return fails("refused 2")(request) if request["args"] == [2] else echo(request)
+
+    student = handle(tmp_path, script=each_call(script))
+    got = student.call_many("attention.count", [(1,), (2,), (3,)])
+    assert [type(item) for item in got] == [Reply, StudentError, Reply] and got[2].result == 30
+    assert replied(got[0]) is got[0]
+    with pytest.raises(StudentError) as raised:
+        replied(got[1])
+    assert raised.value is got[1]
+    with pytest.raises(StudentError) as alone:
+        student.call("attention.count", 2)
+    assert str(got[1]) == str(alone.value), "what call would raise"
+    assert isinstance(student.try_call_many("attention.count", [(1,), (2,)])[1], Failure)
+
+
+def test_a_forbidden_op_in_one_call_is_a_rule_violation_for_that_call_alone(tmp_path):
+    def script(request):
+        return dict(echo(request), forbidden=[SDPA] if request["args"] == [2] else [])
+
+    got = handle(tmp_path, script=each_call(script)).call_many("attention.count", [(1,), (2,), (3,)])
+    assert [type(item) for item in got] == [Reply, RuleViolation, Reply]
+    assert "from-scratch rule forbids" in str(got[1])
+
+
+def test_a_call_without_the_requests_marker_is_a_rule_violation_for_that_call_alone(tmp_path):
+    def script(request):
+        return dict(echo(request), record=None) if request["args"] == [1] else echo(request)
+
+    got = handle(tmp_path, script=each_call(script)).call_many("attention.count", [(1,), (2,)])
+    assert isinstance(got[0], RuleViolation) and RECORD_MISSING in str(got[0]) and isinstance(got[1], Reply)
+
+
+def test_a_batch_has_the_cpu_time_of_its_calls(tmp_path):
+    student = handle(tmp_path, script=each_call(echo))
+    student.call_many("attention.count", [(1,)] * 5)
+    assert student.spawned[0].timeout == 5 * student.limits.call_seconds
+
+
+def test_a_batch_that_times_out_fails_every_call_and_its_target_is_not_called_again(tmp_path):
+    student = handle(tmp_path, script=times_out("attention.count"))
+    got = student.try_call_many("attention.count", [(1,), (2,)])
+    limit = f"{student.limits.call_seconds:g}"
+    assert [f.message for f in got] == [f"count did not finish within {limit} s of CPU time (an infinite loop?)"] * 2
+    assert student.timeouts == 1 and student.spawned[0].closed
+    asked = len(requests(student))
+    assert student.try_call("attention.count", 1).message.startswith("not run: count timed out")
+    assert len(requests(student)) == asked
+
+
+def test_a_child_that_dies_mid_batch_fails_every_call_and_the_next_runs_in_a_fresh_child(tmp_path):
+    def script(request):
+        if "calls" in request:
+            raise ChildDied("was killed by signal 9")
+        return ok(request)
+
+    student = handle(tmp_path, script=script)
+    got = student.try_call_many("attention.count", [(1,), (2,), (3,)])
+    assert {f.message for f in got} == {"the submission's process was killed by signal 9 while running count"}
+    assert student.call("attention.count", 1).result == 1 and len(student.spawned) == 2
+
+
+def test_a_child_that_answers_another_number_of_calls_sent_a_malformed_reply(tmp_path):
+    def script(request):
+        return {"ok": True, "value": {"calls": each_call(echo)(request)["value"]["calls"][:2]}}
+
+    student = handle(tmp_path, script=script)
+    got = student.try_call_many("attention.count", [(1,), (2,), (3,)])
+    assert [f.message for f in got] == [
+        "the submission's process sent a malformed reply (2 answers to 3 calls) while running count"] * 3
+    assert student.spawned[0].closed
+
+
+def test_a_batch_answered_as_one_call_is_a_malformed_reply_not_a_grader_error(tmp_path):
+    """tests/heavy/hostile/stale_reply: the student's code sends a reply of its own, numbered as the request."""
+    student = handle(tmp_path, script=ok)
+    got = student.try_call_many("attention.count", [(1,), (2,)])
+    assert [f.message for f in got] == [
+        "the submission's process sent a malformed reply (0 answers to 2 calls) while running count"] * 2
+
+
+def test_a_blocked_target_fails_every_call_of_a_batch_without_asking_the_child(tmp_path):
+    student = handle(tmp_path, script=times_out("attention.count"))
+    student.try_call("attention.count", 1)
+    asked = len(requests(student))
+    got = student.try_call_many("attention.count", [(1,), (2,)])
+    assert all(f.message.startswith("not run: count timed out") for f in got) and len(requests(student)) == asked
