@@ -185,8 +185,8 @@ def test_every_failed_test_with_a_figure_shows_it_as_a_png_or_as_text(graded, su
 
 
 @pytest.mark.slow  # grades a batch and draws its pages
-@pytest.mark.parametrize("submission", ["mask_bug", "head_reshape_bug"])
-def test_the_first_failed_mask_or_weights_test_is_drawn_as_a_png(graded, submission):
+@pytest.mark.parametrize("submission", ["mask_bug"])  # head_reshape_bug fails no mask or weights test: its MHA
+def test_the_first_failed_mask_or_weights_test_is_drawn_as_a_png(graded, submission):  # forward passes on the lab's heads
     page = (graded / submission / "feedback.html").read_text()
     outputs = {t["number"]: t["output"] for t in results(graded, submission)["tests"]}
     first = next(n for n in figure_tests(graded, submission) if re.search(r"^(mask|weights), \d+x\d+ matrix", outputs[n], re.M))
