@@ -127,6 +127,7 @@ EXPECTED = {
     "proc_peek": Expect(ATTENTION_PARTS, (HIDDEN, "importing the module os inside a function")),
     # Issue 45: the child that runs the student's attention holds no correct attention to borrow.
     "oracle_hunt": Expect(ATTENTION_PARTS, (HIDDEN, "importing gc is not allowed")),
+    "lent_hunt": Expect(MHA_PARTS, (HIDDEN, "importing json is not allowed")),
     # Issue 45's route: a protocol hook (numpy's __array_interface__) defined by the student's own class.
     "rule_array_interface": Expect(ATTENTION_PARTS, (HIDDEN, "__array_interface__")),
     # Replies forged on the grader's pipe: each is the student's failure in the test that sent it. They find
@@ -584,6 +585,16 @@ def test_no_correct_attention_is_within_reach_of_the_students_attention(run):
         f"the hunt did not even find the file's own attention, so it proves nothing: {found}")
     assert not found["found"] and not found["modules"] and not found["readable"], (
         f"the child that runs the student's attention holds an attention it did not write: {found}")
+
+
+def test_the_labs_lent_split_heads_is_out_of_reach_wherever_the_students_own_runs(run):
+    """Issue 46: kit_lent.py (the reference's split_heads and merge_heads) is only in a "below" child, where the lent
+    methods stand in for the student's, so the student's own split_heads never runs beside it."""
+    lines = re.findall(r"^LENT-HUNT (\{.*\})$", run.printed("lent_hunt"), re.MULTILINE)
+    assert lines, f"the lent hunt did not report: {run.printed('lent_hunt')[:500]}"
+    found = [json.loads(line) for line in lines]
+    assert not any(f["files"] or f["modules"] or f["imported"] for f in found), (
+        f"the student's own split_heads ran where the lab's lent code is within reach: {found}")
 
 
 def memory_hunt(printed):
