@@ -22,9 +22,13 @@ class GradingContext:
     """What the batch grader hands to pytest for one submission, and the results it gets back."""
 
     def __init__(self, student, staged, config):
+        self.load_errors = []  # "file:line: error" of each module of the suite that did not load
+        self.bind(student, staged, config)
+
+    def bind(self, student, staged, config):
+        """Grade this submission (``runner.PreparedSuite``: a context registered before its submission was known)."""
         self.student, self.staged, self.config = student, staged, config
         self.results = []
-        self.load_errors = []  # "file:line: error" of each module of the suite that did not load
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):

@@ -46,19 +46,12 @@ class Engine:
         self.layers = isolation.detect_layers(self.level) if layers is None else list(layers)
         self.zygote = zygote or Zygote(self.level, layers=self.layers)
         sandbox.warm_up()
-        if graders is None or graders > 1:  # shared by the graders forked from here; one would collect it twice
-            self._preload_tests()
+        # Shared by the graders forked from here: each only runs the tests. One grader would pay for it all the same.
+        self.suite = PreparedSuite(tests_dir) if graders is None or graders > 1 else None
         # Everything loaded so far lives for the whole run. Frozen, the garbage collector never
         # scans it again: the forked graders' collections stay cheap, and do not write to (and so
         # copy) the pages they share with this process.
         gc.freeze()
-
-    def _preload_tests(self):
-        """Import the suite once here, so each forked per-submission grader only runs it."""
-        import pytest
-
-        with _quiet():
-            pytest.main([self.tests_dir, "--collect-only", *PYTEST_ARGS])
 
     def close(self):
         self.zygote.stop()
@@ -83,10 +76,14 @@ def grade_one(engine, source_path, slot=0, keep=None):
                 with open(os.path.join(staged.dir, name), "rb") as f:
                     keep[name] = f.read()
         student = Student(engine.zygote, staged, engine.limits, slot=slot)
-        context = GradingContext(student, staged, engine.config)
+        prepared = engine.suite.take() if engine.suite is not None else None
         try:
-            with _quiet():
-                code = pytest.main([engine.tests_dir, *PYTEST_ARGS], plugins=[context])
+            if prepared is not None:
+                context, code = prepared.run(student, staged, engine.config)
+            else:
+                context = GradingContext(student, staged, engine.config)
+                with _quiet():
+                    code = pytest.main([engine.tests_dir, *PYTEST_ARGS], plugins=[context])
         finally:
             student.close()
         if context.load_errors:
@@ -109,6 +106,61 @@ def grade_one(engine, source_path, slot=0, keep=None):
         })
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+class PreparedSuite:
+    """The hidden suite as pytest has it just before its first test: configured, its session started and its
+    tests collected, once, in the engine. A grader forked from the engine takes it (``take``) and only runs the
+    tests: pytest's start-up, its plugins' fixtures and the collection (about a third of a grader's own CPU
+    time) are paid once a run, not once a submission. Each forked grader has its own copy, never run before.
+
+    This drives pytest's session as ``pytest.main`` does (``_pytest.main.wrap_session``), split at the fork;
+    ``_prepareconfig`` is pytest's own, private, start-up (pytest is pinned; tests/grading/test_runner.py
+    checks that both ways give the same results). A suite that does not collect cleanly is not prepared:
+    ``pytest.main`` then runs it in each grader and says what is wrong."""
+
+    def __init__(self, tests_dir):
+        import pytest
+        from _pytest.config import _prepareconfig
+        from _pytest.main import Session
+
+        from autograder.grading.plugin import GradingContext
+
+        self.context = GradingContext(None, None, None)  # bound to its submission in the grader (``run``)
+        # pytest's reporter keeps the stream it was configured with: one that stays open, with nothing to read
+        self.out = open(os.devnull, "w")
+        # --capture=no: capturing would take this process's stdout and stderr from here on, not only the tests'
+        with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out):
+            self.config = _prepareconfig([str(tests_dir), *PYTEST_ARGS, "--capture=no"], plugins=[self.context])
+            self.session = Session.from_config(self.config)
+            self.session.exitstatus = pytest.ExitCode.OK
+            self.config._do_configure()
+            self.config.hook.pytest_sessionstart(session=self.session)
+            self.config.hook.pytest_collection(session=self.session)
+        self.clean = bool(self.session.items) and not self.session.testsfailed and not self.context.load_errors
+        self.prepared_in = os.getpid()
+        self.taken = False
+
+    def take(self):
+        """This suite, in a grader forked after it was prepared, once; else None (``pytest.main`` instead)."""
+        if not self.clean or self.taken or os.getpid() == self.prepared_in:
+            return None
+        self.taken = True
+        return self
+
+    def run(self, student, staged, config):
+        """Run every test on ``student``; returns (the context with its results, pytest's exit code)."""
+        import pytest
+
+        context, session = self.context, self.session
+        context.bind(student, staged, config)
+        with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out):
+            try:
+                self.config.hook.pytest_runtestloop(session=session)
+            finally:  # session fixtures' teardown, as after pytest.main's last test
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED if session.testsfailed else pytest.ExitCode.OK
+                self.config.hook.pytest_sessionfinish(session=session, exitstatus=session.exitstatus)
+        return context, session.exitstatus
 
 
 @contextlib.contextmanager
