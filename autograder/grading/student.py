@@ -107,6 +107,7 @@ class Student:
         self.scratch_count = 0
         self.timed_out = {}  # target -> reason
         self.import_failures = {}  # (mode, module) -> message
+        self.uncompilable = {}  # module -> the student child's Failure to import it, where its own file cannot compile
         self.timeouts = 0
         self.wall_timeouts = 0  # calls stopped by the wall clock before their CPU time ran out (a slow machine, or sleep)
         self.output = []  # what each child printed (the student's text only)
@@ -189,19 +190,17 @@ class Student:
                 entry = self.children.pop(mode, None)
                 if entry is not None:
                     self._retire(entry["child"])
+            known = self._uncompilable(mode, module)
+            if known is not None:  # a child of this mode would fail its import the same way: none is started
+                return known
             child = self._child(mode)
             if probe.measure_memory:
                 self._warm_up(child, probe)
                 meter = MemoryMeter(self.cgroup, getattr(child, "pid", None))
             if (mode, module) not in self.children[mode]["imported"]:
-                imported = self._import(child, mode, module)
-                if isinstance(imported, Failure):
-                    return imported
-                self.children[mode]["imported"].add((mode, module))
-                if not imported.ok:
-                    self.import_failures[(mode, module)] = (self._unreadable(module, mode, imported.error)
-                                                            or describe_error(imported.error))
-                    return Failure(self.import_failures[(mode, module)], imported.error, classes=self._classes())
+                failure = self._first_import(child, mode, module)
+                if failure is not None:
+                    return failure
             answer = self._recorded_call(child, probe, mode)
             grown = meter.grown() if meter else None
         except OutOfTurn:
@@ -263,6 +262,55 @@ class Student:
         for name in _runs(request.module, mode):
             forbidden |= self.import_forbidden.get((mode, name), set())
         return dataclasses.replace(answer, forbidden=sorted(forbidden))
+
+    def _first_import(self, child, mode, module):
+        """Import ``module`` in ``child`` (of ``mode``): None if it imported, else its ``Failure``, which later
+        calls of the module get too (``import_failures``)."""
+        imported = self._import(child, mode, module)
+        if isinstance(imported, Failure):
+            return imported
+        self.children[mode]["imported"].add((mode, module))
+        if imported.ok:
+            return None
+        if mode == "student" and _compile_error(self._staged_bytes(module)) == imported.error.type:
+            self.uncompilable[module] = imported.error
+        return self._import_failed(mode, module, imported.error)
+
+    def _import_failed(self, mode, module, error):
+        self.import_failures[(mode, module)] = self._unreadable(module, mode, error) or describe_error(error)
+        return Failure(self.import_failures[(mode, module)], error, classes=self._classes())
+
+    def _uncompilable(self, mode, module):
+        """For a child of another ``mode`` that would hold the student's own file of ``module`` byte for byte,
+        when that file does not compile: the ``Failure`` its import would give, with no child started for it.
+        Python compiles a whole file before it runs any of it, so every child that holds the file fails to
+        import it alike. The parent checks that it does not compile by compiling it (``_compile_error``, never
+        running it), imports it once in the student's child, where it fails as it would anywhere, and takes the
+        error from there when it is the one the parent found; else (None) the child of ``mode`` is started."""
+        if mode == "student":
+            return None
+        source = self._staged_bytes(module)
+        if module not in self.uncompilable:
+            if _compile_error(source) is None or self._files(mode).get(f"{module}.py") != source:
+                return None
+            student = self._child("student")
+            if ("student", module) not in self.children["student"]["imported"]:
+                imported = self._import(student, "student", module)  # not recorded: the student's own calls
+                if not isinstance(imported, Failure) and not imported.ok \
+                        and _compile_error(source) == imported.error.type:  # import it again, as they always did
+                    self.uncompilable[module] = imported.error
+            if module not in self.uncompilable:
+                return None
+        elif self._files(mode).get(f"{module}.py") != source:
+            return None
+        return self._import_failed(mode, module, self.uncompilable[module])
+
+    def _staged_bytes(self, module):
+        try:
+            with open(os.path.join(self.staged.dir, f"{module}.py"), "rb") as handle:
+                return handle.read()
+        except OSError:
+            return None
 
     def _classes(self):
         """{class name: base names} for the classes the submission's own files define, read by the parent."""
@@ -529,6 +577,20 @@ def _proc_status_bytes(pid, field):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def _compile_error(source):
+    """The name of the SyntaxError (or subclass) that compiling ``source`` (bytes, never run) raises, or None: it
+    compiles, it is missing, or compiling it failed otherwise (too deep, too large), which proves nothing."""
+    if source is None:
+        return None
+    try:
+        compile(source, "<submission>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return type(error).__name__
+    except Exception:  # RecursionError, MemoryError, ValueError (null bytes): leave it to the child
+        return None
     return None
 
 

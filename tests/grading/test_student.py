@@ -264,6 +264,41 @@ def test_an_import_failure_is_reported_then_blocks_that_module_without_asking_th
     assert student.call("mha.MultiHeadAttention", init={"args": [8, 2]}, mode="oracle").result == 1
 
 
+def uncompilable(tmp_path, claimed="SyntaxError", source="def merge_heads(self, x)\n    return x\n"):
+    """A handle whose mha.py is ``source``; its stand-in child says importing mha raised ``claimed``."""
+    def imports(module):
+        if module != "mha":
+            return imported(module)
+        return fails("expected ':' (mha.py, line 1)", type=claimed, phase="importing mha.py")({"target": ""})
+
+    student = handle(tmp_path, imports=imports)
+    (tmp_path / "staged" / "mha.py").write_text(source)
+    return student
+
+
+def test_a_file_that_does_not_compile_is_imported_in_the_students_child_alone_and_fails_every_mode_alike(tmp_path):
+    student = uncompilable(tmp_path)
+    in_oracle = student.try_call("mha.MultiHeadAttention", init={"args": [8, 2]}, mode="oracle")
+    in_below = student.try_call("mha.MultiHeadAttention", init={"args": [8, 2]}, mode="below")
+    assert list(student.children) == ["student"], "no oracle or below child is started for it"
+    assert in_oracle.message == in_below.message == "SyntaxError: expected ':' (mha.py, line 1) (while importing mha.py)"
+    assert in_oracle.error.type == "SyntaxError"
+    own = student.try_call("mha.MultiHeadAttention", init={"args": [8, 2]})
+    assert (own.message, own.error) == (in_oracle.message, in_oracle.error), "the student's own calls fail as before"
+
+
+def test_a_child_that_names_another_error_than_the_compilers_is_not_believed(tmp_path):
+    student = uncompilable(tmp_path, claimed="ValueError")
+    student.try_call("mha.MultiHeadAttention", init={"args": [8, 2]}, mode="oracle")
+    assert "oracle" in student.children, "the parent found a SyntaxError: the child's ValueError proves nothing"
+
+
+def test_a_file_that_compiles_but_fails_at_import_gets_a_child_of_each_mode(tmp_path):
+    student = uncompilable(tmp_path, source="raise ValueError('at import')\n")
+    student.try_call("mha.MultiHeadAttention", init={"args": [8, 2]}, mode="oracle")
+    assert "oracle" in student.children, "what running it does may depend on the files beside it"
+
+
 def times_out(target):
     def script(request):
         if request["target"] == target:
