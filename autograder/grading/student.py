@@ -107,7 +107,8 @@ class Student:
         self.scratch_count = 0
         self.timed_out = {}  # target -> reason
         self.import_failures = {}  # (mode, module) -> message
-        self.uncompilable = {}  # module -> the student child's Failure to import it, where its own file cannot compile
+        self.uncompilable = {}  # module -> the student child's ErrorInfo importing it, where its own file cannot compile
+        self._compile_errors = {}  # module -> what compiling its staged file raised (a SyntaxError's name), or None
         self.timeouts = 0
         self.wall_timeouts = 0  # calls stopped by the wall clock before their CPU time ran out (a slow machine, or sleep)
         self.output = []  # what each child printed (the student's text only)
@@ -272,7 +273,7 @@ class Student:
         self.children[mode]["imported"].add((mode, module))
         if imported.ok:
             return None
-        if mode == "student" and _compile_error(self._staged_bytes(module)) == imported.error.type:
+        if mode == "student" and self._compile_error_of(module) == imported.error.type:
             self.uncompilable[module] = imported.error
         return self._import_failed(mode, module, imported.error)
 
@@ -287,23 +288,27 @@ class Student:
         import it alike. The parent checks that it does not compile by compiling it (``_compile_error``, never
         running it), imports it once in the student's child, where it fails as it would anywhere, and takes the
         error from there when it is the one the parent found; else (None) the child of ``mode`` is started."""
-        if mode == "student":
+        if mode == "student" or self._compile_error_of(module) is None:
             return None
-        source = self._staged_bytes(module)
+        if self._files(mode).get(f"{module}.py") != self._staged_bytes(module):
+            return None
+        if module not in self.uncompilable and ("student", module) not in self._child_imports("student"):
+            imported = self._import(self._child("student"), "student", module)  # not recorded: the student's own
+            if not isinstance(imported, Failure) and not imported.ok \
+                    and imported.error.type == self._compile_errors[module]:  # calls import it again, as always
+                self.uncompilable[module] = imported.error
         if module not in self.uncompilable:
-            if _compile_error(source) is None or self._files(mode).get(f"{module}.py") != source:
-                return None
-            student = self._child("student")
-            if ("student", module) not in self.children["student"]["imported"]:
-                imported = self._import(student, "student", module)  # not recorded: the student's own calls
-                if not isinstance(imported, Failure) and not imported.ok \
-                        and _compile_error(source) == imported.error.type:  # import it again, as they always did
-                    self.uncompilable[module] = imported.error
-            if module not in self.uncompilable:
-                return None
-        elif self._files(mode).get(f"{module}.py") != source:
             return None
         return self._import_failed(mode, module, self.uncompilable[module])
+
+    def _compile_error_of(self, module):
+        if module not in self._compile_errors:  # once a submission: the staged file does not change
+            self._compile_errors[module] = _compile_error(self._staged_bytes(module))
+        return self._compile_errors[module]
+
+    def _child_imports(self, mode):
+        entry = self.children.get(mode)
+        return entry["imported"] if entry is not None else set()
 
     def _staged_bytes(self, module):
         try:
