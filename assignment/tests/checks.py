@@ -101,18 +101,19 @@ class NotWritten(NotImplementedError):
 
 # ----------------------------------------------------------------------------- is it attention?
 
-# The grader's gate of its gradients part (autograder/grading/own_forward.py, not_attention, which a kit test
-# keeps equal to this copy): the gradient, in-place and large-score cases judge your code against your own
-# forward, so their points are for a forward that does attention's work (rightly or not: the other cases say).
-GATE_ATOL = 1e-4
+# The gradient, in-place and large-score cases judge your code against your own forward, so their points are for
+# a forward that does attention's work (rightly or not: the other cases say). The grader's gate decides it.
 GATE_HINT = ("this case's points are for a forward that is attention: weights = softmax over the keys of the "
              "masked scores, output = weights @ value (the value cases say what is wrong)")
+
+# The grader's gate of its gradients part, copied from autograder/grading/own_forward.py: do not edit.
+GATE_ATOL = 0.0001
 
 
 def not_attention(result, value, mask=None):
     """Why ``result`` is not attention over ``value``, or None when it is: a pair (output, weights), in either
-    order, whose weights are a distribution over the keys or the queries (nonnegative, no row or no column
-    summing to more than 1, none to 0) and whose output is those weights applied to the values
+    order, whose weights are a distribution along one dim, the keys' or another (nonnegative, none of the sums
+    along it above 1 or at 0) and whose output is those weights applied to the values
     (``weights @ value``), or whose output is the softmax over the keys of the returned weights (scores returned
     as weights) applied to the values. Lenient on purpose: a forward that does the work wrongly (a softmax
     over the queries, a mask ignored, read the wrong way or applied after the softmax) passes, its bug the
@@ -142,8 +143,8 @@ def _not_attention(output, weights, value):
     weights = weights.masked_fill(~finite[..., None], 0.0)
     if (weights < -GATE_ATOL).any():
         return f"its weights are not a distribution: a weight is {weights.min().item():.3g}"
-    # A softmax over any one dim does the work (over the keys is right; over the queries or the batch is the
-    # value cases' charge): its sums along that dim are 1.
+    # A softmax taken over any one dim does the work (over the keys is right; over the queries, or the batch or
+    # the heads, as an implicit nn.Softmax() does, is the attention part's bug): its sums along that dim are 1.
     rows = weights.sum(-1)[finite]
     sums_per_dim = [rows] + [weights.sum(d) for d in range(weights.dim() - 1)]
     if not any(((sums > GATE_ATOL) & (sums < 1 + GATE_ATOL)).all() for sums in sums_per_dim):
@@ -162,6 +163,7 @@ def _applied(weights, value, output, rows):
         return False
     return applied.shape == output.shape and bool(torch.allclose(output[rows], applied[rows], atol=GATE_ATOL,
                                                                  rtol=GATE_ATOL))
+# (end of the grader's gate)
 
 
 def require_attention(result, value, mask=None, case=""):

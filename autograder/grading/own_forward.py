@@ -134,7 +134,7 @@ def not_attention(result, value, mask=None):
 
 
 def _not_attention(output, weights, value):
-    weights, output, value = weights.double(), output.double(), value.double()
+    weights, output, value = weights.detach().double(), output.detach().double(), value.detach().double()
     if weights.dim() < 2 or weights.size(-1) != value.size(-2):
         return f"its weights have shape {tuple(weights.shape)}: not one weight per key ({value.size(-2)} keys)"
     if output.shape[:-1] != weights.shape[:-1]:

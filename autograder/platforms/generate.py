@@ -99,6 +99,12 @@ STABILITY_SOURCE = "autograder/grading/own_forward.py"  # with the catalogue's w
 STABILITY_BEGIN = "# The grader's large-scores test, copied from autograder/grading/own_forward.py and catalogue.py: do not edit."
 STABILITY_END = "# (end of the grader's large-scores test)"
 
+# And the grader's gate of its gradients part (autograder/grading/own_forward.py): is the forward attention at all?
+# The same file feeds the large-scores region, so the key names which of its parts this region is.
+GATE_SOURCE = "autograder/grading/own_forward.py (the gate)"
+GATE_BEGIN = "# The grader's gate of its gradients part, copied from autograder/grading/own_forward.py: do not edit."
+GATE_END = "# (end of the grader's gate)"
+
 # And the catalogue's words for every mistake it names (autograder/grading/catalogue.py), by kind and name: the
 # public hints name a defect in the grade's words. The key names the region (catalogue.py also feeds the precision one).
 WORDS_SOURCE = "autograder/grading/catalogue.py (the mistakes' words)"
@@ -373,6 +379,16 @@ def stability_source() -> str:
             + "\n\n" + inspect.getsource(own_forward._orthogonal_to_rows))
 
 
+def gate_source() -> str:
+    """The grader's gate: its tolerance and ``not_attention`` with the two functions it calls."""
+    import inspect
+
+    from autograder.grading import own_forward
+
+    return (f"GATE_ATOL = {own_forward.GATE_ATOL!r}\n\n\n" + inspect.getsource(own_forward.not_attention) + "\n\n"
+            + inspect.getsource(own_forward._not_attention) + "\n\n" + inspect.getsource(own_forward._applied))
+
+
 def words_source() -> str:
     """``MISTAKES``: {kind: {name: the catalogue's sentence, with where the lab covers it}}, for every catalogued
     mistake and every one found from the pattern of a failure (the precision entries have their own region)."""
@@ -535,6 +551,7 @@ REGIONS = {
     PROPERTIES_SOURCE: Region("measured-property", PROPERTIES_BEGIN, PROPERTIES_END, properties_source),
     PRECISION_SOURCE: Region("precision", PRECISION_BEGIN, PRECISION_END, precision_source),
     STABILITY_SOURCE: Region("large-scores", STABILITY_BEGIN, STABILITY_END, stability_source),
+    GATE_SOURCE: Region("gate", GATE_BEGIN, GATE_END, gate_source),
     WORDS_SOURCE: Region("mistakes' words", WORDS_BEGIN, WORDS_END, words_source),
     RULES_SOURCE: Region("rule-table", RULES_BEGIN, RULES_END, rules_tables, RULES_TARGET),
     TOTALS_SOURCE: Region("extra-credit", EXTRA_LINE_BEGIN, EXTRA_LINE_END, extra_credit_line, RULES_TARGET),

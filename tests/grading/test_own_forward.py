@@ -202,7 +202,8 @@ def test_a_softmax_over_another_dim_still_does_attentions_work():
 
 
 def test_make_test_applies_the_grades_gate():
-    """assignment/tests/checks.py holds the students' copy of the gate: it decides every forward as the grader's."""
+    """assignment/tests/checks.py holds the students' copy of the gate (a region the generator renders from
+    own_forward.py; tests/platforms/test_generation.py fails on drift): it decides every forward as the grader's."""
     public = public_checks()
     weights_over_queries, weights_over_batch = torch.softmax(Q @ K.mT, dim=-2), torch.softmax(Q @ K.mT, dim=0)
     for result, mask in [((weights_over_batch @ V, weights_over_batch), None), (attention(Q, K, V), None), (attention(Q, K, V)[::-1], None), ((V * 1.0, Q @ K.mT), None),
