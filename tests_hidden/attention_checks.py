@@ -1,6 +1,7 @@
 """Shared checks of scaled_dot_product_attention against the reference (used by several parts), and the
 retry of MultiHeadAttention on the lab's lower parts (used by the MHA forward and step tests)."""
 import ast
+import functools
 import os
 
 import torch
@@ -185,13 +186,20 @@ def _noted(request, part):
 
 
 def attention_helpers(folder):
-    """``[(name, "class" | "function")]``: what mha.py takes from its own attention.py beyond the contract's
+    """``((name, "class" | "function"), ...)``: what mha.py takes from its own attention.py beyond the contract's
     names, read here from both files' text (never run). Unreadable files: none."""
     try:
-        mha = ast.parse(read_source(os.path.join(folder, "mha.py")))
-        attention = ast.parse(read_source(os.path.join(folder, "attention.py")))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+        return _helpers_in(read_source(os.path.join(folder, "mha.py")), read_source(os.path.join(folder, "attention.py")))
+    except (OSError, ValueError):
+        return ()
+
+
+@functools.lru_cache(maxsize=8)  # by the files' text: every failed MHA test of a submission asks again
+def _helpers_in(mha_text, attention_text):
+    try:
+        mha, attention = ast.parse(mha_text), ast.parse(attention_text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
     kinds = {node.name: "class" if isinstance(node, ast.ClassDef) else "function" for node in attention.body
              if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
     aliases = {a.asname or a.name for node in ast.walk(mha) if isinstance(node, ast.Import)
@@ -203,7 +211,7 @@ def attention_helpers(folder):
                 names += [n for n in kinds if not n.startswith("_")] if alias.name == "*" else [alias.name]
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             names.append(node.attr)
-    return [(name, kinds[name]) for name in dict.fromkeys(names) if name in kinds and name not in CONTRACT]
+    return tuple((name, kinds[name]) for name in dict.fromkeys(names) if name in kinds and name not in CONTRACT)
 
 
 def _helper_at_fault(student, reference):
