@@ -87,17 +87,36 @@ def compare(texts, boilerplate_texts):
 
 def fingerprints(texts, boilerplate_texts):
     """{id: copydetect's fingerprint of its code}, the boilerplate's fingerprints and the class's common ones left
-    out."""
+    out. Each text is filtered once (``fingerprint``): the class's common fingerprints need a first pass."""
     import numpy as np
-    from copydetect import CodeFingerprint
+
+    lexed = {}
 
     def printed(boilerplate):
-        return {i: CodeFingerprint("s.py", NOISE, WINDOW, boilerplate, fp=io.StringIO(text))
-                for i, text in sorted(texts.items())}
+        return {i: fingerprint(text, boilerplate, lexed) for i, text in sorted(texts.items())}
     boilerplate = boilerplate_hashes(boilerplate_texts)
     prints = printed(boilerplate)
     common = class_common(prints.values())
     return printed(np.union1d(boilerplate, common)) if len(common) else prints
+
+
+def fingerprint(text, boilerplate, lexed):
+    """``CodeFingerprint("s.py", NOISE, WINDOW, boilerplate, fp=io.StringIO(text))``, built as copydetect's
+    ``__init__`` builds it (copydetect is pinned; tests/reports/test_similarity.py compares the two), but with
+    ``text``'s filtered code taken from ``lexed`` ({text: copydetect's filter_code of it}) when it is there:
+    the filter (pygments' lexer) is most of a fingerprint's cost, and the same for every boilerplate."""
+    from copydetect import CodeFingerprint
+    from copydetect.utils import filter_code, get_document_fingerprints, get_token_coverage
+
+    if text not in lexed:
+        lexed[text] = filter_code(text, "s.py", None)
+    filtered, offsets = lexed[text]
+    hashes, idx = get_document_fingerprints(filtered, NOISE, WINDOW, boilerplate)
+    made = CodeFingerprint.__new__(CodeFingerprint)
+    made.filename, made.raw_code, made.filtered_code, made.offsets = "s.py", text, filtered, offsets
+    made.hashes, made.hash_idx, made.k = hashes, idx, NOISE
+    made.token_coverage = get_token_coverage(idx, NOISE, len(filtered))
+    return made
 
 
 def class_common(prints):

@@ -137,6 +137,24 @@ def overlaps(pairs):
     return {(a, b): overlap for a, b, _, _, overlap, _, _ in pairs}
 
 
+def test_a_fingerprint_filtered_once_is_copydetects_own():
+    """similarity.fingerprint builds what copydetect's CodeFingerprint builds, from a filter done once a text."""
+    import numpy as np
+    from copydetect import CodeFingerprint
+
+    text = SOLUTION + OTHER
+    boilerplate = similarity.boilerplate_hashes(STUBS)
+    lexed = {}
+    for _ in range(2):  # the first fills ``lexed``, the second reads it
+        made = similarity.fingerprint(text, boilerplate, lexed)
+        own = CodeFingerprint("s.py", similarity.NOISE, similarity.WINDOW, boilerplate, fp=io.StringIO(text))
+        assert set(vars(made)) == set(vars(own))
+        for name, value in vars(own).items():
+            assert np.array_equal(np.asarray(getattr(made, name), dtype=object), np.asarray(value, dtype=object)) \
+                if isinstance(value, np.ndarray) else getattr(made, name) == value, name
+    assert list(lexed) == [text]
+
+
 def test_code_most_of_the_class_shares_makes_no_pair_similar(monkeypatch):
     """What the contract forces everyone to write is no evidence: in a class of six, a block every submission
     holds is left out like the stubs (at most one window where it meets a submission's own code), and no pair
