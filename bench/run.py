@@ -11,7 +11,7 @@ round, interleaved, for steadier ratios).
 The first day (rows 8a-8c) is measured once, before the rounds: `make grade` in a fresh clone of
 HEAD (its venv included, with the pip cache as this machine has it), the venv's size on disk, then
 `make grade` again with nothing to grade. A smoke run skips it (it installs packages).
-Peak memory is PSS summed over a command's whole process tree (autograder/grading/measure.py), sampled
+Peak memory is PSS summed over a command's whole process tree (bench/measure.py), sampled
 every 0.1 s under every command alike. The table is printed and written to bench/RESULTS.md
 between two markers; text outside the markers (the analysis) is kept.
 """
@@ -33,10 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.grading.measure import measure  # noqa: E402
-
 sys.path.insert(0, str(ROOT / "bench"))
 from cpu_quota import CpuQuota  # noqa: E402
+from measure import measure  # noqa: E402
 
 PY = sys.executable
 SAMPLES = ROOT / "examples" / "submissions"

@@ -26,8 +26,8 @@ import pytest
 
 from autograder.config import GRADER_MARGIN_MB, Config
 from autograder.platforms.gradescope_zip import GRADESCOPE_MEMORY_MB
-from autograder.grading.measure import measure
 from autograder.grading.suite_points import core_max, full_marks
+from bench.measure import measure
 from conftest import ROOT, run_grader
 
 SAMPLES = ROOT / "examples" / "submissions"
