@@ -893,7 +893,7 @@ def tiled_attention_never_builds_the_score_matrix(attention):
         fail(case, f"returned {tuple(output.shape) if torch.is_tensor(output) else type(output).__name__}, expected an "
                    f"output of shape {(MEMORY_T, MEMORY_D)}", hint=TILED_SHAPE_HINT)
     if not torch.isfinite(output).all() or not torch.allclose(output[0].double(), value[0].double(), atol=1e-4):
-        fail(case, TILED_ROW_0, hint=TILED_ROW_0_HINT)
+        fail(case, TILED_ROW_0, hint=tiled_rows(output[:1], value[:1], value, True, None) or TILED_ROW_0_HINT)
     matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
     if largest.bytes > matrix / 2:
         fail(case, f"the call made a tensor of {largest.bytes / 2**20:.0f} MiB; " + TILED_MATRIX_BUILT.format(matrix / 2**20),

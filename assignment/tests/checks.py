@@ -426,6 +426,8 @@ PROPERTY_WORDS = {
     "rows scaled": ("each wrong output row is a multiple of the right one",),
     "rows across blocks": ("only the output rows whose keys span more than one block are wrong",),
     "not a weighted average": ("is not a weighted average of the value rows",),
+    "a row of one block wrong": ("is wrong though every key it may attend lies in the first block",
+                                 "is wrong though all the keys lie in one block"),
     "cached steps wrong": ("step 1 is right and steps",),
     "every step wrong": ("every step is wrong, the first (no cache yet) too",),
     "forward already wrong": ("on these inputs is already wrong",),
@@ -580,8 +582,9 @@ def scores_off(weights, query, key, mask=None):
 def tiled_rows(got, expected, value, causal, block_size):
     """Which rows of a tiled attention's output are wrong and how, measured against the right output, or None:
     every wrong row a multiple of the right one (its weights do not sum to 1), only the rows whose allowed keys
-    span more than one block (causal: query i sees keys 0..i), or a row outside the value rows' range (no
-    weighted average of them gives it)."""
+    span more than one block (causal: query i sees keys 0..i), a row outside the value rows' range (no weighted
+    average of them gives it), or a wrong row whose allowed keys all lie in one block. ``block_size`` None: the
+    call's own (unknown), so a row spans one block only if it may attend to a single key."""
     if not (torch.is_tensor(got) and torch.is_tensor(expected) and got.shape == expected.shape):
         return None
     g, e, v = got.detach().double(), expected.detach().double(), value.detach().double()
@@ -594,9 +597,9 @@ def tiled_rows(got, expected, value, causal, block_size):
         row = _first_true(wrong)
         return (f"each wrong output row is a multiple of the right one (row {_at(row)} is {ratio[row].item():.4g} times "
                 f"it): the weights of those rows do not sum to 1")
-    rows = torch.arange(g.size(-2))
-    spans = rows >= block_size if causal else torch.full_like(rows, v.size(-2) > block_size, dtype=torch.bool)
-    if not spans.all() and not (wrong & ~spans).any():
+    rows, size = torch.arange(g.size(-2)), block_size or 1  # unknown: as if one key a block
+    spans = rows >= size if causal else torch.full_like(rows, v.size(-2) > size, dtype=torch.bool)
+    if block_size and not spans.all() and not (wrong & ~spans).any():
         return (f"only the output rows whose keys span more than one block are wrong (block_size={block_size}; the "
                 f"first wrong row is {int(wrong.reshape(-1, wrong.size(-1)).any(0).nonzero()[0])}): the blocks' "
                 f"partial results are combined wrongly")
@@ -607,6 +610,15 @@ def tiled_rows(got, expected, value, causal, block_size):
         return (f"output row {_at(at[:-1])} is not a weighted average of the value rows: feature {at[-1]} is "
                 f"{g[at].item():.4g}, outside the values' range [{low[at[:-2] + (0, at[-1])].item():.4g}, "
                 f"{high[at[:-2] + (0, at[-1])].item():.4g}]")
+    if (wrong & ~spans).any():
+        row = _first_true(wrong & ~spans)
+        where = f"block_size={block_size}" if block_size else "any block size"
+        if causal:
+            return (f"output row {_at(row)} is wrong though every key it may attend lies in the first block ({where}, "
+                    f"causal): check what one block computes, and what the later blocks, every key of them masked "
+                    f"for this row, add to it")
+        return (f"output row {_at(row)} is wrong though all the keys lie in one block ({where}): one block's result "
+                f"is wrong already")
     return None
 
 

@@ -194,6 +194,28 @@ def test_a_tiled_row_outside_the_values_range_is_no_weighted_average():
         wrong, output, v, causal=False, block_size=64)
 
 
+def test_a_wrong_tiled_row_whose_keys_lie_in_one_block_is_measured():
+    q, k, v = inputs()
+    output = attention(q, k, v, CAUSAL)[0]
+    wrong = output.clone()
+    wrong[:, 1] = (output[:, 0] + output[:, 1]) / 2  # inside the values' range, no multiple of the right row
+    finding = properties.tiled_rows(wrong, output, v, causal=True, block_size=2)
+    assert finding.startswith("output row (0, 1) is wrong though every key it may attend lies in the first block "
+                              "(block_size=2, causal)"), finding
+
+
+def test_a_wrong_tiled_row_is_one_block_of_an_unknown_size_only_if_it_may_attend_one_key():
+    q, k, v = inputs()
+    output = attention(q, k, v, CAUSAL)[0]
+    wrong = output.clone()
+    wrong[:, 1] = (output[:, 0] + output[:, 1]) / 2  # row 1 sees keys 0 and 1: two blocks of one key each
+    assert properties.tiled_rows(wrong, output, v, causal=True, block_size=None) is None
+    first = wrong.clone()
+    first[:, 0] = (v[:, 0] + v[:, 1]) / 2  # row 0 sees key 0 alone: in the first block, whatever the size
+    assert "output row (0, 0) is wrong though every key it may attend lies in the first block (any block size" in \
+        properties.tiled_rows(first[:, :1], output[:, :1], v, causal=True, block_size=None)
+
+
 def test_right_tiled_rows_and_decoding_steps_say_nothing():
     q, k, v = inputs()
     output = attention(q, k, v, CAUSAL)[0]
