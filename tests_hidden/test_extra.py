@@ -5,7 +5,7 @@ import torch
 from attention_checks import sdpa_expected, with_hint, with_parts_below
 from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
                             TILED_ROW_0_HINT, TILED_SHAPE_HINT, StudentError, decode_steps, diagnosed, expect_close,
-                            fail, tiled_rows)
+                            fail, step_projections, tiled_rows)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -144,7 +144,7 @@ def _check_cache(student, reference, case, where):
         wrong = [(t + 1, shape) for t, shape in enumerate(seen) if shape[-2:] != [1, case.d_model]]
         if len(seen) != case.t_q or wrong:
             fail(f"decoding {case.t_q} tokens", f"{layer} saw inputs of shapes {seen}",
-                 STEP_PROJECT_HINT)
+                 step_projections(layer, seen, case.t_q, case.d_model) or STEP_PROJECT_HINT)
     # The cache is judged by its values, against keys and values projected here with the weights
     # the student's module was loaded with: the child's word about shapes is not evidence. Each
     # token's cached features are compared as a set, so the head layout (split_heads, graded in

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, decode_steps, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, decode_steps, step_projections, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
@@ -940,7 +940,7 @@ def step_projects_only_the_new_token_and_grows_the_cache(mha):
     for layer, shapes in seen.items():
         if len(shapes) != 5 or any(shape[-2:] != [1, 12] for shape in shapes):
             fail("decoding 5 tokens", f"{layer} saw inputs of shapes {shapes}",
-                 hint=STEP_PROJECT_HINT)
+                 hint=step_projections(layer, shapes, 5, 12) or STEP_PROJECT_HINT)
     with torch.no_grad():
         projected = {"keys": model.w_k(x), "values": model.w_v(x)}  # (B, T, d_model)
     hint = STEP_CACHE_HINT

@@ -30,6 +30,7 @@ PROPERTY_WORDS = {
     "not a weighted average": ("is not a weighted average of the value rows",),
     "a row of one block wrong": ("is wrong though every key it may attend lies in the first block",
                                  "is wrong though all the keys lie in one block"),
+    "projection not of the new token": ("the projection ran ", "was given an input of shape "),
     "cached steps wrong": ("step 1 is right and steps",),
     "every step wrong": ("every step is wrong, the first (no cache yet) too",),
     "forward already wrong": ("on these inputs is already wrong",),
@@ -221,6 +222,19 @@ def tiled_rows(got, expected, value, causal, block_size):
                     f"for this row, add to it")
         return (f"output row {_at(row)} is wrong though all the keys lie in one block ({where}): one block's result "
                 f"is wrong already")
+    return None
+
+
+def step_projections(layer, seen, steps, d_model):
+    """What decoding ``steps`` tokens one at a time fed ``layer`` (``seen``: the input shape a hook saw at each of
+    its calls), when it is not the new token alone at every step, or None."""
+    if len(seen) != steps:
+        return (f"the projection ran {len(seen)} times in {steps} steps ({layer}): once a step, on the new token, "
+                f"is what the cache needs")
+    for t, shape in enumerate(seen, start=1):
+        if list(shape[-2:]) != [1, d_model]:
+            return (f"at step {t}, {layer} was given an input of shape {list(shape)}, not the new token alone "
+                    f"(B, 1, {d_model}): the cache already holds the past keys and values")
     return None
 
 

@@ -216,6 +216,20 @@ def test_a_wrong_tiled_row_is_one_block_of_an_unknown_size_only_if_it_may_attend
         properties.tiled_rows(first[:, :1], output[:, :1], v, causal=True, block_size=None)
 
 
+def test_a_step_that_projects_the_past_again_is_measured():
+    finding = properties.step_projections("w_k", [[2, 1, 12], [2, 2, 12], [2, 3, 12]], 3, 12)
+    assert finding.startswith("at step 2, w_k was given an input of shape [2, 2, 12], not the new token alone "
+                              "(B, 1, 12)"), finding
+
+
+def test_a_projection_not_run_once_a_step_is_measured():
+    assert properties.step_projections("w_v", [], 5, 12).startswith("the projection ran 0 times in 5 steps (w_v)")
+
+
+def test_a_step_that_projects_the_new_token_alone_says_nothing():
+    assert properties.step_projections("w_k", [[2, 1, 12]] * 4, 4, 12) is None
+
+
 def test_right_tiled_rows_and_decoding_steps_say_nothing():
     q, k, v = inputs()
     output = attention(q, k, v, CAUSAL)[0]
