@@ -32,7 +32,7 @@ from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mis
 from autograder.grading.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
                                            HEADS_STOOD_IN, WEIGHTS_RIGHT_OUTPUT_WRONG, attention_properties,
                                            blocked_weight, calls_differ, decode_steps, not_a_distribution,
-                                           padding_followed, scores_off, step_projections, tiled_rows)
+                                           padding_followed, scores_off, step_projections, tiled_blocks, tiled_rows)
 from autograder.grading.seeded import randn
 from autograder.grading.student import Failure, RuleViolation, StudentError, replied
 from autograder.rules import forbidden_calls, read_source
@@ -49,7 +49,7 @@ __all__ = [
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
     "attention_properties", "blocked_weight", "calls_differ", "not_a_distribution", "not_attention",
-    "padding_followed", "scores_off", "tiled_rows", "decode_steps", "step_projections", "GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
+    "padding_followed", "scores_off", "tiled_rows", "decode_steps", "step_projections", "tiled_blocks", "GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
     # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
     "ATTENTION_STOOD_IN", "CONSTRUCTION_STOOD_IN", "HEADS_STOOD_IN",
     "replied",  # an item of student.call_many: its reply, or its failure raised (issue 46)

@@ -4,8 +4,8 @@ import torch
 
 from attention_checks import sdpa_expected, with_hint, with_parts_below
 from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
-                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, StudentError, decode_steps, diagnosed, expect_close,
-                            fail, step_projections, tiled_rows)
+                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, Failure, StudentError, decode_steps, diagnosed,
+                            expect_close, fail, step_projections, tiled_blocks, tiled_rows)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -17,7 +17,9 @@ TILED_HINT = ("rescale the running sum and output by exp(old_max - new_max) when
 MEMORY_T, MEMORY_D = 4096, 16
 
 
-def check_tiled(student, reference, case, block_size):
+def check_tiled(student, reference, case, block_size, block_sizes=()):
+    """The tiled output at ``block_size`` against attention's; when it is wrong, a measured property of its rows,
+    else of the outputs at the other ``block_sizes`` (called only then) as the hint."""
     (q, k, v, mask), (expected, _) = sdpa_expected(reference, case)
     causal = case.mask == "causal"
     got = student.call(TILED, q, k, v, kwargs={"causal": causal, "block_size": block_size}).result
@@ -26,10 +28,23 @@ def check_tiled(student, reference, case, block_size):
         with diagnosed("tiled", got, q, k, v, causal, block_size):
             expect_close(got, expected, label, "output", TILED_HINT)
     except StudentError as error:
-        finding = None if error.mistake is not None else tiled_rows(got, expected, v, causal, block_size)
+        finding = None if error.mistake is not None else (
+            tiled_rows(got, expected, v, causal, block_size)
+            or tiled_blocks(_outputs(student, (q, k, v), causal, block_sizes, {block_size: got}), expected, k.size(-2)))
         if finding:
             raise with_hint(error, finding) from None
         raise
+
+
+def _outputs(student, qkv, causal, block_sizes, known):
+    """{block_size: tiled_attention's output}: ``known``, and a call for each other size (its failures left out)."""
+    outputs = dict(known)
+    for size in block_sizes:
+        if size not in outputs:
+            reply = student.try_call(TILED, *qkv, kwargs={"causal": causal, "block_size": size})
+            if not isinstance(reply, Failure):
+                outputs[size] = reply.result
+    return outputs
 
 
 @pytest.mark.points(2)
@@ -38,8 +53,9 @@ def test_tiled_attention_matches_attention(student, reference):
     """Extra: tiled_attention equals attention for block sizes 1, 5 (not a divisor), 64 and 100 (> T)"""
     for causal in (False, True):
         case = AttentionCase((2, 3), 17, 17, 8, 5, mask="causal" if causal else "none", seed=70 + causal)
-        for block_size in (1, 5, 64, 100):
-            check_tiled(student, reference, case, block_size)
+        sizes = (1, 5, 64, 100)
+        for block_size in sizes:
+            check_tiled(student, reference, case, block_size, sizes)
 
 
 @pytest.mark.points(1)

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, decode_steps, step_projections, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
@@ -844,17 +844,20 @@ def mha_cross_attention_with_padding_matches_pytorch(mha):
 def tiled_attention_matches_pytorch(attention):
     for causal in (False, True):
         query, key, value = qkv((2, 2, 7, 4), (2, 2, 7, 4), (2, 2, 7, 3))
-        for block_size in (1, 3, 64):  # one key per block, a block size that does not divide T, one block
+        sizes = (1, 3, 64)  # one key per block, a block size that does not divide T, one block
+        for block_size in sizes:
             case = f"tiled_attention({describe(q=query, k=key, v=value)}, causal={causal}, block_size={block_size})"
             expected, _ = torch_attention(query, key, value, lower_triangle(7) if causal else None)
             check_tensor(attention.tiled_attention(query, key, value, causal=causal, block_size=block_size),
-                         expected, case=case, what="output", hint=tiled_hint(query, key, value, causal, block_size))
+                         expected, case=case, what="output",
+                         hint=tiled_hint(query, key, value, causal, block_size, attention, sizes))
 
 
-def tiled_hint(query, key, value, causal, block_size):
+def tiled_hint(query, key, value, causal, block_size, attention=None, sizes=()):
     """Hint for a wrong tiled output, in the grade's words when it is PyTorch's attention under the causal mask of
     a mistake it names (the boundary one key late, or each block's keys numbered from 0), or the output of a
-    running sum never rescaled."""
+    running sum never rescaled; else a measured property of its rows, or of ``attention``'s tiled outputs at the
+    other block ``sizes`` (called only then)."""
     rows, cols = torch.arange(query.size(-2))[:, None], torch.arange(key.size(-2))[None, :]
     named = [(cols <= rows + 1, "tiled_causal_off_by_one"), (cols % block_size <= rows, "tiled_block_offset_forgotten")]
 
@@ -864,11 +867,25 @@ def tiled_hint(query, key, value, causal, block_size):
                 return MISTAKES["tiled"][name]
         named_bug = likely_bug(got, [(lambda: output_without_rescaling(query, key, value, causal, block_size)
                                       if key.size(-2) > block_size else None, MISTAKES["tiled"]["tiled_no_rescale"])])
-        return named_bug or tiled_rows(got, torch_attention(query, key, value, lower_triangle(query.size(-2), key.size(-2))
-                                                            if causal else None)[0], value, causal, block_size) \
+        expected = torch_attention(query, key, value, lower_triangle(query.size(-2), key.size(-2)) if causal else None)[0]
+        return named_bug or tiled_rows(got, expected, value, causal, block_size) \
+            or tiled_blocks(tiled_outputs(attention, (query, key, value), causal, sizes, {block_size: got}), expected,
+                            key.size(-2)) \
             or ("rescale the running sum and output by exp(m - m_new) whenever the max grows; "
                 "with causal=True, key j of a block sits at position start + j")
     return hint
+
+
+def tiled_outputs(attention, qkv, causal, sizes, known):
+    """{block_size: tiled_attention's output}: ``known``, and a call for each other size (an error leaves it out)."""
+    outputs = dict(known)
+    for size in sizes:
+        if size not in outputs and attention is not None:
+            try:
+                outputs[size] = attention.tiled_attention(*qkv, causal=causal, block_size=size)
+            except Exception:  # that size is judged by its own case
+                pass
+    return outputs
 
 
 # Half the grader's T (4096), to stay fast: a (T, T) float32 score matrix is then 16 MiB, a block of 64 keys 0.5 MiB.

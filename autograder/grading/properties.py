@@ -30,6 +30,8 @@ PROPERTY_WORDS = {
     "not a weighted average": ("is not a weighted average of the value rows",),
     "a row of one block wrong": ("is wrong though every key it may attend lies in the first block",
                                  "is wrong though all the keys lie in one block"),
+    "one block right, more wrong": ("the output is right when one block holds every key",),
+    "one block wrong": ("the output is wrong even when one block holds every key",),
     "projection not of the new token": ("the projection ran ", "was given an input of shape "),
     "cached steps wrong": ("step 1 is right and steps",),
     "every step wrong": ("every step is wrong, the first (no cache yet) too",),
@@ -222,6 +224,31 @@ def tiled_rows(got, expected, value, causal, block_size):
                     f"for this row, add to it")
         return (f"output row {_at(row)} is wrong though all the keys lie in one block ({where}): one block's result "
                 f"is wrong already")
+    return None
+
+
+def tiled_blocks(outputs, expected, keys):
+    """What a tiled attention's outputs at several block sizes on the same inputs tell against the right output,
+    or None: right when one block holds every key (block_size >= ``keys``, T_k) but wrong with a smaller block,
+    or wrong even with one block. ``outputs``: {block_size: what the call returned}."""
+    e = expected.detach().double()
+
+    def right(got):
+        return torch.is_tensor(got) and got.shape == e.shape and bool(
+            ((got.detach().double() - e).abs() <= PROPERTY_ATOL * (1 + e.abs())).all())
+    whole = [size for size in sorted(outputs) if size >= keys]
+    if not whole or not torch.is_tensor(outputs[whole[0]]) or outputs[whole[0]].shape != e.shape:
+        return None
+    one = whole[0]
+    if not right(outputs[one]):
+        return (f"the output is wrong even when one block holds every key (block_size={one} >= {keys} keys): check "
+                f"what one block computes, and where the running max, sum and output start")
+    wrong = [size for size in sorted(outputs) if size < keys and torch.is_tensor(outputs[size])
+             and outputs[size].shape == e.shape and not right(outputs[size])]
+    if wrong:
+        return (f"the output is right when one block holds every key (block_size={one} >= {keys} keys) and wrong with "
+                f"block_size={wrong[0]}: the blocks after the first are handled wrongly (how their partial results "
+                f"are combined or, with causal=True, where their keys sit)")
     return None
 
 

@@ -216,6 +216,28 @@ def test_a_wrong_tiled_row_is_one_block_of_an_unknown_size_only_if_it_may_attend
         properties.tiled_rows(first[:, :1], output[:, :1], v, causal=True, block_size=None)
 
 
+def test_tiled_outputs_right_with_one_block_and_wrong_with_more_are_measured():
+    q, k, v = inputs()
+    output = attention(q, k, v)[0]
+    finding = properties.tiled_blocks({1: output * 1.1, 3: output, 64: output}, output, T)
+    assert finding.startswith(f"the output is right when one block holds every key (block_size=64 >= {T} keys) and "
+                              "wrong with block_size=1"), finding
+
+
+def test_tiled_outputs_wrong_with_one_block_are_measured():
+    q, k, v = inputs()
+    output = attention(q, k, v)[0]
+    finding = properties.tiled_blocks({1: output * 1.1, 64: output + 0.5}, output, T)
+    assert finding.startswith(f"the output is wrong even when one block holds every key (block_size=64 >= {T} keys)")
+
+
+def test_tiled_outputs_say_nothing_without_a_one_block_call_or_when_all_are_right():
+    q, k, v = inputs()
+    output = attention(q, k, v)[0]
+    assert properties.tiled_blocks({1: output * 1.1, 2: output}, output, T) is None
+    assert properties.tiled_blocks({1: output, 64: output}, output, T) is None
+
+
 def test_a_step_that_projects_the_past_again_is_measured():
     finding = properties.step_projections("w_k", [[2, 1, 12], [2, 2, 12], [2, 3, 12]], 3, 12)
     assert finding.startswith("at step 2, w_k was given an input of shape [2, 2, 12], not the new token alone "
