@@ -426,6 +426,7 @@ PROPERTY_WORDS = {
     "rows scaled": ("each wrong output row is a multiple of the right one",),
     "rows across blocks": ("only the output rows whose keys span more than one block are wrong",),
     "not a weighted average": ("is not a weighted average of the value rows",),
+    "not finite": ("where attention's output is finite",),
     "a row of one block wrong": ("is wrong though every key it may attend lies in the first block",
                                  "is wrong though all the keys lie in one block"),
     "one block right, more wrong": ("the output is right when one block holds every key",),
@@ -586,11 +587,17 @@ def tiled_rows(got, expected, value, causal, block_size):
     """Which rows of a tiled attention's output are wrong and how, measured against the right output, or None:
     every wrong row a multiple of the right one (its weights do not sum to 1), only the rows whose allowed keys
     span more than one block (causal: query i sees keys 0..i), a row outside the value rows' range (no weighted
-    average of them gives it), or a wrong row whose allowed keys all lie in one block. ``block_size`` None: the
+    average of them gives it), or a wrong row whose allowed keys all lie in one block; first, an inf or NaN where
+    the right output is finite. ``block_size`` None: the
     call's own (unknown), so a row spans one block only if it may attend to a single key."""
     if not (torch.is_tensor(got) and torch.is_tensor(expected) and got.shape == expected.shape):
         return None
     g, e, v = got.detach().double(), expected.detach().double(), value.detach().double()
+    broken = ~torch.isfinite(g) & torch.isfinite(e)
+    if broken.any():
+        at = _first_true(broken)
+        return (f"output row {_at(at[:-1])} holds {g[at].item()} where attention's output is finite: find the step "
+                f"that makes it (exp() of a large score, 0/0 where every key of a block is masked, or -inf - -inf)")
     wrong = ((g - e).abs() > PROPERTY_ATOL * (1 + e.abs())).any(-1)  # (..., T_q)
     if not wrong.any() or not torch.isfinite(g).all():
         return None

@@ -194,6 +194,15 @@ def test_a_tiled_row_outside_the_values_range_is_no_weighted_average():
         wrong, output, v, causal=False, block_size=64)
 
 
+def test_a_tiled_row_that_is_not_finite_where_attention_is_is_measured():
+    q, k, v = inputs()
+    output = attention(q, k, v, CAUSAL)[0]
+    wrong = output.clone()
+    wrong[1, 3, 2] = float("nan")
+    finding = properties.tiled_rows(wrong, output, v, causal=True, block_size=2)
+    assert finding.startswith("output row (1, 3) holds nan where attention's output is finite"), finding
+
+
 def test_a_wrong_tiled_row_whose_keys_lie_in_one_block_is_measured():
     q, k, v = inputs()
     output = attention(q, k, v, CAUSAL)[0]
