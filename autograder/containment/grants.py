@@ -31,7 +31,7 @@ def confinement_paths():
     libraries this process has loaded (one file each; measured: a child loads no system library after
     the zygote's warm-up), a few files and devices, and of /proc only its own entries: it cannot list
     other processes or read their command lines. Read only: a write to its own clear_refs would reset the
-    peak the grader measures (student.MemoryMeter). Call it in the process being confined."""
+    peak the grader measures (children.MemoryMeter). Call it in the process being confined."""
     files = {os.path.realpath(sys.executable), *_GRANTED_FILES, *_loaded_libraries()}
     return granted_folders() + sorted(f for f in files if os.path.exists(f)) + [f"/proc/{os.getpid()}"]
 

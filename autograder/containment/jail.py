@@ -105,7 +105,7 @@ def build_private_root(new_root, submission_dir, hidden, tmp_size="64m", owner=N
         _bind("/dev/" + dev, f"{new_root}/dev/{dev}", read_only=False, is_file=True)
     os.makedirs(new_root + "/proc", exist_ok=True)
     # Read-only: the child reads its own accounting; a write to /proc/self/clear_refs would reset the peak
-    # the grader measures (student.MemoryMeter).
+    # the grader measures (children.MemoryMeter).
     mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_RDONLY)
     os.makedirs(new_root + "/.old_root", exist_ok=True)
     syscall("pivot_root", new_root.encode(), (new_root + "/.old_root").encode())

@@ -277,7 +277,7 @@ def run_probe(submission, probe):
     if probe.grad is not None and probe.grad.intermediate:  # as a layer's output reaches it: in place may follow
         given = [a.clone() if i in wanted and isinstance(a, torch.Tensor) and a.requires_grad else a
                  for i, a in enumerate(args)]
-    result = target(*given, **probe.kwargs)  # a measured call's memory is read by the parent (student.MemoryMeter)
+    result = target(*given, **probe.kwargs)  # a measured call's memory is read by the parent (children.MemoryMeter)
     reply["result"] = tag(result)
     # The inputs as they are after the call: the parent compares them with what it sent.
     reply["inputs_after"] = [a.detach() if isinstance(a, torch.Tensor) else None for a in given]
@@ -323,7 +323,7 @@ def warm_up_ops(shapes):
     """Run the ops a tiled attention is made of, each on its own, at the shapes of a measured call's
     tensor arguments (float32; the first is the queries'), so that the pages of torch's libraries and
     allocator they touch the first time are in place before the parent's memory baseline
-    (``student.MemoryMeter``). Not attention: every result is dropped, nothing is kept."""
+    (``children.MemoryMeter``). Not attention: every result is dropped, nothing is kept."""
     shapes = [shape for shape in shapes if len(shape) >= 2]
     rows = torch.rand(shapes[0]) if shapes else None
     for other in [torch.rand(shape) for shape in dict.fromkeys(map(tuple, shapes[1:] or shapes[:1]))]:  # each shape once

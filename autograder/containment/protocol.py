@@ -87,7 +87,7 @@ class Import:
 @dataclass(frozen=True)
 class WarmUp:
     """Run the kit's own op mix (``probes.warm_up_ops``) at the shapes of a measured call's float32 tensor
-    arguments, in a fresh child before the student's import (see ``student.MemoryMeter``)."""
+    arguments, in a fresh child before the student's import (see ``children.MemoryMeter``)."""
     shapes: list                             # [[int]]: at most MAX_WARM_SHAPES, each of 1 to 4 dims
 
 

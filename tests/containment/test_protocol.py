@@ -243,6 +243,6 @@ def test_every_tag_passes_the_reply_schema():
 
 
 def test_a_memory_figure_from_the_child_is_not_a_field_of_a_reply():
-    """The parent measures memory from the kernel's counters (student.MemoryMeter): a child's figure is refused."""
+    """The parent measures memory from the kernel's counters (children.MemoryMeter): a child's figure is refused."""
     with pytest.raises(replies.BadReply):
         replies.check({"seq": 1, "ok": True, "forbidden": [], "record": None, "value": {"result": 1, "peak_bytes": 7}})

@@ -468,7 +468,7 @@ def process_figure(call_mib, ballast_mib=0):
     import subprocess
     import sys
 
-    from autograder.grading.student import MemoryMeter
+    from autograder.grading.children import MemoryMeter
 
     child = subprocess.Popen([sys.executable, "-c", PHASES_CHILD.replace("@CALL@", str(call_mib)).replace(
         "@BALLAST@", str(ballast_mib))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
