@@ -114,7 +114,8 @@ MISTAKES = {
     "unstable_softmax": (MUTANTS["unstable_softmax"], [UNSTABLE_SOFTMAX.explain(), "while it is finite before the shift"]),
     "tiled_builds_full_matrix": (MUTANTS["tiled_builds_full_matrix"], ["so it was (at least partly) built", TILED_MEMORY_HINT]),
     "step_reprojects_the_past": (MUTANTS["step_reprojects_the_past"], [
-        "w_k saw inputs of shapes", "project only the new token (B, 1, d_model)"]),
+        "w_k saw inputs of shapes", "at step 2, w_k was given an input of shape",
+        "not the new token alone"]),
     **MEASURED,
 }
 

@@ -415,7 +415,8 @@ def test_a_step_that_reprojects_the_past_fails_the_cache_case_alone(runs):
     assert list(failed(run)) == ["test_extra[step_projects_only_the_new_token_and_grows_the_cache]"], run.output
     text = next(iter(failed(run).values()))
     assert "w_k saw inputs of shapes [[2, 1, 12], [2, 2, 12]" in text, text
-    assert "hint: project only the new token (B, 1, d_model); the cache already holds the past keys and values" in text
+    assert ("hint: at step 2, w_k was given an input of shape [2, 2, 12], not the new token alone (B, 1, 12): the "
+            "cache already holds the past keys and values") in text, text
 
 
 def test_a_cache_of_unprojected_tokens_fails_the_cache_case(runs):
