@@ -19,22 +19,23 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
   test runs again with it).
 """
 from autograder.containment.probes import weighted_sum
-from autograder.grading import catalogue
-from autograder.grading.compare import (describe_value, diagnosed, expect_close, expect_equal, expect_pair,
+from autograder.judging import catalogue
+from autograder.judging.compare import (describe_value, diagnosed, expect_close, expect_equal, expect_pair,
                                         expect_tensor, fail, matrix_figure)
-from autograder.grading.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT,
+from autograder.judging.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT,
                                             INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, STEP_CACHE_HINT,
                                             STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
                                             TILED_ROW_0_HINT, TILED_SHAPE_HINT, device_ignored)
 from autograder.grading.oracle import CONTRACT
-from autograder.grading.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
+from autograder.judging.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
-from autograder.grading.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
+from autograder.judging.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
                                            HEADS_STOOD_IN, WEIGHTS_RIGHT_OUTPUT_WRONG, attention_properties,
                                            blocked_weight, calls_differ, decode_steps, not_a_distribution,
                                            padding_followed, scores_off, step_projections, tiled_blocks, tiled_rows)
-from autograder.grading.seeded import randn
-from autograder.grading.student import Failure, RuleViolation, StudentError, replied
+from autograder.judging.seeded import randn
+from autograder.grading.student import Failure, replied
+from autograder.judging.errors import RuleViolation, StudentError
 from autograder.rules import forbidden_calls, read_source
 
 PLUGIN = "autograder.grading.plugin"  # tests_hidden/conftest.py: pytest_plugins = [PLUGIN]

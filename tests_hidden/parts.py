@@ -37,7 +37,7 @@ RULE_PARTS = ("rules",)
 # bug in them is charged once, by their own part: never forward or step, which are what those tests grade.
 LENT_METHODS = {"mha.MultiHeadAttention": ("split_heads", "merge_heads")}
 
-# Where each kind of mistake of the grader's catalogue (autograder/grading/catalogue.py) lives: the only parts
+# Where each kind of mistake of the grader's catalogue (autograder/judging/catalogue.py) lives: the only parts
 # where it may cost points (one defect, one charge). MISTAKE_PARTS names a single mistake that lives elsewhere.
 MISTAKE_KIND_PARTS = {
     "causal_mask": ("masks",), "padding_mask": ("masks",), "sdpa": ("attention",), "layout": ("attention",),

@@ -1,5 +1,5 @@
 """Part 3: dtypes, numerical stability, gradients and leaving the inputs alone, each judged on the student's own
-forward (autograder/grading/own_forward.py): a wrong forward is the attention part's charge, not this part's.
+forward (autograder/judging/own_forward.py): a wrong forward is the attention part's charge, not this part's.
 The gate of every test: that forward is attention (require_attention), or the part's points are not earned.
 Each runs its case at the rank the student's code takes (handled_rank): leading dims are the layout test's charge."""
 import pytest

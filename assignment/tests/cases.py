@@ -533,7 +533,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
             finite_difference = sum(float(torch.where(g != 0, (a.double() - b.double()) * g, 0.0).sum())
                                     for a, b, g in zip(*ends, (grad_output, grad_weights))) / 2e-3
             claimed = float((got * direction).sum())
-            # tolerances as the grader's (autograder/grading/own_forward.py): a float32-accurate forward passes
+            # tolerances as the grader's (autograder/judging/own_forward.py): a float32-accurate forward passes
             if not abs(claimed - finite_difference) <= 1e-6 + 1e-3 * float(got.norm()):
                 fail(case, f"the gradient w.r.t. {name} does not match your own forward: along a random direction "
                            f"your backward gives {claimed:.6g}, finite differences of your forward {finite_difference:.6g}",

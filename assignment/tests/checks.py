@@ -35,7 +35,7 @@ FORMULA = (
 
 # ----------------------------------------------------------------------------- inputs
 
-# The grader's seeded inputs, copied from autograder/grading/seeded.py: do not edit.
+# The grader's seeded inputs, copied from autograder/judging/seeded.py: do not edit.
 def randn(*shape, seed=0, dtype=torch.float64, scale=1.0):
     """Normal samples from a private generator seeded with ``seed``, drawn in float64, scaled, then
     cast: the same values on every run, and a float32 input is its float64 twin rounded."""
@@ -106,7 +106,7 @@ class NotWritten(NotImplementedError):
 GATE_HINT = ("this case's points are for a forward that is attention: weights = softmax over the keys of the "
              "masked scores, output = weights @ value (the value cases say what is wrong)")
 
-# The grader's gate of its gradients part, copied from autograder/grading/own_forward.py: do not edit.
+# The grader's gate of its gradients part, copied from autograder/judging/own_forward.py: do not edit.
 GATE_ATOL = 0.0001
 
 
@@ -300,7 +300,7 @@ def _arguments(frame):
     return [frame.f_locals.get(n) for n in names]
 
 
-# The grader's hints for torch errors, copied from autograder/grading/error_hints.py: do not edit.
+# The grader's hints for torch errors, copied from autograder/judging/error_hints.py: do not edit.
 import ast
 
 # torch errors students meet, by a piece of their message, and what usually causes them.
@@ -404,7 +404,7 @@ def device_ignored(source, function="causal_mask"):
 # (end of the grader's hints)
 
 
-# The grader's measured properties, copied from autograder/grading/properties.py: do not edit.
+# The grader's measured properties, copied from autograder/judging/properties.py: do not edit.
 import math
 
 import torch
@@ -808,7 +808,7 @@ def shapes_in(values):
 # (end of the grader's measured properties)
 
 
-# The grader's float32-in-float64 diagnosis, copied from autograder/grading/compare.py and catalogue.py: do not edit.
+# The grader's float32-in-float64 diagnosis, copied from autograder/judging/compare.py and catalogue.py: do not edit.
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 FLOAT32_IN_FLOAT64 = 'A float32 constant or intermediate in a float64 computation: the result is only float32-accurate (a torch.Tensor/torch.FloatTensor constant, a .float() cast or dtype=torch.float32 somewhere on the way) (see "Part 1: `attention.py`" in the lab text)'
 FLOAT32_HINT = "keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or query.new_tensor(d_k), not torch.Tensor([d_k]) or torch.FloatTensor(...), which are float32, and no .float() or dtype=torch.float32 on the way"
@@ -822,7 +822,7 @@ def _float32_precision(got, expected, error, exp64):
 # (end of the grader's float32-in-float64 diagnosis)
 
 
-# The grader's large-scores test, copied from autograder/grading/own_forward.py and catalogue.py: do not edit.
+# The grader's large-scores test, copied from autograder/judging/own_forward.py and catalogue.py: do not edit.
 UNSTABLE_SOFTMAX = 'Your softmax overflows on large scores: exp() of a large score is inf. Subtract the row max first, or use torch.softmax (see "Scaled dot-product attention" in the lab text)'
 SHIFT_HINT = "compute the softmax as torch.softmax does: subtract each row's max before exp()"
 
@@ -856,7 +856,7 @@ def _orthogonal_to_rows(rows, w):
 # (end of the grader's large-scores test)
 
 
-# The grader's words for the mistakes it names, copied from autograder/grading/catalogue.py: do not edit.
+# The grader's words for the mistakes it names, copied from autograder/judging/catalogue.py: do not edit.
 MISTAKES = {  # kind -> {name: what the grade says}
     'causal_mask': {
         'causal_leaks_future': 'Your causal mask lets each query see the future: it is True above the diagonal (torch.triu or a transposed mask) instead of on and below it (see "2. Causal masking" in the lab text)',

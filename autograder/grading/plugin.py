@@ -15,7 +15,7 @@ import pytest
 
 from autograder.parts import part_index
 from autograder.paths import KIT_ROOT
-from autograder.grading.student import StudentError
+from autograder.judging.errors import StudentError
 
 
 class GradingContext:

@@ -31,8 +31,9 @@ import torch
 from autograder import rules
 from autograder.config import WALL_BACKSTOP
 from autograder.grading.children import ChildSupervisor, MemoryMeter
-from autograder.grading.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
-from autograder.grading.properties import shapes_in
+from autograder.judging.errors import RuleViolation, StudentError
+from autograder.judging.error_hints import INPLACE_ERROR, error_hint, inplace_edits, valid_size_refused
+from autograder.judging.properties import shapes_in
 from autograder.containment.protocol import (MAX_WARM_ELEMENTS, MAX_WARM_SHAPES, Answer, Calls, Import, Probe, WarmUp,
                                  request_body, untag)
 from autograder.containment.sandbox import ChildDied, OutOfTurn
@@ -44,27 +45,6 @@ RECORD_MISSING = "no trustworthy record of the ops it ran (the grader's profiler
 # What the child raises for a forbidden built-in, whatever route reached it (probes.ForbiddenCall): the
 # call is refused at torch's dispatcher, and its error names the built-in even where the record was forged.
 FORBIDDEN_ERROR = "ForbiddenCall"
-
-
-class StudentError(AssertionError):
-    """The student's code failed a probe or a comparison; the message is meant for the student.
-
-    ``figure`` (expected and got for one small matrix) and ``mistake`` (a catalogued bug the
-    result matches) travel with it into the report.
-    """
-
-    def __init__(self, message, figure=None, mistake=None, unnamed=None):
-        super().__init__(message)
-        self.figure, self.mistake = figure, mistake
-        self.unnamed = message if unnamed is None else unnamed  # the message without the mistake's name
-
-    def named(self, mistake):
-        """The same failure, with the catalogued mistake named first (in place of one named before)."""
-        return StudentError(f"Likely bug: {mistake.explain()}.\n{self.unnamed}", self.figure, mistake, self.unnamed)
-
-
-class RuleViolation(StudentError):
-    """The student's code called a forbidden built-in."""
 
 
 class Reply:

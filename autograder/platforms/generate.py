@@ -19,11 +19,11 @@ The otter checks in assignment/checks/ are generated too: one file per part of t
 case table (assignment/tests/cases.py), one otter test case per public case; and so is the
 lab text's example heatmap, assignment/causal_attention.png (autograder/reports/lab_figure.py), and
 six regions of the public checks (assignment/tests/checks.py): the tolerance table, copied from the
-grader's (autograder/grading/compare.py) so a value the public tests accept is one the grader accepts,
-the seeded ``randn`` (autograder/grading/seeded.py) the hidden cases draw their inputs with, the
-table of torch errors' hints (autograder/grading/error_hints.py) the reports use too, and the grader's
+grader's (autograder/judging/compare.py) so a value the public tests accept is one the grader accepts,
+the seeded ``randn`` (autograder/judging/seeded.py) the hidden cases draw their inputs with, the
+table of torch errors' hints (autograder/judging/error_hints.py) the reports use too, and the grader's
 test for a float64 result that is only float32-accurate, with the catalogue's words for it, and its
-large-scores test (autograder/grading/own_forward.py), with the catalogue's words for an overflowing softmax,
+large-scores test (autograder/judging/own_forward.py), with the catalogue's words for an overflowing softmax,
 and the catalogue's words for every mistake. Besides: the lab text's rule tables (from assignment/submit.py),
 and the totals texts state, from the hidden suite's points (the lab text's extra-credit line, the samples'
 maximum), so that no figure of them is typed by hand. Every region is one of ``REGIONS``.
@@ -67,48 +67,48 @@ CHECKS = "assignment/checks"
 # pair of markers are rendered from their source, so the two cannot disagree. The students' file
 # imports nothing from the grader; it holds copies. First, the tolerance table.
 REGION_TARGET = "assignment/tests/checks.py"
-TOLERANCE_SOURCE = "autograder/grading/compare.py"
+TOLERANCE_SOURCE = "autograder/judging/compare.py"
 TOLERANCE_BEGIN = "# The grader's own tolerances (atol + rtol * |expected|), copied from its table: do not edit."
 TOLERANCE_END = "# (end of the grader's tolerances)"
 
 # The public checks' seeded inputs, the same way: the function the hidden cases use, copied.
-SEEDED_SOURCE = "autograder/grading/seeded.py"
-SEEDED_BEGIN = "# The grader's seeded inputs, copied from autograder/grading/seeded.py: do not edit."
+SEEDED_SOURCE = "autograder/judging/seeded.py"
+SEEDED_BEGIN = "# The grader's seeded inputs, copied from autograder/judging/seeded.py: do not edit."
 SEEDED_END = "# (end of the grader's seeded inputs)"
 
 # And the hints for torch's errors, which the reports give too: the module's code, copied.
-HINTS_SOURCE = "autograder/grading/error_hints.py"
-HINTS_BEGIN = "# The grader's hints for torch errors, copied from autograder/grading/error_hints.py: do not edit."
+HINTS_SOURCE = "autograder/judging/error_hints.py"
+HINTS_BEGIN = "# The grader's hints for torch errors, copied from autograder/judging/error_hints.py: do not edit."
 HINTS_END = "# (end of the grader's hints)"
 
-# And the grader's measured properties (autograder/grading/properties.py): each hint states one that failed, in
+# And the grader's measured properties (autograder/judging/properties.py): each hint states one that failed, in
 # the same words on both sides. The module's code, copied.
-PROPERTIES_SOURCE = "autograder/grading/properties.py"
-PROPERTIES_BEGIN = "# The grader's measured properties, copied from autograder/grading/properties.py: do not edit."
+PROPERTIES_SOURCE = "autograder/judging/properties.py"
+PROPERTIES_BEGIN = "# The grader's measured properties, copied from autograder/judging/properties.py: do not edit."
 PROPERTIES_END = "# (end of the grader's measured properties)"
 
-# And the grader's diagnosis of a float64 result that is only float32-accurate (autograder/grading/compare.py), with
-# the catalogue's sentence for it (autograder/grading/catalogue.py): `make test` names it in the grade's words.
-PRECISION_SOURCE = "autograder/grading/catalogue.py"  # with the test and hint from autograder/grading/compare.py
-PRECISION_BEGIN = "# The grader's float32-in-float64 diagnosis, copied from autograder/grading/compare.py and catalogue.py: do not edit."
+# And the grader's diagnosis of a float64 result that is only float32-accurate (autograder/judging/compare.py), with
+# the catalogue's sentence for it (autograder/judging/catalogue.py): `make test` names it in the grade's words.
+PRECISION_SOURCE = "autograder/judging/catalogue.py"  # with the test and hint from autograder/judging/compare.py
+PRECISION_BEGIN = "# The grader's float32-in-float64 diagnosis, copied from autograder/judging/compare.py and catalogue.py: do not edit."
 PRECISION_END = "# (end of the grader's float32-in-float64 diagnosis)"
 
-# And the grader's large-scores test (autograder/grading/own_forward.py): the inputs whose scores are all shifted
+# And the grader's large-scores test (autograder/judging/own_forward.py): the inputs whose scores are all shifted
 # by one constant, the hint, and the catalogue's words for an overflowing softmax.
-STABILITY_SOURCE = "autograder/grading/own_forward.py"  # with the catalogue's words for the mistake
-STABILITY_BEGIN = "# The grader's large-scores test, copied from autograder/grading/own_forward.py and catalogue.py: do not edit."
+STABILITY_SOURCE = "autograder/judging/own_forward.py"  # with the catalogue's words for the mistake
+STABILITY_BEGIN = "# The grader's large-scores test, copied from autograder/judging/own_forward.py and catalogue.py: do not edit."
 STABILITY_END = "# (end of the grader's large-scores test)"
 
-# And the grader's gate of its gradients part (autograder/grading/own_forward.py): is the forward attention at all?
+# And the grader's gate of its gradients part (autograder/judging/own_forward.py): is the forward attention at all?
 # The same file feeds the large-scores region, so the key names which of its parts this region is.
-GATE_SOURCE = "autograder/grading/own_forward.py (the gate)"
-GATE_BEGIN = "# The grader's gate of its gradients part, copied from autograder/grading/own_forward.py: do not edit."
+GATE_SOURCE = "autograder/judging/own_forward.py (the gate)"
+GATE_BEGIN = "# The grader's gate of its gradients part, copied from autograder/judging/own_forward.py: do not edit."
 GATE_END = "# (end of the grader's gate)"
 
-# And the catalogue's words for every mistake it names (autograder/grading/catalogue.py), by kind and name: the
+# And the catalogue's words for every mistake it names (autograder/judging/catalogue.py), by kind and name: the
 # public hints name a defect in the grade's words. The key names the region (catalogue.py also feeds the precision one).
-WORDS_SOURCE = "autograder/grading/catalogue.py (the mistakes' words)"
-WORDS_BEGIN = "# The grader's words for the mistakes it names, copied from autograder/grading/catalogue.py: do not edit."
+WORDS_SOURCE = "autograder/judging/catalogue.py (the mistakes' words)"
+WORDS_BEGIN = "# The grader's words for the mistakes it names, copied from autograder/judging/catalogue.py: do not edit."
 WORDS_END = "# (end of the grader's words for the mistakes)"
 
 # The lab text's tables of what the from-scratch rule allows, from the rule's tables (which submit.py carries).
@@ -319,31 +319,31 @@ def render_check(part: str) -> str:
 
 def tolerance_table() -> str:
     """The public ``TOLERANCE`` dict, as source text, from the grader's ``compare.TOLERANCES``."""
-    from autograder.grading.compare import TOLERANCES
+    from autograder.judging.compare import TOLERANCES
 
     rows = "".join(f"    {dtype}: dict(atol={atol!r}, rtol={rtol!r}),\n" for dtype, (atol, rtol) in TOLERANCES.items())
     return "TOLERANCE = {\n" + rows + "}\n"
 
 
 def seeded_source() -> str:
-    """The source text of ``autograder.grading.seeded.randn``, for the public checks."""
+    """The source text of ``autograder.judging.seeded.randn``, for the public checks."""
     import inspect
 
-    from autograder.grading import seeded
+    from autograder.judging import seeded
 
     return inspect.getsource(seeded.randn)
 
 
 def hints_source() -> str:
-    """The code of ``autograder/grading/error_hints.py`` (its docstring, which speaks of the grader, left out)."""
-    from autograder.grading import error_hints
+    """The code of ``autograder/judging/error_hints.py`` (its docstring, which speaks of the grader, left out)."""
+    from autograder.judging import error_hints
 
     return _code_of(error_hints)
 
 
 def properties_source() -> str:
-    """The code of ``autograder/grading/properties.py`` (its docstring left out)."""
-    from autograder.grading import properties
+    """The code of ``autograder/judging/properties.py`` (its docstring left out)."""
+    from autograder.judging import properties
 
     return _code_of(properties)
 
@@ -361,7 +361,7 @@ def precision_source() -> str:
     """The grader's float32-precision test, its hint, and the catalogue's words for the mistake."""
     import inspect
 
-    from autograder.grading import catalogue, compare
+    from autograder.judging import catalogue, compare
 
     return (f"FLOAT32_EPS = torch.finfo(torch.float32).eps\n"
             f"FLOAT32_IN_FLOAT64 = {catalogue.FLOAT32_IN_FLOAT64.explain()!r}\n"
@@ -372,7 +372,7 @@ def stability_source() -> str:
     """The grader's shift of every score by one constant, its hint, and the catalogue's words for an unstable softmax."""
     import inspect
 
-    from autograder.grading import catalogue, own_forward
+    from autograder.judging import catalogue, own_forward
 
     return (f"UNSTABLE_SOFTMAX = {catalogue.UNSTABLE_SOFTMAX.explain()!r}\n"
             f"SHIFT_HINT = {own_forward.SHIFT_HINT!r}\n\n\n" + inspect.getsource(own_forward.shift_all_scores)
@@ -383,7 +383,7 @@ def gate_source() -> str:
     """The grader's gate: its tolerance and ``not_attention`` with the two functions it calls."""
     import inspect
 
-    from autograder.grading import own_forward
+    from autograder.judging import own_forward
 
     return (f"GATE_ATOL = {own_forward.GATE_ATOL!r}\n\n\n" + inspect.getsource(own_forward.not_attention) + "\n\n"
             + inspect.getsource(own_forward._not_attention) + "\n\n" + inspect.getsource(own_forward._applied))
@@ -392,7 +392,7 @@ def gate_source() -> str:
 def words_source() -> str:
     """``MISTAKES``: {kind: {name: the catalogue's sentence, with where the lab covers it}}, for every catalogued
     mistake and every one found from the pattern of a failure (the precision entries have their own region)."""
-    from autograder.grading import catalogue
+    from autograder.judging import catalogue
 
     kinds = {}
     for kind, entries in catalogue.CATALOGUE.items():

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.grading import catalogue
-from autograder.grading.compare import NONFINITE_HINT, diagnosed, expect_close
-from autograder.grading.student import StudentError
+from autograder.judging import catalogue
+from autograder.judging.compare import NONFINITE_HINT, diagnosed, expect_close
+from autograder.judging.errors import StudentError
 from conftest import part_of_module, run_grader
 from variant_builder import build_mutant, build_reference, load_mutants
 

@@ -14,7 +14,7 @@ pytest_plugins = ["pytester"]
 
 HEADS = '''
 import pytest
-from autograder.grading.student import StudentError
+from autograder.judging.errors import StudentError
 
 pytestmark = pytest.mark.part("heads")
 

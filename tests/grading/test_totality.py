@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from autograder.grading import compare
+from autograder.judging import compare
 from autograder.reports import html_pages, pictures
 from autograder.reports.feedback import feedback_markdown
 from autograder.reports.results import results_json
-from autograder.grading.student import StudentError
+from autograder.judging.errors import StudentError
 from test_results import record, result
 
 EXTREMES = [1.7e308, -1.7e308, math.inf, -math.inf, math.nan, -0.0, 0.0, 1e-320, -1e-320, 1.0, 5e-324]

@@ -118,9 +118,9 @@ def test_mutant_is_well_formed(mutant):
 
 @by_name([m for m in MUTANTS if "mistake" in m])
 def test_mutant_names_a_catalogue_entry(mutant):
-    from autograder.grading.catalogue import every_mistake
+    from autograder.judging.catalogue import every_mistake
 
-    assert mutant["mistake"] in every_mistake(), f"{mutant['mistake']!r} is not in autograder/grading/catalogue.py"
+    assert mutant["mistake"] in every_mistake(), f"{mutant['mistake']!r} is not in autograder/judging/catalogue.py"
 
 
 @by_name(MUTANTS)

@@ -140,7 +140,7 @@ def test_feedback_names_the_catalogued_mistake(reports, mutant):
 
 
 def test_every_catalogue_entry_is_proved_by_a_mutant():
-    from autograder.grading.catalogue import every_mistake
+    from autograder.judging.catalogue import every_mistake
 
     entries = set(every_mistake())
     proved = {m["mistake"] for m in NAMED}
@@ -186,7 +186,7 @@ def test_a_dimension_error_for_a_valid_size_says_so(reports):
 
 def test_a_step_test_passes_on_the_labs_split_heads_and_says_so(reports):
     """One defect, one charge: step runs again on the lab's split_heads, which fixes it, and its note names the part."""
-    from autograder.grading.properties import HEADS_STOOD_IN
+    from autograder.judging.properties import HEADS_STOOD_IN
 
     steps = [t for t in results(reports, "mutant-split_heads_strided_features")["tests"]
              if t["tags"] == ["extra"] and "step" in t["name"]]

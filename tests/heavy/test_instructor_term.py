@@ -119,7 +119,7 @@ def test_adding_a_hidden_test_regrades_everyone(term):
 
 def test_changing_a_tolerance_regrades_everyone(term):
     kit, out = term
-    kit.edit("autograder/grading/compare.py", "torch.float64: (1e-10, 1e-8),", "torch.float64: (1e-9, 1e-8),")
+    kit.edit("autograder/judging/compare.py", "torch.float64: (1e-10, 1e-8),", "torch.float64: (1e-9, 1e-8),")
     run = regrade_and_compare(kit, out, "fresh-tolerance")
     assert f"regrading {len(SAMPLES)}: the grader changed" in run.stderr, run.stderr
 

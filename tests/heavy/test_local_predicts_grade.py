@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from autograder.grading.catalogue import FLOAT32_IN_FLOAT64, UNSTABLE_SOFTMAX
-from autograder.grading.error_hints import (INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, TILED_MEMORY_HINT,
+from autograder.judging.catalogue import FLOAT32_IN_FLOAT64, UNSTABLE_SOFTMAX
+from autograder.judging.error_hints import (INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, TILED_MEMORY_HINT,
                                           error_hint)
 from autograder.platforms.generate import public_cases
 from test_public_hints import DEVICE_IGNORED, FLOAT32_SOFTMAX, MASKED_AFTER_SOFTMAX_IN_PLACE, SYNTAX_ERROR

@@ -1,5 +1,5 @@
 """One defect, one charge (issue 34): each catalogued defect, planted alone in the reference, loses points in
-exactly the parts the catalogue names (autograder/grading/catalogue.py, every_mistake), and `make test` names it.
+exactly the parts the catalogue names (autograder/judging/catalogue.py, every_mistake), and `make test` names it.
 
 The defect is planted by the first mutant of tests/variants/mutants.yaml that names it (its ``mistake``). One
 grader run grades them all; the public suite runs on each as `make test` does.
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from autograder.grading.catalogue import CATALOGUE, FOUND_FROM_PATTERN, PRECISION, every_mistake
+from autograder.judging.catalogue import CATALOGUE, FOUND_FROM_PATTERN, PRECISION, every_mistake
 from test_public_suite import ROOT, run_public
 from variant_builder import build_mutant, load_mutants
 

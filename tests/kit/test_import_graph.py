@@ -1,8 +1,8 @@
 """The engine's modules import one another one way only: no module of autograder/ depends on itself,
 and the groups are layered. At the bottom, the from-scratch rule (autograder/rule/) imports nothing of
 the engine (students run it as their submit.py); every layer may import it. The shared facts at the
-top import no group but the rule; the sandbox and the reports import only those; grading imports the
-sandbox and the reports; a platform imports anything, and nothing imports a platform but the command
+top import no group but the rule; the sandbox, the hidden-test author's library (judging) and the reports
+import only those; grading imports the sandbox, judging and the reports; a platform imports anything, and nothing imports a platform but the command
 line and the other platforms.
 
 The lab meets the engine at one module: tests_hidden/ imports ``autograder.lab`` and nothing else of the
@@ -19,19 +19,20 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "autograder"
-GROUPS = ("rule", "containment", "grading", "reports", "platforms")
+GROUPS = ("rule", "containment", "judging", "grading", "reports", "platforms")
 ENTRY = {"cli", "__main__"}
 FACTS = {"__init__", "bounds", "config", "files", "paths", "parts", "rules"}
 LAB_API = "lab"  # the one module tests_hidden/ imports: it imports the groups, nothing imports it
 MAY_IMPORT = {  # layer -> the layers its modules may import
     "rule": {"rule"},
-    "lab": {"rule", "facts", "containment", "reports", "grading"},
+    "lab": {"rule", "facts", "containment", "judging", "reports", "grading"},
     "facts": {"rule", "facts"},
     "containment": {"rule", "facts", "containment"},
+    "judging": {"rule", "facts", "judging"},
     "reports": {"rule", "facts", "reports"},
-    "grading": {"rule", "facts", "containment", "reports", "grading"},
-    "platforms": {"rule", "facts", "containment", "reports", "grading", "platforms"},
-    "entry": {"rule", "facts", "containment", "reports", "grading", "platforms", "entry"},
+    "grading": {"rule", "facts", "containment", "judging", "reports", "grading"},
+    "platforms": {"rule", "facts", "containment", "judging", "reports", "grading", "platforms"},
+    "entry": {"rule", "facts", "containment", "judging", "reports", "grading", "platforms", "entry"},
 }
 
 
@@ -131,7 +132,7 @@ def test_the_engine_imports_its_modules_by_their_full_names():
 
 
 def test_every_module_belongs_to_one_layer():
-    """A module at the top is the entry or a shared fact; every other lives in one of the four groups."""
+    """A module at the top is the entry or a shared fact; every other lives in one of the groups."""
     stray = sorted(name for name in import_graph() if layer(name) is None)
     assert not stray, f"{stray}: move each into a group (or list it in ENTRY or FACTS if every group needs it)"
 
@@ -147,12 +148,14 @@ def test_the_groups_import_down_the_layers_only():
 
 
 @pytest.mark.parametrize("module, wrong", [
-    ("containment.probes", "from autograder.grading.compare import expect_close"),
+    ("containment.probes", "from autograder.judging.compare import expect_close"),
     ("reports.feedback", "from autograder.containment import wire"),
     ("grading.batch", "from autograder.platforms import gradescope_zip"),
     ("config", "from autograder.reports import results"),
     ("rule.checker", "from autograder.paths import KIT_ROOT"),
     ("rule.tables", "from autograder import rules"),
+    ("judging.compare", "from autograder.grading.student import Student"),
+    ("judging.properties", "from autograder.containment import sandbox"),
 ])
 def test_a_deliberately_wrong_import_fails_the_layering(module, wrong):
     graph = import_graph()
@@ -231,7 +234,7 @@ def test_the_hidden_suite_imports_only_the_labs_api():
 
 
 def test_a_hidden_test_importing_an_engine_module_is_caught():
-    assert engine_imports("from autograder.grading.compare import fail\n") == {"autograder.grading.compare"}
+    assert engine_imports("from autograder.judging.compare import fail\n") == {"autograder.judging.compare"}
     assert engine_imports('pytest_plugins = ["autograder.grading.plugin"]\n') == {"autograder.grading.plugin"}
     assert engine_imports("from autograder import lab\n") == {"autograder.lab"}
 

@@ -43,9 +43,9 @@ def test_readme_counts_the_correct_variants_and_the_mutants():
 
 
 def test_readme_counts_the_catalogue_entries():
-    from autograder.grading.catalogue import CATALOGUE
+    from autograder.judging.catalogue import CATALOGUE
 
-    [entries] = stated(r"\(`autograder/grading/catalogue.py`, (\d+) entries\)", INSTRUCTOR)
+    [entries] = stated(r"\(`autograder/judging/catalogue.py`, (\d+) entries\)", INSTRUCTOR)
     actual = sum(len(kind) for kind in CATALOGUE.values())
     assert entries == actual, f"{INSTRUCTOR} says the catalogue has {entries} entries; it has {actual}"
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from autograder.grading.properties import ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN
+from autograder.judging.properties import ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN
 from autograder.platforms.generate import public_cases
 from test_public_suite import FOOTER, PUBLIC, ROOT, Run, run_public
 from variant_builder import build_mutant, build_reference, load_mutants
@@ -48,8 +48,8 @@ def runs(tmp_path_factory):
 
 
 def words(kind, name):
-    """The grade's words for a catalogued mistake (autograder/grading/catalogue.py), as the public hints give them."""
-    from autograder.grading.catalogue import CATALOGUE
+    """The grade's words for a catalogued mistake (autograder/judging/catalogue.py), as the public hints give them."""
+    from autograder.judging.catalogue import CATALOGUE
 
     return next(entry.explain() for entry, _ in CATALOGUE[kind] if entry.name == name)
 
@@ -247,7 +247,7 @@ def failed(run):
 
 
 def test_float32_in_a_float64_run_is_charged_once_in_the_graders_words(tmp_path):
-    from autograder.grading.catalogue import FLOAT32_IN_FLOAT64
+    from autograder.judging.catalogue import FLOAT32_IN_FLOAT64
 
     run = run_on(FLOAT32_SOFTMAX, tmp_path)
     assert list(failed(run)) == ["test_attention[attention_is_float64_accurate_in_float64]"], run.output
@@ -258,7 +258,7 @@ def test_float32_in_a_float64_run_is_charged_once_in_the_graders_words(tmp_path)
 
 
 def test_a_backward_pass_broken_in_place_names_the_line_and_the_hint(tmp_path):
-    from autograder.grading.error_hints import INPLACE_ERROR, error_hint
+    from autograder.judging.error_hints import INPLACE_ERROR, error_hint
 
     run = run_on(MASKED_AFTER_SOFTMAX_IN_PLACE, tmp_path)
     assert list(failed(run)) == ["test_attention[gradients_flow_back_to_query_key_and_value]"], run.output
@@ -361,7 +361,7 @@ FORWARD_KEY_EDITED = substitution(
 def test_an_input_changed_in_place_is_charged_once_in_the_graders_words(runs, name, changed, also):
     # The values are right: the value cases pass (they call your code on copies, as the grader does); the
     # in-place case fails, saying what the grade says (and an in-place edit of a leaf breaks the backward too).
-    from autograder.grading.error_hints import INPUTS_MODIFIED, INPUTS_MODIFIED_HINT
+    from autograder.judging.error_hints import INPUTS_MODIFIED, INPUTS_MODIFIED_HINT
 
     failures = failed(runs[name])
     assert set(failures) == {INPLACE_CASE} | also, runs[name].output
@@ -370,7 +370,7 @@ def test_an_input_changed_in_place_is_charged_once_in_the_graders_words(runs, na
 
 
 def test_an_mha_forward_that_edits_its_key_fails_the_cross_attention_case_in_the_graders_words(tmp_path):
-    from autograder.grading.error_hints import FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT
+    from autograder.judging.error_hints import FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT
 
     run = run_on(FORWARD_KEY_EDITED, tmp_path)
     case = "test_mha[mha_cross_attention_with_padding_matches_pytorch]"
@@ -388,7 +388,7 @@ def test_an_attention_that_edits_the_mask_costs_no_mha_points(runs):
 
 
 def test_an_overflowing_softmax_fails_the_large_scores_case_alone_in_the_graders_words(runs):
-    from autograder.grading.catalogue import UNSTABLE_SOFTMAX
+    from autograder.judging.catalogue import UNSTABLE_SOFTMAX
 
     failures = failed(runs["unstable_softmax"])
     assert list(failures) == ["test_attention[attention_stays_finite_on_large_scores]"], runs["unstable_softmax"].output
@@ -397,7 +397,7 @@ def test_an_overflowing_softmax_fails_the_large_scores_case_alone_in_the_graders
 
 
 def test_a_tiled_attention_that_builds_the_whole_matrix_fails_the_memory_case_alone(runs):
-    from autograder.grading.error_hints import TILED_MEMORY_HINT
+    from autograder.judging.error_hints import TILED_MEMORY_HINT
 
     run = runs["tiled_builds_full_matrix"]
     assert list(failed(run)) == ["test_extra[tiled_attention_never_builds_the_score_matrix]"], run.output

@@ -5,7 +5,7 @@ which hints have no failed probe behind them.
 
 Grades the mutants and runs the public tests on each (mutation_run.evaluate, with public_worker.py keeping each
 failure's text), then reads every hint of a defect on both sides. A hint is *measured* when it states a property of
-autograder/grading/properties.py (PROPERTY_WORDS), *catalogued* when it names a catalogue mistake (recomputed by its
+autograder/judging/properties.py (PROPERTY_WORDS), *catalogued* when it names a catalogue mistake (recomputed by its
 own probe, catalogue.diagnose), else *static*: the case's fixed words, which no probe of this mutant measured.
 """
 import argparse
@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import mutation_engine as engine  # noqa: E402
 import mutation_run  # noqa: E402
-from autograder.grading.catalogue import CATALOGUE, FOUND_FROM_PATTERN, PRECISION  # noqa: E402
-from autograder.grading.properties import properties_named  # noqa: E402
+from autograder.judging.catalogue import CATALOGUE, FOUND_FROM_PATTERN, PRECISION  # noqa: E402
+from autograder.judging.properties import properties_named  # noqa: E402
 
 CATALOGUED = {entry.sentence for kind in CATALOGUE.values() for entry, _ in kind} | {
     entry.sentence for entry in FOUND_FROM_PATTERN} | {entry.sentence for _, steps in PRECISION.values()

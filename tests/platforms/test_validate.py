@@ -133,7 +133,7 @@ def kit_copy(tmp_path):
     "generated.sha256",  # the manifest
     "code/platforms/generate.py",  # the generator and its templates
     "code/reports/lab_figure.py",  # the figure's drawing
-    "code/grading/catalogue.py",  # a region's source
+    "code/judging/catalogue.py",  # a region's source
     "code/rule/tables.py",  # the rule's tables: the source of submit.py and of the lab text's tables
 ])
 def test_editing_any_input_of_the_generated_files_changes_their_verdicts_key(kit_copy, edited):

@@ -103,7 +103,7 @@ def test_the_combined_mistake_alone_still_names_both_defects():
 
 
 def test_the_catalogue_says_which_defects_the_combined_mha_mistake_is_made_of():
-    from autograder.grading.catalogue import CATALOGUE
+    from autograder.judging.catalogue import CATALOGUE
     names = {entry.name: entry for kind in CATALOGUE.values() for entry, _ in kind}
     assert names["split_and_merge_without_transpose"].defects == ("split_without_transpose", "merge_without_transpose")
     assert all(d in names for entry in names.values() for d in entry.defects), "a defect that is not catalogued"

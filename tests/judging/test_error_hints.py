@@ -1,9 +1,9 @@
-"""Hints for torch errors (autograder/grading/error_hints.py): one table, in the reports and the public checks."""
+"""Hints for torch errors (autograder/judging/error_hints.py): one table, in the reports and the public checks."""
 import json
 
 import pytest
 
-from autograder.grading.error_hints import ERROR_HINTS, device_ignored, error_hint, inplace_edits
+from autograder.judging.error_hints import ERROR_HINTS, device_ignored, error_hint, inplace_edits
 from autograder.containment.protocol import ErrorInfo, Where
 from autograder.grading.student import describe_error
 from conftest import public_checks, run_grader

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from autograder.reports import pictures
-from autograder.grading.catalogue import FLOAT32_IN_FLOAT64
-from autograder.grading.compare import TOLERANCES, expect_close, matrix_figure
-from autograder.grading.student import StudentError
+from autograder.judging.catalogue import FLOAT32_IN_FLOAT64
+from autograder.judging.compare import TOLERANCES, expect_close, matrix_figure
+from autograder.judging.errors import StudentError
 from conftest import ROOT, public_checks
 
 
@@ -95,7 +95,7 @@ def test_finding_the_worst_matrix_never_imports_sympy():
     import subprocess
     import sys
 
-    probe = ("import sys, torch; from autograder.grading.compare import matrix_figure; "
+    probe = ("import sys, torch; from autograder.judging.compare import matrix_figure; "
              "e = torch.zeros(2, 3, 4, 4); g = e.clone(); g[1, 2, 0, 0] = 1.0; "
              "assert matrix_figure('weights', e, g)['where'] == 'batch 1, head 2'; "
              "print('sympy' in sys.modules)")

@@ -1,11 +1,11 @@
-"""The measured properties (autograder/grading/properties.py): each names the one that failed, with its evidence,
+"""The measured properties (autograder/judging/properties.py): each names the one that failed, with its evidence,
 on a result with that defect planted, and says nothing on a right result."""
 import math
 
 import pytest
 import torch
 
-from autograder.grading import properties
+from autograder.judging import properties
 
 T = 5
 

@@ -1,4 +1,4 @@
-"""The gradients part judges a submission against its own forward (autograder/grading/own_forward.py):
+"""The gradients part judges a submission against its own forward (autograder/judging/own_forward.py):
 a forward bug is charged by the value tests only, a backward bug by the gradients part."""
 import json
 import math
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.grading import own_forward
+from autograder.judging import own_forward
 from conftest import ROOT, public_checks, run_grader
 from variant_builder import build_mutant, load_mutants
 

@@ -8,9 +8,9 @@ import contextlib
 
 import torch
 
-from autograder.grading import catalogue
-from autograder.grading.properties import sizes_permuted, where_differ  # one source with the public checks
-from autograder.grading.student import StudentError
+from autograder.judging import catalogue
+from autograder.judging.properties import sizes_permuted, where_differ  # one source with the public checks
+from autograder.judging.errors import StudentError
 
 TOLERANCES = {  # dtype -> (atol, rtol)
     torch.float16: (1e-2, 1e-2),

@@ -1,9 +1,9 @@
-"""Seeded inputs (autograder/grading/seeded.py): the hidden cases' randn, copied into the public checks."""
+"""Seeded inputs (autograder/judging/seeded.py): the hidden cases' randn, copied into the public checks."""
 import pytest
 import torch
 
 from autograder.platforms import generate
-from autograder.grading.seeded import randn
+from autograder.judging.seeded import randn
 from conftest import public_checks
 
 
@@ -33,7 +33,7 @@ def test_scale_multiplies_before_the_cast():
 def test_the_public_checks_draw_the_numbers_the_hidden_cases_draw(dtype):
     public = public_checks()
     assert torch.equal(public.randn(2, 3, 4, seed=11, dtype=dtype), randn(2, 3, 4, seed=11, dtype=dtype)), (
-        "assignment/tests/checks.py's randn differs from autograder/grading/seeded.py's: run `make stubs`")
+        "assignment/tests/checks.py's randn differs from autograder/judging/seeded.py's: run `make stubs`")
 
 
 def test_the_seeded_region_is_rendered_between_its_markers(tmp_path):
