@@ -23,7 +23,7 @@ from autograder.judging import catalogue
 from autograder.judging.compare import (describe_value, diagnosed, expect_close, expect_equal, expect_pair,
                                         expect_tensor, fail, matrix_figure)
 from autograder.judging.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT,
-                                            INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, STEP_CACHE_HINT,
+                                            INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, STEP_CACHE_HINT,
                                             STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
                                             TILED_ROW_0_HINT, TILED_SHAPE_HINT, device_ignored)
 from autograder.grading.oracle import CONTRACT
@@ -31,7 +31,7 @@ from autograder.judging.own_forward import (FD_STEP, SHIFT_HINT, directional_mis
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
 from autograder.judging.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
                                            HEADS_STOOD_IN, WEIGHTS_RIGHT_OUTPUT_WRONG, attention_properties,
-                                           blocked_weight, calls_differ, decode_steps, not_a_distribution,
+                                           blocked_weight, calls_differ, decode_steps, dtype_changed, no_gradient, not_a_distribution,
                                            padding_followed, scores_off, step_projections, tiled_blocks, tiled_rows)
 from autograder.judging.seeded import randn
 from autograder.grading.student import Failure, replied
@@ -42,14 +42,14 @@ PLUGIN = "autograder.grading.plugin"  # tests_hidden/conftest.py: pytest_plugins
 
 __all__ = [
     "CONTRACT", "DEVICE_HINT", "FD_STEP", "FORWARD_INPUTS_MODIFIED", "FORWARD_INPUTS_MODIFIED_HINT", "Failure",
-    "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "NO_GRADIENT_HINT", "PLUGIN",
+    "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "PLUGIN",
     "RuleViolation", "SHIFT_HINT", "STEP_CACHE_HINT", "STEP_PROJECT_HINT", "StudentError", "TILED_MATRIX_BUILT",
     "TILED_MEMORY_HINT", "TILED_ROW_0", "TILED_ROW_0_HINT", "TILED_SHAPE_HINT", "catalogue", "describe_value",
     "device_ignored", "diagnosed", "directional_mismatch", "directions", "expect_close", "expect_equal",
     "expect_pair", "expect_tensor", "fail", "float_outputs", "forbidden_calls", "grad_outputs_for", "matrix_figure",
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
-    "attention_properties", "blocked_weight", "calls_differ", "not_a_distribution", "not_attention",
+    "attention_properties", "blocked_weight", "calls_differ", "dtype_changed", "no_gradient", "not_a_distribution", "not_attention",
     "padding_followed", "scores_off", "tiled_rows", "decode_steps", "step_projections", "tiled_blocks", "GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
     # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
     "ATTENTION_STOOD_IN", "CONSTRUCTION_STOOD_IN", "HEADS_STOOD_IN",

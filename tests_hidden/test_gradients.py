@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from attention_checks import check_sdpa, handled_rank, sdpa_expected
-from autograder.lab import (FD_STEP, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, NO_GRADIENT_HINT, SHIFT_HINT, Failure,
-                            calls_differ, catalogue, describe_value, directional_mismatch, directions, fail,
-                            float_outputs, grad_outputs_for, matrix_figure, not_attention, projected_difference,
+from autograder.lab import (FD_STEP, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, Failure,
+                            calls_differ, catalogue, describe_value, dtype_changed, directional_mismatch, directions, fail,
+                            float_outputs, grad_outputs_for, matrix_figure, no_gradient, not_attention, projected_difference,
                             replied, shift_all_scores)
 from cases import AttentionCase
 
@@ -36,7 +36,7 @@ def test_float64_in_float64_out(student, reference):
         got = _items(reply.result)[i]
         if got.dtype != torch.float64:
             fail(case.describe(), f"{_name(i)} has dtype {str(got.dtype).replace('torch.', '')}, expected float64",
-                 "keep the input's dtype: do not create float32 tensors or call .float() along the way")
+                 dtype_changed(got.dtype, q.dtype))
     if _close(reply.result, expected):  # a right forward: now its precision, to float64 accuracy
         check_sdpa(student, reference, case)
         return
@@ -117,19 +117,20 @@ def _check_gradients(student, case):
         fail(case.describe(), "the result is inf/NaN everywhere, so its gradients cannot be checked")
     reply = student.call(SDPA, q, k, v, mask, grad={"inputs": [0, 1, 2], "grad_outputs": grad_outputs})
     grads = reply.grads or {}
+    names = ("query", "key", "value")
     if not grads.get("connected"):
         fail(case.describe(), "no gradient flows from output and weights back to query, key and value",
-             NO_GRADIENT_HINT)
-    for index, (name, got) in enumerate(zip(("query", "key", "value"), grads["inputs"])):
+             no_gradient([(name, None) for name in names]))
+    missing = no_gradient(zip(names, grads["inputs"]))
+    for index, (name, got) in enumerate(zip(names, grads["inputs"])):
         x = inputs[index]
         if got is None:
-            fail(case.describe(), f"the {name} gets no gradient",
-                 f"every input must take part in the computation graph: {NO_GRADIENT_HINT}")
+            fail(case.describe(), f"the {name} gets no gradient", missing)
         if not isinstance(got, torch.Tensor) or got.shape != x.shape or not torch.isfinite(got).all():
             fail(case.describe(), f"the gradient w.r.t. {name} is {describe_value(got)}: expected a finite tensor of "
                                   f"shape {tuple(x.shape)}")
         if not got.any():
-            fail(case.describe(), f"the gradient w.r.t. {name} is all zeros", NO_GRADIENT_HINT)
+            fail(case.describe(), f"the gradient w.r.t. {name} is all zeros", missing)
         for direction in moves[index]:
             plus, minus, *forwards = forwards
             _check_direction(student, case, inputs, mask, index, direction, got, grad_outputs, (plus, minus))

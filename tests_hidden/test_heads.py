@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attention_checks import with_parts_below
-from autograder.lab import NO_GRADIENT_HINT, diagnosed, expect_close, expect_tensor, fail
+from autograder.lab import diagnosed, expect_close, expect_tensor, fail, no_gradient
 from cases import randn
 
 pytestmark = pytest.mark.part("heads")
@@ -42,7 +42,7 @@ def check_form(student, reference, request, method, x, expected, label):
         expect_tensor(reply.result, expected, label, "result")
         grads = reply.grads or {}
         if not grads.get("connected") or grads["inputs"][0] is None:
-            fail(label, "no gradient flows back to x", NO_GRADIENT_HINT)
+            fail(label, "no gradient flows back to x", no_gradient([("x", None)]))
 
     # 0-dim grad_output: any shape the result has; intermediate: x arrives as a layer's output would, so an
     # in-place transpose_ of a view of it is as right as it is inside forward

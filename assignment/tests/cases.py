@@ -26,7 +26,7 @@ import torch
 from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, MISTAKES, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
-                    check_layout, copies, DEVICE_HINT, NO_GRADIENT_HINT, check_mha, check_tensor, describe, error_hint, explain,
+                    check_layout, copies, DEVICE_HINT, check_mha, no_gradient, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
                     merge_hint, mha_hint, modified_inputs, padding_mask_hint, causal_mask_hint, projections, randn, require_attention, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
                     valid_size_refused, watch_forbidden_calls)
@@ -498,13 +498,14 @@ def gradients_flow_back_to_query_key_and_value(attention):
     check_layout(output, (2, 5, 4), getattr(output, "dtype", None), case=case, what="output")
     check_layout(weights, (2, 5, 5), getattr(weights, "dtype", None), case=case, what="weights")
     require_attention((output, weights), value, mask, case=case)  # as in the grade: points for attention only
-    if not (output.requires_grad and weights.requires_grad):
+    names = ("query", "key", "value")
+    if not (output.requires_grad or weights.requires_grad):  # as the grade: neither holds a gradient
         fail(case, "no gradient flows from output and weights back to query, key and value",
-             hint=NO_GRADIENT_HINT)
+             hint=no_gradient([(name, None) for name in names]))
     try:
         # The gradient of this one number is what autograd.grad((output, weights), ..., (grad_output, grad_weights))
         # gives, exactly; passing grad_outputs would import sympy on first use, 2-3 s of every `make test`.
-        weighted = (output * grad_output).sum() + (weights * grad_weights).sum()
+        weighted = sum((t * g).sum() for t, g in ((output, grad_output), (weights, grad_weights)) if t.requires_grad)
         grads = torch.autograd.grad(weighted, (query, key, value), allow_unused=True)
     except RuntimeError as exc:
         text = " ".join(str(exc).split())
@@ -520,10 +521,11 @@ def gradients_flow_back_to_query_key_and_value(attention):
     # inf/NaN values (-inf scores returned as weights) are left out, as in the grade
     grad_output, grad_weights = (g.masked_fill(~torch.isfinite(t.detach()), 0.0)
                                  for g, t in ((grad_output, output), (grad_weights, weights)))
-    for index, (name, got) in enumerate(zip(("query", "key", "value"), grads)):
+    missing = no_gradient(zip(names, grads))
+    for index, (name, got) in enumerate(zip(names, grads)):
         if got is None or not got.any():
-            fail(case, f"the {name} gets no gradient", hint=f"every input must take part in the computation graph: "
-                                                          f"{NO_GRADIENT_HINT}")
+            fail(case, f"the {name} gets no gradient" if got is None else f"the gradient w.r.t. {name} is all zeros",
+                 hint=missing)
         for direction in (randn(*inputs[index].shape, seed=40 + 2 * index + i) for i in range(2)):
             direction = direction / direction.norm()
             moved = [list(inputs), list(inputs)]
@@ -740,7 +742,7 @@ def check_form(got, x, shape, *, case, what, hint=None):
     gradient: the lab's own stand in for them there)."""
     check_layout(got, shape, x.dtype, case=case, what=what, hint=hint)
     if not (isinstance(got, torch.Tensor) and got.requires_grad):
-        fail(case, "no gradient flows back to x", hint=NO_GRADIENT_HINT)
+        fail(case, "no gradient flows back to x", hint=no_gradient([("x", None)]))
 
 
 @case("part2_heads", points=1)

@@ -315,9 +315,6 @@ ERROR_HINTS = [
      "weights = weights.masked_fill(...), x = x / s"),
 ]
 
-# When no gradient reaches the inputs at all.
-NO_GRADIENT_HINT = "do not detach, call .item()/.numpy(), or compute under torch.no_grad()"
-
 # When a call changed the caller's query, key, value or mask: what the failure says, and its hint.
 INPUTS_MODIFIED = "the call modified its input {} in place"
 INPUTS_MODIFIED_HINT = ("use out-of-place ops (masked_fill, not masked_fill_; mask == 0 or ~mask, not mask.eq_(0); "
@@ -436,6 +433,7 @@ PROPERTY_WORDS = {
     "every step wrong": ("every step is wrong, the first (no cache yet) too",),
     "forward already wrong": ("on these inputs is already wrong",),
     "only the gradient wrong": ("your forward's output and weights are right, the gradient",),
+    "no gradient": ("no gradient reaches ",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
@@ -717,6 +715,20 @@ def calls_differ(first, second):
     return None
 
 
+def no_gradient(grads):
+    """Which inputs autograd gave no gradient, or an all-zero one (``grads``: (name, gradient or None) pairs,
+    None where the result holds no gradient at all), or None when each got one."""
+    none = [name for name, grad in grads if grad is None]
+    zeros = [name for name, grad in grads if torch.is_tensor(grad) and not grad.any()]
+    if not none and not zeros:
+        return None
+    names = none + zeros
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    shown = f" (the gradient w.r.t. {', '.join(zeros)} is all zeros)" if zeros else ""
+    return (f"no gradient reaches {listed}{shown}: the result does not depend on {'it' if len(names) == 1 else 'them'} "
+            f"through autograd; do not detach, call .item()/.numpy(), or compute under torch.no_grad()")
+
+
 def sizes_permuted(got_shape, expected_shape):
     """Why a shape is wrong when its sizes are right but in another order (which dims moved), or None."""
     got, expected = tuple(got_shape), tuple(expected_shape)
@@ -726,10 +738,18 @@ def sizes_permuted(got_shape, expected_shape):
             f"x.shape and which dims you transpose)")
 
 
+def dtype_changed(got, expected):
+    """Why a floating-point result of dtype ``got`` is not of its inputs' dtype ``expected``, or None."""
+    if got == expected or not expected.is_floating_point:
+        return None
+    return (f"the dtype changed: got {got}, the inputs are {expected}: keep their dtype all the way (tensors you "
+            f"create need dtype=query.dtype; no .float(), .double() or dtype=torch.float32 on the way)")
+
+
 def dtype_or_device_changed(got, expected):
     """Why ``got`` has another dtype or device than ``expected``, or None."""
     if got.dtype != expected.dtype:
-        return f"the dtype changed: got {got.dtype}, the inputs are {expected.dtype}"
+        return dtype_changed(got.dtype, expected.dtype) or f"the dtype changed: got {got.dtype}, expected {expected.dtype}"
     if got.device != expected.device:
         return f"the device changed: got {got.device}, the inputs are on {expected.device}"
     return None
@@ -946,10 +966,10 @@ class LargestTensor(torch.overrides.TorchFunctionMode):
         return result
 
 
-def _dtype_hint(expected):
+def _dtype_hint(got, expected):
     if expected == torch.bool:
         return "a mask must be torch.bool; comparisons such as != or <= give bool tensors"
-    return "keep the input dtype: tensors you create need dtype=query.dtype (the default is float32)"
+    return dtype_changed(got, expected)
 
 
 def _first(mask):
@@ -970,7 +990,7 @@ def check_layout(got, shape, dtype, *, case, what, hint=None, float32_ok=False):
              f"expected shape {tuple(shape)}, got {tuple(got.shape)}",
              hint=sizes_permuted(got.shape, shape) or _explain(hint, got))
     if got.dtype != dtype and not (float32_ok and (got.dtype, dtype) == (torch.float32, torch.float64)):
-        fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=_dtype_hint(dtype))
+        fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=_dtype_hint(got.dtype, dtype))
 
 
 def check_tensor(got, expected, *, case, what, hint=None, precision=False, mask=None):

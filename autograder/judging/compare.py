@@ -9,7 +9,7 @@ import contextlib
 import torch
 
 from autograder.judging import catalogue
-from autograder.judging.properties import sizes_permuted, where_differ  # one source with the public checks
+from autograder.judging.properties import dtype_changed, sizes_permuted, where_differ  # one source with the public checks
 from autograder.judging.errors import StudentError
 
 TOLERANCES = {  # dtype -> (atol, rtol)
@@ -75,8 +75,7 @@ def expect_tensor(got, expected, case, what="output", check_dtype=True):
              _shape_hint(tuple(got.shape), tuple(expected.shape)))
     if check_dtype and got.dtype != expected.dtype:
         fail(case, f"{what} has dtype {got.dtype}, expected {expected.dtype}",
-             "keep the input's dtype: do not create float32 tensors or call .float() along the way"
-             if expected.is_floating_point() else None)
+             dtype_changed(got.dtype, expected.dtype))
 
 
 def expect_pair(result, case, names=("output", "weights")):

@@ -18,9 +18,6 @@ ERROR_HINTS = [
      "weights = weights.masked_fill(...), x = x / s"),
 ]
 
-# When no gradient reaches the inputs at all.
-NO_GRADIENT_HINT = "do not detach, call .item()/.numpy(), or compute under torch.no_grad()"
-
 # When a call changed the caller's query, key, value or mask: what the failure says, and its hint.
 INPUTS_MODIFIED = "the call modified its input {} in place"
 INPUTS_MODIFIED_HINT = ("use out-of-place ops (masked_fill, not masked_fill_; mask == 0 or ~mask, not mask.eq_(0); "

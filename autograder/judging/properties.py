@@ -38,6 +38,7 @@ PROPERTY_WORDS = {
     "every step wrong": ("every step is wrong, the first (no cache yet) too",),
     "forward already wrong": ("on these inputs is already wrong",),
     "only the gradient wrong": ("your forward's output and weights are right, the gradient",),
+    "no gradient": ("no gradient reaches ",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
@@ -319,6 +320,20 @@ def calls_differ(first, second):
     return None
 
 
+def no_gradient(grads):
+    """Which inputs autograd gave no gradient, or an all-zero one (``grads``: (name, gradient or None) pairs,
+    None where the result holds no gradient at all), or None when each got one."""
+    none = [name for name, grad in grads if grad is None]
+    zeros = [name for name, grad in grads if torch.is_tensor(grad) and not grad.any()]
+    if not none and not zeros:
+        return None
+    names = none + zeros
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    shown = f" (the gradient w.r.t. {', '.join(zeros)} is all zeros)" if zeros else ""
+    return (f"no gradient reaches {listed}{shown}: the result does not depend on {'it' if len(names) == 1 else 'them'} "
+            f"through autograd; do not detach, call .item()/.numpy(), or compute under torch.no_grad()")
+
+
 def sizes_permuted(got_shape, expected_shape):
     """Why a shape is wrong when its sizes are right but in another order (which dims moved), or None."""
     got, expected = tuple(got_shape), tuple(expected_shape)
@@ -328,10 +343,18 @@ def sizes_permuted(got_shape, expected_shape):
             f"x.shape and which dims you transpose)")
 
 
+def dtype_changed(got, expected):
+    """Why a floating-point result of dtype ``got`` is not of its inputs' dtype ``expected``, or None."""
+    if got == expected or not expected.is_floating_point:
+        return None
+    return (f"the dtype changed: got {got}, the inputs are {expected}: keep their dtype all the way (tensors you "
+            f"create need dtype=query.dtype; no .float(), .double() or dtype=torch.float32 on the way)")
+
+
 def dtype_or_device_changed(got, expected):
     """Why ``got`` has another dtype or device than ``expected``, or None."""
     if got.dtype != expected.dtype:
-        return f"the dtype changed: got {got.dtype}, the inputs are {expected.dtype}"
+        return dtype_changed(got.dtype, expected.dtype) or f"the dtype changed: got {got.dtype}, expected {expected.dtype}"
     if got.device != expected.device:
         return f"the device changed: got {got.device}, the inputs are on {expected.device}"
     return None

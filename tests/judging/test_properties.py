@@ -129,6 +129,28 @@ def test_what_went_into_a_call_is_shown_in_order():
     assert properties.shapes_in([3, None]) is None
 
 
+def test_a_float_result_of_another_dtype_than_its_inputs_is_named_with_both():
+    found = properties.dtype_changed(torch.float32, torch.float64)
+    assert found.startswith("the dtype changed: got torch.float32, the inputs are torch.float64")
+    assert properties.dtype_changed(torch.float64, torch.float64) is None
+    assert properties.dtype_changed(torch.float32, torch.bool) is None  # a mask's dtype is no input's
+
+
+def test_inputs_that_get_a_gradient_say_nothing():
+    assert properties.no_gradient([("query", torch.ones(2)), ("key", torch.tensor([0.0, 1e-9]))]) is None
+
+
+def test_inputs_autograd_does_not_reach_are_named():
+    found = properties.no_gradient([("query", torch.ones(2)), ("key", None), ("value", None)])
+    assert found.startswith("no gradient reaches key and value: the result does not depend on them through autograd")
+
+
+def test_an_all_zero_gradient_is_named_as_one():
+    found = properties.no_gradient([("query", None), ("key", torch.zeros(3))])
+    assert found.startswith("no gradient reaches query and key (the gradient w.r.t. key is all zeros)")
+    assert properties.properties_named(found) == {"no gradient"}
+
+
 def test_each_property_sentence_is_told_by_its_opening():
     q, k, v = inputs()
     output, weights = attention(q, k, v)
