@@ -842,7 +842,7 @@ def mha_cross_attention_with_padding_matches_pytorch(mha):
 # Not in the points of `make test`; each case weighs what its hidden twins weigh in the grade's extra credit
 # (values 4, memory 2, step 2, its projections 2), so a case failed here is the share the grade takes.
 
-@case("extra_tiled", points=4)
+@case("extra_tiled", points=2)
 def tiled_attention_matches_pytorch(attention):
     for causal in (False, True):
         query, key, value = qkv((2, 2, 7, 4), (2, 2, 7, 4), (2, 2, 7, 3))
@@ -892,6 +892,37 @@ def tiled_outputs(attention, qkv, causal, sizes, known):
 
 # Half the grader's T (4096), to stay fast: a (T, T) float32 score matrix is then 16 MiB, a block of 64 keys 0.5 MiB.
 MEMORY_T, MEMORY_D = 2048, 16
+
+
+@case("extra_tiled", points=1)
+def tiled_attention_is_float64_accurate_with_more_keys_than_queries(attention):
+    # As the grade: float64 to float64 precision, T_q != T_k without a mask, then a causal mask in blocks of 3.
+    for (t_q, t_k, d), causal, block_size in [((9, 13, 8), False, 4), ((11, 11, 4), True, 3)]:
+        query, key, value = qkv((2, t_q, d), (2, t_k, d), (2, t_k, d))
+        case = f"tiled_attention({describe(q=query, k=key, v=value)}, causal={causal}, block_size={block_size})"
+        expected, _ = torch_attention(query, key, value, lower_triangle(t_q, t_k) if causal else None)
+        check_tensor(attention.tiled_attention(query, key, value, causal=causal, block_size=block_size), expected,
+                     case=case, what="output", precision=True,
+                     hint=tiled_hint(query, key, value, causal, block_size, attention, (block_size, 64)))
+
+
+@case("extra_tiled", points=1)
+def tiled_attention_passes_gradients_to_query_key_and_value(attention):
+    names = ("query", "key", "value")
+    leaves = [t.requires_grad_() for t in qkv((2, 6, 4), (2, 6, 4), (2, 6, 4))]
+    case = f"tiled_attention({describe(q=leaves[0], k=leaves[1], v=leaves[2])}, causal=True, block_size=4)"
+    output = attention.tiled_attention(*leaves, causal=True, block_size=4)
+    check_layout(output, (2, 6, 4), torch.float64, case=case, what="output", float32_ok=True)
+    grad_output = randn(2, 6, 4, seed=75)
+    grads = torch.autograd.grad((output * grad_output).sum(), leaves, allow_unused=True) \
+        if output.requires_grad else [None] * 3
+    if any(got is None for got in grads):
+        fail(case, "not every input gets a gradient", hint=no_gradient(zip(names, grads)))
+    twins = [t.detach().clone().requires_grad_() for t in leaves]  # PyTorch's attention, differentiated by autograd
+    pytorch = torch.nn.functional.scaled_dot_product_attention(*twins, attn_mask=lower_triangle(6))
+    expected = torch.autograd.grad((pytorch * grad_output).sum(), twins)
+    for name, got, want in zip(names, grads, expected):
+        check_tensor(got, want, case=case, what=f"gradient w.r.t. {name}")
 
 
 @case("extra_tiled", points=2)

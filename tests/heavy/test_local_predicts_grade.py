@@ -17,7 +17,7 @@ from autograder.judging.catalogue import FLOAT32_IN_FLOAT64, UNSTABLE_SOFTMAX
 from autograder.judging.error_hints import (INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, TILED_MEMORY_HINT,
                                           error_hint)
 from autograder.platforms.generate import public_cases
-from test_public_hints import DEVICE_IGNORED, FLOAT32_SOFTMAX, MASKED_AFTER_SOFTMAX_IN_PLACE, SYNTAX_ERROR
+from test_public_hints import DEVICE_IGNORED, FLOAT32_SOFTMAX, MASKED_AFTER_SOFTMAX_IN_PLACE, SYNTAX_ERROR, extra_cases
 from test_public_suite import ROOT, run_public
 from variant_builder import build_mutant, build_reference, load_mutants
 
@@ -27,9 +27,7 @@ pytestmark = pytest.mark.slow  # grades every mistake and mutant, and runs the p
 COVERS = {"part1_masks": ("masks",), "part1_attention": ("attention", "gradients"), "part2_init": ("mha_init",),
           "part2_heads": ("heads",), "part2_forward": ("mha_forward",), "extra_tiled": ("extra: tiled_attention",),
           "extra_step": ("extra: step",)}
-PART_OF_CASE = {name: part for name, part, _ in public_cases()[0]} | {
-    "tiled_attention_matches_pytorch": "extra_tiled", "tiled_attention_never_builds_the_score_matrix": "extra_tiled",
-    "step_reproduces_the_causal_forward": "extra_step", "step_projects_only_the_new_token_and_grows_the_cache": "extra_step"}
+PART_OF_CASE = {name: part for name, part, _ in public_cases()[0]} | extra_cases()
 MUTANTS = {m["name"]: m for m in load_mutants()}
 
 

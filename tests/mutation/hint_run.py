@@ -18,12 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import mutation_engine as engine  # noqa: E402
 import mutation_run  # noqa: E402
-from autograder.judging.catalogue import CATALOGUE, FOUND_FROM_PATTERN, PRECISION  # noqa: E402
+from autograder.judging.catalogue import CATALOGUE, FLOAT32_IN_FLOAT64, FOUND_FROM_PATTERN, PRECISION  # noqa: E402
 from autograder.judging.properties import properties_named  # noqa: E402
 
 CATALOGUED = {entry.sentence for kind in CATALOGUE.values() for entry, _ in kind} | {
-    entry.sentence for entry in FOUND_FROM_PATTERN} | {entry.sentence for _, steps in PRECISION.values()
-                                                        for entry, _ in steps}
+    entry.sentence for entry in FOUND_FROM_PATTERN + (FLOAT32_IN_FLOAT64,)} | {
+    entry.sentence for _, steps in PRECISION.values() for entry, _ in steps}
 
 
 def hints(text):
@@ -55,11 +55,29 @@ def read(root, verdicts):
     return found
 
 
+# Where the student's code raised: the grade writes "at mha.py line 76, in ...", make test "(mha.py, line 76)".
+RAISED_AT = re.compile(r"\bat (\w+\.py) line (\d+)|\((\w+\.py), line (\d+)\)")
+RAISED = re.compile(r"^(?:[^:\n]*: )?(\w+(?:Error|Exception)): ", re.M)
+
+
+def raised(text):
+    """The student's errors a failure text shows, "RuntimeError at mha.py:76": each error with the first place
+    of the student's named after it, in the same failure."""
+    found = set()
+    for error in RAISED.finditer(text):
+        place = RAISED_AT.search(text, error.end())
+        following = RAISED.search(text, error.end())
+        if place and (following is None or place.start() < following.start()):
+            found.add(f"{error[1]} at {place[1] or place[3]}:{place[2] or place[4]}")
+    return sorted(found)
+
+
 def _summary(text):
     lines = hints(text)
     return {"measured": sorted(properties_named(text)),
             "catalogued": sorted({s for s in CATALOGUED if s in text}),
-            "static": sorted({h for h in lines if kind_of(h) == "static"})}
+            "static": sorted({h for h in lines if kind_of(h) == "static"}),
+            "raised": raised(text)}
 
 
 def figures(found):
@@ -68,11 +86,14 @@ def figures(found):
     same_cause = [m for m, f in found.items() if set(f["local"]["catalogued"]) & set(f["grade"]["catalogued"])]
     named = [m for m, f in found.items() if set(f["local"]["measured"]) & set(f["grade"]["measured"])
              or set(f["local"]["catalogued"]) & set(f["grade"]["catalogued"])]
+    same_error = [m for m, f in found.items() if m not in named
+                  and set(f["local"].get("raised", ())) & set(f["grade"].get("raised", ()))]
     return {"defect mutants": len(found),
             "a measured property on both sides": len(both),
             "the same measured property on both sides": len(same),
             "the same catalogued cause on both sides": len(same_cause),
             "the same property or cause on both sides": len(named),
+            "else the same error at the same line of theirs": len(same_error),
             "a measured property on one side only": sum(bool(f["local"]["measured"]) != bool(f["grade"]["measured"])
                                                         for f in found.values()),
             "a static hint locally": sum(bool(f["local"]["static"]) for f in found.values()),
