@@ -31,8 +31,9 @@ from autograder.judging.own_forward import (FD_STEP, SHIFT_HINT, directional_mis
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
 from autograder.judging.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
                                            HEADS_STOOD_IN, WEIGHTS_RIGHT_OUTPUT_WRONG, attention_properties,
-                                           blocked_weight, calls_differ, decode_steps, dtype_changed, no_gradient, not_a_distribution,
-                                           padding_followed, scores_off, step_projections, tiled_blocks, tiled_rows)
+                                           bias_not_followed, blocked_weight, calls_differ, decode_steps, dtype_changed, no_gradient, not_a_distribution,
+                                           padding_followed, scores_off, size_not_refused, sizes_stored,
+                                           step_projections, tiled_blocks, tiled_rows)
 from autograder.judging.seeded import randn
 from autograder.grading.student import Failure, replied
 from autograder.judging.errors import RuleViolation, StudentError
@@ -49,8 +50,8 @@ __all__ = [
     "expect_pair", "expect_tensor", "fail", "float_outputs", "forbidden_calls", "grad_outputs_for", "matrix_figure",
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
-    "attention_properties", "blocked_weight", "calls_differ", "dtype_changed", "no_gradient", "not_a_distribution", "not_attention",
-    "padding_followed", "scores_off", "tiled_rows", "decode_steps", "step_projections", "tiled_blocks", "GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
+    "attention_properties", "bias_not_followed", "blocked_weight", "calls_differ", "dtype_changed", "no_gradient", "not_a_distribution", "not_attention",
+    "padding_followed", "scores_off", "size_not_refused", "sizes_stored", "tiled_rows", "decode_steps", "step_projections", "tiled_blocks", "GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
     # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
     "ATTENTION_STOOD_IN", "CONSTRUCTION_STOOD_IN", "HEADS_STOOD_IN",
     "replied",  # an item of student.call_many: its reply, or its failure raised (issue 46)

@@ -9,11 +9,12 @@ Construction does not depend on attention.py, so these run on top of a known-goo
 import pytest
 import torch
 
-from autograder.lab import StudentError, fail
+from autograder.lab import StudentError, bias_not_followed, fail, size_not_refused, sizes_stored
 
 pytestmark = pytest.mark.part("mha_init")
 
 MHA = "mha.MultiHeadAttention"
+PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 # For code that raises its DimensionMismatchError, whose class no longer descends from ValueError.
 NOT_A_VALUE_ERROR = ("your DimensionMismatchError is not a ValueError: keep its class as mha.py gives it, "
                      "class DimensionMismatchError(ValueError)")
@@ -51,17 +52,20 @@ def test_sizes_are_stored(student):
         got = {name: attrs.get(name) for name in expected}
         if got != expected:
             fail(f"MultiHeadAttention({d_model}, {n_heads})", f"attributes are {got}, expected {expected}",
-                 "store self.d_model, self.n_heads and self.d_k = d_model // n_heads")
+                 sizes_stored(got, expected) or "store self.d_model, self.n_heads and self.d_k = d_model // n_heads")
 
 
 @pytest.mark.points(3)
 def test_exactly_four_projections(student):
     """Construction: w_q, w_k, w_v, w_o are nn.Linear(d_model, d_model) and nothing else"""
     layers, odd = _layers(_attrs(student, 16, 4))
-    expected = {name: {"in": 16, "out": 16, "bias": True} for name in ("w_q", "w_k", "w_v", "w_o")}
+    expected = {name: {"in": 16, "out": 16, "bias": True} for name in PROJECTIONS}
     if layers != expected:
+        shapes_right = {name: {**layer, "bias": True} for name, layer in layers.items()} == expected
         fail("MultiHeadAttention(16, 4)", f"linear layers are {layers}, expected {expected}",
-             "exactly four nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o; the heads come from splitting, not from more layers")
+             shapes_right and bias_not_followed({name: layers[name]["bias"] for name in expected}, True)
+             or "exactly four nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o; the heads come from splitting, "
+                "not from more layers")
     if odd:
         fail("MultiHeadAttention(16, 4)", f"unexpected parameters {odd}", "the four projections hold every parameter")
 
@@ -73,7 +77,9 @@ def test_bias_can_be_turned_off(student):
     with_bias = sorted(name for name, layer in layers.items() if layer["bias"])
     if with_bias or len(layers) != 4:
         fail("MultiHeadAttention(16, 4, bias=False)", f"layers with bias: {with_bias or 'none'}; layers: "
-             f"{sorted(layers)}", "pass bias=bias to every nn.Linear")
+             f"{sorted(layers)}",
+             bias_not_followed({name: layers[name]["bias"] for name in PROJECTIONS if name in layers}, False)
+             or "pass bias=bias to every nn.Linear")
 
 
 def _require_valid_size_builds(student):
@@ -111,10 +117,20 @@ def test_indivisible_sizes_raise_dimension_mismatch(student):
 def test_non_positive_sizes_raise_value_error(student):
     """Construction: non-positive sizes raise ValueError"""
     _require_valid_size_builds(student)
-    for args in ((0, 4), (16, 0), (-8, 2)):
-        outcome = student.try_call(MHA, init={"args": list(args)}, mode="oracle")
+    sizes = ((0, 4), (16, 0), (-8, 2))
+    outcomes = [student.try_call(MHA, init={"args": list(args)}, mode="oracle") for args in sizes]
+    for args, outcome in zip(sizes, outcomes):
         if not hasattr(outcome, "raised") or not outcome.raised("ValueError"):
             got = outcome.message if hasattr(outcome, "raised") else "no exception"
             own_error = hasattr(outcome, "raised") and outcome.raised("DimensionMismatchError")
+            written = not (hasattr(outcome, "raised") and outcome.raised("NotImplementedError"))
             fail(f"MultiHeadAttention{args}", f"expected a ValueError, got {got}",
-                 NOT_A_VALUE_ERROR if own_error else "check d_model > 0 and n_heads > 0 before anything else")
+                 NOT_A_VALUE_ERROR if own_error else size_not_refused(zip(sizes, map(_did, outcomes))) if written
+                 else None)
+
+
+def _did(outcome):
+    """What constructing did, in size_not_refused's words: "ValueError", "created a module" or the error raised."""
+    if not hasattr(outcome, "raised"):
+        return "created a module"
+    return "ValueError" if outcome.raised("ValueError") else outcome.error.type if outcome.error else "an error"

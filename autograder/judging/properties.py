@@ -39,6 +39,9 @@ PROPERTY_WORDS = {
     "forward already wrong": ("on these inputs is already wrong",),
     "only the gradient wrong": ("your forward's output and weights are right, the gradient",),
     "no gradient": ("no gradient reaches ",),
+    "sizes stored wrong": ("the sizes stored are not the ones given",),
+    "bias not followed": ("bias=True gave ", "bias=False gave "),
+    "size not refused": ("was not refused with a ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
@@ -332,6 +335,37 @@ def no_gradient(grads):
     shown = f" (the gradient w.r.t. {', '.join(zeros)} is all zeros)" if zeros else ""
     return (f"no gradient reaches {listed}{shown}: the result does not depend on {'it' if len(names) == 1 else 'them'} "
             f"through autograd; do not detach, call .item()/.numpy(), or compute under torch.no_grad()")
+
+
+def sizes_stored(got, expected):
+    """Which of the sizes a module stored (``got``: {attribute: value}) are not ``expected``'s ints, or None."""
+    wrong = [f"self.{name} is {got.get(name, '<missing>')!r}" + (" (a float)" if isinstance(got.get(name), float) else "")
+             + f", not {value}" for name, value in expected.items()
+             if type(got.get(name)) is not int or got.get(name) != value]
+    if not wrong:
+        return None
+    return (f"the sizes stored are not the ones given: {'; '.join(wrong)}: store d_model, n_heads and "
+            f"d_k = d_model // n_heads as ints (// keeps an int; / gives a float)")
+
+
+def bias_not_followed(biased, bias):
+    """Which projections (``biased``: {name: has a bias}) did not follow ``bias``, or None."""
+    wrong = [name for name, has in biased.items() if has != bias]
+    if not wrong:
+        return None
+    return (f"bias={bias} gave {', '.join(wrong)} {'no bias' if bias else 'a bias'}: pass bias=bias on to every "
+            f"nn.Linear")
+
+
+def size_not_refused(outcomes):
+    """Which sizes that are not positive MultiHeadAttention did not refuse with a ValueError, or None.
+    ``outcomes``: ((d_model, n_heads), what it did: "ValueError", "created a module" or the error it raised)."""
+    wrong = [f"MultiHeadAttention{tuple(sizes)} " + (did if did == "created a module" else f"raised {did}")
+             for sizes, did in outcomes if did != "ValueError"]
+    if not wrong:
+        return None
+    return (f"a size that is not positive was not refused with a ValueError: {'; '.join(wrong)}: check "
+            f"d_model > 0 and n_heads > 0 first, before d_model % n_heads")
 
 
 def sizes_permuted(got_shape, expected_shape):

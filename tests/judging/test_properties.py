@@ -136,6 +136,26 @@ def test_a_float_result_of_another_dtype_than_its_inputs_is_named_with_both():
     assert properties.dtype_changed(torch.float32, torch.bool) is None  # a mask's dtype is no input's
 
 
+def test_sizes_stored_as_a_float_are_named():
+    expected = {"d_model": 16, "n_heads": 4, "d_k": 4}
+    assert properties.sizes_stored(dict(expected), expected) is None
+    found = properties.sizes_stored({**expected, "d_k": 4.0}, expected)
+    assert "self.d_k is 4.0 (a float), not 4" in found and properties.properties_named(found) == {"sizes stored wrong"}
+
+
+def test_projections_that_ignore_bias_are_named():
+    assert properties.bias_not_followed({"w_q": True, "w_k": True}, True) is None
+    assert properties.bias_not_followed({"w_q": True, "w_k": False}, False).startswith("bias=False gave w_q a bias")
+
+
+def test_sizes_that_are_not_positive_and_not_refused_are_named_with_what_happened():
+    assert properties.size_not_refused([((0, 4), "ValueError")]) is None
+    found = properties.size_not_refused([((0, 4), "created a module"), ((8, 0), "ZeroDivisionError"),
+                                         ((-8, 2), "ValueError")])
+    assert "MultiHeadAttention(0, 4) created a module; MultiHeadAttention(8, 0) raised ZeroDivisionError:" in found
+    assert "(-8, 2)" not in found
+
+
 def test_inputs_that_get_a_gradient_say_nothing():
     assert properties.no_gradient([("query", torch.ones(2)), ("key", torch.tensor([0.0, 1e-9]))]) is None
 
