@@ -6,7 +6,7 @@ from attention_checks import with_hint, with_parts_below
 from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, GRADIENT_ONLY_WRONG,
                             WEIGHTS_RIGHT_OUTPUT_WRONG,
                             StudentError, blocked_weight, diagnosed, expect_close, expect_pair, fail,
-                            not_a_distribution, scores_off)
+                            no_gradient, not_a_distribution, scores_off)
 from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")
@@ -139,14 +139,16 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
                              grad={"inputs": [0, 1, 2], "params": True, "grad_outputs": [grad_out, grad_weights]})
         expect_pair(reply.result, case.describe())
         grads = reply.grads or {}
+        names = ["query", "key", "value", *params]
         if not grads.get("connected"):
             fail(case.describe(), "no gradient flows back from output and weights",
-                 "do not detach or use torch.no_grad() in forward")
+                 no_gradient([(name, None) for name in names]))
         got = dict(zip(("query", "key", "value"), grads["inputs"]))
         got.update(grads["params"])
-        for name, want in zip(["query", "key", "value", *params], expected):
+        for name, want in zip(names, expected):
             if got.get(name) is None:
-                fail(case.describe(), f"{name} gets no gradient", "every projection must be used in forward")
+                fail(case.describe(), f"{name} gets no gradient",
+                     no_gradient([(name, got.get(name)) for name in names if got.get(name) is None]))
             # float32-accurate gradients pass: precision is charged once, in test_float64
             try:
                 expect_close(got[name], want, case.describe(), f"gradient w.r.t. {name}", HINT, grad=True,

@@ -876,12 +876,11 @@ def tiled_hint(query, key, value, causal, block_size, attention=None, sizes=()):
     named = [(cols <= rows + 1, "tiled_causal_off_by_one"), (cols % block_size <= rows, "tiled_block_offset_forgotten")]
 
     def hint(got):
-        for allowed, name in named if causal else []:
-            if torch.allclose(got.double(), torch_attention(query, key, value, allowed)[0].double(), atol=1e-6):
-                return MISTAKES["tiled"][name]
-        named_bug = likely_bug(got, [(lambda: output_without_rescaling(query, key, value, causal, block_size)
-                                      if key.size(-2) > block_size else None, MISTAKES["tiled"]["tiled_no_rescale"])])
         expected = torch_attention(query, key, value, lower_triangle(query.size(-2), key.size(-2)) if causal else None)[0]
+        named_bug = likely_bug(got, [(lambda allowed=allowed: torch_attention(query, key, value, allowed)[0],
+                                      MISTAKES["tiled"][name]) for allowed, name in (named if causal else [])] + [
+            (lambda: output_without_rescaling(query, key, value, causal, block_size)
+             if key.size(-2) > block_size else None, MISTAKES["tiled"]["tiled_no_rescale"])], right=lambda: expected)
         return named_bug or tiled_rows(got, expected, value, causal, block_size) \
             or tiled_blocks(tiled_outputs(attention, (query, key, value), causal, sizes, {block_size: got}), expected,
                             key.size(-2)) \

@@ -434,6 +434,7 @@ PROPERTY_WORDS = {
     "forward already wrong": ("on these inputs is already wrong",),
     "only the gradient wrong": ("your forward's output and weights are right, the gradient",),
     "no gradient": ("no gradient reaches ",),
+    "backward not of the forward": ("does not match your own forward",),  # a finite difference of it, measured
     "sizes stored wrong": ("the sizes stored are not the ones given",),
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
@@ -1099,7 +1100,8 @@ def unpack_pair(result, *, case, what, expected=None, shapes=None):
 
 
 def _close(a, b):
-    return a.shape == b.shape and torch.allclose(a, b, **TOLERANCE[b.dtype], equal_nan=True)
+    """``a`` equals ``b`` to ``b``'s tolerance (compared in ``b``'s dtype: a float32 result against float64)."""
+    return a.shape == b.shape and torch.allclose(a.detach().to(b.dtype), b, **TOLERANCE[b.dtype], equal_nan=True)
 
 
 # ----------------------------------------------------------------------------- attention
@@ -1162,15 +1164,17 @@ def _nonbinary(mask):
     return mask is not None and mask.dtype != torch.bool and bool(((mask != 0) & (mask != 1)).any())
 
 
-def likely_bug(got, candidates):
+def likely_bug(got, candidates, right):
     """The grade's words for the first ``(weights of a mistake, its words)`` whose weights ``got`` matches, or None.
-    Each candidate is a function of no arguments (computed only when needed); one that cannot run is skipped."""
+    Each candidate is a function of no arguments (computed only when needed); one that cannot run is skipped, and
+    so is one that ``right()`` (the right result) also matches: as the grade's catalogue, a mistake that gives the
+    right result on these inputs is never named."""
     for compute, words in candidates:
         try:
             candidate = compute()
         except (RuntimeError, ValueError, IndexError):
             continue
-        if candidate is not None and _close(got, candidate):
+        if candidate is not None and _close(got, candidate) and not _close(right(), candidate):
             return words
     return None
 
@@ -1191,7 +1195,7 @@ def _leak_hint(query, key, value, mask, w):
         (lambda: torch_attention(query, key, value, mask, additive=True)[1] if numeric else None,
          MISTAKES["sdpa"]["numeric_mask_additive"]),
         (lambda: _weights_with_blocked_scores_zero(query, key, mask), MISTAKES["sdpa"]["masked_with_zero"]),
-    ])
+    ], right=lambda: torch_attention(query, key, value, mask)[1])
     if named:
         return named
     if not_a_distribution(w) is None and (w[~allowed].abs() < 1e-20).all():  # tiny but not 0: a finite fill
@@ -1223,7 +1227,7 @@ def attention_hint(query, key, value, mask, weights):
          MISTAKES["sdpa"]["scale_by_d_v"]),
         (lambda: torch_attention(query, key, value, mask, scale=math.sqrt(d_k))[1],
          "multiplied by sqrt(d_k): divide the scores by sqrt(d_k) instead"),
-    ])
+    ], right=lambda: torch_attention(query, key, value, mask)[1])
     return named or not_a_distribution(w)
 
 
@@ -1323,7 +1327,7 @@ def mha_hint(model, n_heads, query, key, value, mask):
             (lambda: weights(k=_heads(w_v(key), n_heads)), MISTAKES["mha"]["key_value_swapped"]),
             (lambda: weights(k=_heads(w_k(query), n_heads)), MISTAKES["mha"]["kv_from_query"]),
             (lambda: weights(k=_heads(key, n_heads)), MISTAKES["mha"]["only_query_projected"]),
-        ])
+        ], right=weights)
         if named:
             return named
         bug = attention_hint(q, k, v, mask, got)
@@ -1343,7 +1347,7 @@ def output_hint(model, n_heads, value, weights):
             named = likely_bug(got.detach(), [
                 (lambda: merged, MISTAKES["mha"]["no_output_projection"]),
                 (lambda: w_o(heads.reshape(merged.shape)), MISTAKES["mha"]["merge_without_transpose"]),
-            ])
+            ], right=lambda: w_o(merged))
         return named or WEIGHTS_RIGHT_OUTPUT_WRONG
     return hint
 

@@ -66,16 +66,31 @@ def mistake(kind, name, sentence, section, defects=()):
 
 
 def diagnose(kind, got, *inputs):
-    """The first catalogued mistake whose result matches ``got`` on ``inputs``, or None."""
+    """The first catalogued mistake whose result matches ``got`` on ``inputs``, or None. A mistake whose result
+    on these inputs is the right one (kv_from_query in self-attention, no_scaling at d_k = 1) is never named:
+    matching it proves nothing, and the code that failed may be right in that respect."""
+    right = _right(kind, *inputs)
     for entry, compute in CATALOGUE.get(kind, []):
         try:
             with torch.no_grad():
                 candidate = compute(*inputs)
         except (RuntimeError, ValueError, IndexError):
             continue  # this mistake cannot even run on these inputs
-        if candidate is not None and _matches(got, candidate):
+        if candidate is not None and _matches(got, candidate) and not (right is not None
+                                                                        and _matches(candidate, right)):
             return entry
     return None
+
+
+def _right(kind, *inputs):
+    """The right result of ``kind`` on ``inputs`` (RIGHT, below), or None when there is none to compute."""
+    if kind not in RIGHT:
+        return None
+    try:
+        with torch.no_grad():
+            return RIGHT[kind](*inputs)
+    except (RuntimeError, ValueError, IndexError):
+        return None
 
 
 def _matches(got, candidate):
@@ -496,6 +511,29 @@ def _cache_unprojected(state, n_heads, x):
         heads, _ = attention(split(linear("w_q", token)), k, v, None)
         outputs.append(linear("w_o", heads.transpose(1, 2).reshape(B, 1, d_model)))
     return outputs
+
+
+# --- the right results, which no mistake may be named for matching ----------------------------------
+
+def _split(x, n_heads):
+    B, T, d_model = x.shape
+    return x.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)  # (B, h, T, d_k)
+
+
+def _merge(x, n_heads):
+    B, h, T, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, d_model)
+
+
+RIGHT = {  # kind -> the right result, on the inputs its mistakes take
+    "causal_mask": lambda seq_len: torch.ones(seq_len, seq_len, dtype=torch.bool).tril(),
+    "padding_mask": lambda tokens, pad_id: (tokens != pad_id)[:, None, None, :],
+    "sdpa": attention,
+    "split_heads": _split,
+    "merge_heads": _merge,
+    "mha": mha,
+    "tiled": tiled,
+}
 
 
 # --- every mistake by name ------------------------------------------------------------------------

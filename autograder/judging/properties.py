@@ -39,6 +39,7 @@ PROPERTY_WORDS = {
     "forward already wrong": ("on these inputs is already wrong",),
     "only the gradient wrong": ("your forward's output and weights are right, the gradient",),
     "no gradient": ("no gradient reaches ",),
+    "backward not of the forward": ("does not match your own forward",),  # a finite difference of it, measured
     "sizes stored wrong": ("the sizes stored are not the ones given",),
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
