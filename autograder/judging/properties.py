@@ -37,7 +37,8 @@ PROPERTY_WORDS = {
     "cached steps wrong": ("step 1 is right and steps",),
     "every step wrong": ("every step is wrong, the first (no cache yet) too",),
     "forward already wrong": ("on these inputs is already wrong",),
-    "only the gradient wrong": ("your forward's output and weights are right, the gradient",),
+    "only the gradient wrong": ("your forward's output and weights are right, the gradient",
+                                "your forward's output is right, the gradient"),
     "no gradient": ("no gradient reaches ",),
     "backward not of the forward": ("does not match your own forward",),  # a finite difference of it, measured
     "sizes stored wrong": ("the sizes stored are not the ones given",),
@@ -303,6 +304,10 @@ def decode_steps(outputs, expected):
 GRADIENT_ONLY_WRONG = ("your forward's output and weights are right, the gradient w.r.t. {} is not: part of the "
                        "forward is hidden from autograd (.detach(), .data, torch.no_grad()) or goes another way "
                        "backward than forward")
+
+
+# The same for tiled_attention, whose result is its output alone.
+TILED_GRADIENT_ONLY_WRONG = GRADIENT_ONLY_WRONG.replace("output and weights are", "output is")
 
 
 # Measured by comparing the weights first: they match, so the bug is in what follows attention.
