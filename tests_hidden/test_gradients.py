@@ -120,7 +120,7 @@ def _check_gradients(student, case):
     names = ("query", "key", "value")
     if not grads.get("connected"):
         fail(case.describe(), "no gradient flows from output and weights back to query, key and value",
-             no_gradient([(name, None) for name in names]))
+             no_gradient([(each, None) for each in names]))
     missing = no_gradient(zip(names, grads["inputs"]))
     for index, (name, got) in enumerate(zip(names, grads["inputs"])):
         x = inputs[index]

@@ -43,3 +43,8 @@ def mha_causal_self_attention_matches_pytorch():
 @test_case(name="mha_cross_attention_with_padding_matches_pytorch", points=2)
 def mha_cross_attention_with_padding_matches_pytorch():
     public_case("mha_cross_attention_with_padding_matches_pytorch")
+
+
+@test_case(name="mha_gradients_reach_every_input_and_parameter", points=1)
+def mha_gradients_reach_every_input_and_parameter():
+    public_case("mha_gradients_reach_every_input_and_parameter")

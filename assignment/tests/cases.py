@@ -93,7 +93,11 @@ class Case:
 
     def _check(self, module):
         with forbidden_calls() as called:
-            self.check(*(module(name) for name in self.needs))
+            try:
+                self.check(*(module(name) for name in self.needs))
+            except Exception:
+                if not called:
+                    raise  # else the forbidden call is the failure, whatever the values (as in the grade)
         if called:
             raise ForbiddenCall(forbidden_message(called))
 
@@ -195,7 +199,7 @@ def known_good_attention(query, key, value, mask=None):
     Both come back contiguous, as a matmul's result is: torch's fused kernels may return another
     memory layout, which would hide a `.view` on a transposed tensor in merge_heads.
     """
-    return tuple(t.contiguous() for t in torch_attention(query, key, value, mask))
+    return tuple(t.contiguous() for t in torch_attention(query, key, value, mask, differentiable=True))
 
 
 def known_good_attention_module():
@@ -850,9 +854,28 @@ def mha_cross_attention_with_padding_matches_pytorch(mha):
     run(model, "MultiHeadAttention(8, 2, bias=False)", query, key, value, padding, inputs_untouched=True)  # as the grade
 
 
+@case("part2_forward", points=1)
+def mha_gradients_reach_every_input_and_parameter(mha):
+    # As the grade's gradient test: the output and the weights, differentiated w.r.t. the inputs and every parameter.
+    model = build(mha, 8, 2)
+    query, key, value = (randn(2, t, 8, seed=seed).requires_grad_() for seed, t in ((1, 3), (2, 6), (3, 6)))
+    case = f"MultiHeadAttention(8, 2)({describe(query=query, key=key, value=value)})"
+    result = model(query, key, value)  # the leaves themselves, as the grader sends them (an in-place edit raises)
+    pair = unpack_pair(result, case=case, what="MultiHeadAttention.forward", shapes=((2, 3, 8), (2, 2, 3, 6)))
+    leaves = {"query": query, "key": key, "value": value, **dict(model.named_parameters())}
+    reached = [t for t in pair if torch.is_tensor(t) and t.requires_grad]
+    grads = torch.autograd.grad(sum((t * randn(*t.shape, seed=60 + i, dtype=t.dtype)).sum() for i, t in
+                                    enumerate(reached)), list(leaves.values()), allow_unused=True) \
+        if reached else [None] * len(leaves)
+    missing = [(name, None) for name, grad in zip(leaves, grads) if grad is None]
+    if missing:
+        fail(case, "not every input and parameter gets a gradient", hint=no_gradient(missing))
+
+
 # ============================================================================= extra credit (optional)
 # Not in the points of `make test`; each case weighs what its hidden twins weigh in the grade's extra credit
-# (values 4, memory 2, step 2, its projections 2), so a case failed here is the share the grade takes.
+# (values 2, float64 and T_q != T_k 1, gradients 1, memory 2, step 2, its projections 2), so a case failed here is
+# the share the grade takes.
 
 @case("extra_tiled", points=2)
 def tiled_attention_matches_pytorch(attention):

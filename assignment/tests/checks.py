@@ -1111,11 +1111,12 @@ def _close(a, b):
 
 # ----------------------------------------------------------------------------- attention
 
-def torch_attention(query, key, value, mask=None, scale=None, additive=False):
+def torch_attention(query, key, value, mask=None, scale=None, additive=False, differentiable=False):
     """``(output, weights)`` computed by PyTorch. ``mask``: True/nonzero = may attend (``additive``: a float
-    mask added to the scores, as PyTorch reads one; for naming that mistake only)."""
+    mask added to the scores, as PyTorch reads one; for naming that mistake only). ``differentiable``: in the
+    autograd graph (a stand-in for the student's attention), not detached (an expected value)."""
     allowed = None if mask is None else mask.to(query.dtype) if additive else mask.bool()  # nonzero -> True
-    with torch.no_grad():
+    with contextlib.nullcontext() if differentiable else torch.no_grad():
         torch_output = F.scaled_dot_product_attention(query, key, value, attn_mask=allowed, scale=scale)
         # Attending over the identity matrix returns the weights themselves.
         eye = torch.eye(key.size(-2), dtype=query.dtype).expand(*key.shape[:-2], -1, -1)

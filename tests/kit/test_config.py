@@ -5,7 +5,7 @@ import pytest
 
 from autograder.grading import by_hand
 from autograder.config import SETTINGS, Config, ConfigError, Limits, load_config
-from conftest import ROOT
+from conftest import ROOT, run_grader  # at import: a test that ran tests_hidden/ in-process leaves its conftest as "conftest"
 
 
 def write(tmp_path, text):
@@ -161,7 +161,6 @@ def test_the_kits_grading_yaml_shows_every_setting():
 
 
 def test_make_grade_with_a_broken_config_stops_in_one_line_before_grading(tmp_path):
-    from conftest import run_grader
 
     config = write(tmp_path, "limits:\n  memory_mb: lots\n")
     out = tmp_path / "out"
@@ -172,7 +171,6 @@ def test_make_grade_with_a_broken_config_stops_in_one_line_before_grading(tmp_pa
 
 
 def test_a_config_file_that_does_not_exist_is_named(tmp_path):
-    from conftest import run_grader
 
     run = run_grader("grade", ROOT / "examples" / "submissions" / "reference", "--out", tmp_path / "out",
                      "--config", tmp_path / "nope.yaml")
@@ -180,7 +178,6 @@ def test_a_config_file_that_does_not_exist_is_named(tmp_path):
 
 
 def test_grading_with_a_config_file_uses_its_limits(tmp_path):
-    from conftest import run_grader
 
     config = write(tmp_path, "visibility:\n  hidden: visible\n")
     run = run_grader("grade", ROOT / "examples" / "submissions" / "reference", "--out", tmp_path / "out",
@@ -232,8 +229,7 @@ def test_a_percentage_past_100_is_refused(tmp_path):
 
 def test_changing_the_late_policy_regrades_nothing():
     from autograder.grading import fingerprint
-    from conftest import ROOT as root
-    tests = str(root / "tests_hidden")
+    tests = str(ROOT / "tests_hidden")
     late = dataclasses.replace(Config(), late_due="2026-10-01 23:59", late_percent_per_day=10)
     assert fingerprint.grader_parts(late, "uid", tests)["settings"] == \
         fingerprint.grader_parts(Config(), "uid", tests)["settings"]

@@ -389,10 +389,12 @@ def test_an_mha_forward_that_edits_its_key_fails_the_cross_attention_case_in_the
     from autograder.judging.error_hints import FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT
 
     run = run_on(FORWARD_KEY_EDITED, tmp_path)
-    case = "test_mha[mha_cross_attention_with_padding_matches_pytorch]"
-    assert list(failed(run)) == [case], run.output
+    case, gradients = ("test_mha[mha_cross_attention_with_padding_matches_pytorch]",
+                       "test_mha[mha_gradients_reach_every_input_and_parameter]")
+    assert sorted(failed(run)) == [case, gradients], run.output  # as the grade: its gradient test gets leaves too
     assert FORWARD_INPUTS_MODIFIED.format("key") in failed(run)[case], failed(run)[case]
     assert f"hint: {FORWARD_INPUTS_MODIFIED_HINT}" in failed(run)[case], failed(run)[case]
+    assert "a leaf Variable that requires grad is being used in an in-place operation" in failed(run)[gradients]
 
 
 def test_an_attention_that_edits_the_mask_costs_no_mha_points(runs):
