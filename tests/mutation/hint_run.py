@@ -7,6 +7,8 @@ Grades the mutants and runs the public tests on each (mutation_run.evaluate, wit
 failure's text), then reads every hint of a defect on both sides. A hint is *measured* when it states a property of
 autograder/judging/properties.py (PROPERTY_WORDS), *catalogued* when it names a catalogue mistake (recomputed by its
 own probe, catalogue.diagnose), else *static*: the case's fixed words, which no probe of this mutant measured.
+A mutant whose two sides name no common property or cause may still name the same error raised at the same line
+of the student's code (a crash: both show the exception, the line and the shapes that went in): counted apart.
 """
 import argparse
 import json
