@@ -199,6 +199,11 @@ def known_good_attention(query, key, value, mask=None):
     Both come back contiguous, as a matmul's result is: torch's fused kernels may return another
     memory layout, which would hide a `.view` on a transposed tensor in merge_heads.
     """
+    # torch's fused kernel does not check that key and value hold as many positions (nor that query and key are
+    # as wide): it reads past one of them, and its backward can crash the process. Raise as a matmul would.
+    if query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
+        raise RuntimeError(f"attention got query {tuple(query.shape)}, key {tuple(key.shape)} and value "
+                           f"{tuple(value.shape)}: query and key must be as wide, key and value as long")
     return tuple(t.contiguous() for t in torch_attention(query, key, value, mask, differentiable=True))
 
 
