@@ -107,7 +107,9 @@ def test_setup_fails_the_build_when_the_image_cannot_grade(image):
     broken = image.root / "autograder" / "broken-source"
     shutil.copytree(image.root / "autograder" / "source", broken)
     try:
-        (broken / "autograder" / "grading" / "compare.py").write_text("raise ImportError('deliberately broken for this test')\n")
+        imported = broken / "autograder" / "judging" / "compare.py"  # every hidden test's comparisons
+        assert imported.is_file(), f"{imported} moved: break a module the grader imports"
+        imported.write_text("raise ImportError('deliberately broken for this test')\n")
         outcome = image.run(["bash", "./setup.sh"], cwd="/autograder/broken-source",
                             env={"TORCH_INDEX": f"file://{gradescope_image.TORCH_WHEEL_INDEX}"}, timeout=900)
     finally:
