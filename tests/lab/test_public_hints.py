@@ -288,16 +288,14 @@ def extra_cases():
     """{name: part} of the public extra-credit cases, as cases.py declares them (@case("extra_...", points=...))."""
     found = {}
     for node in ast.walk(ast.parse((PUBLIC / "cases.py").read_text(encoding="utf-8"))):
-        for decorator in getattr(node, "decorator_list", []) if isinstance(node, ast.FunctionDef) else []:
-            part = getattr(decorator.args[0], "value", "") if isinstance(decorator, ast.Call) and getattr(
-                decorator.func, "id", None) == "case" and decorator.args else ""
-            if str(part).startswith("extra_"):
-                found[node.name] = part
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "case" and decorator.args:
+                part = str(getattr(decorator.args[0], "value", ""))
+                if part.startswith("extra_"):
+                    found[node.name] = part
     return found
-
-
-def extra_case_names():
-    return list(extra_cases())
 
 
 def test_extra_credit_the_files_do_not_define_is_skipped_and_a_correct_core_exits_0(tmp_path):
@@ -311,10 +309,10 @@ def test_extra_credit_the_files_do_not_define_is_skipped_and_a_correct_core_exit
         (submission / file).write_text(text[:start] + text[end + 1:])
     run = run_public(submission, tmp_path)
     assert run.returncode == 0, run.output
-    assert sorted(run.skipped) == sorted(f"test_extra[{name}]" for name in extra_case_names()), run.output
+    assert sorted(run.skipped) == sorted(f"test_extra[{name}]" for name in extra_cases()), run.output
     assert "attention.py defines no tiled_attention" in run.skipped["test_extra[tiled_attention_matches_pytorch]"]
     assert run.output.rstrip().splitlines()[-2] == (f"extra credit (optional, not in the points): "
-                                                    f"{len(extra_case_names())} not written yet")
+                                                    f"{len(extra_cases())} not written yet")
 
 
 def test_a_forbidden_call_fails_the_tests_that_make_it_and_says_what_the_grade_does(runs):
