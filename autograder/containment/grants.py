@@ -26,14 +26,20 @@ def granted_folders():
     return sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
 
 
-def confinement_paths():
-    """What a confined child may read (Landlock): ``granted_folders``, the interpreter and the shared
-    libraries this process has loaded (one file each; measured: a child loads no system library after
-    the zygote's warm-up), a few files and devices, and of /proc only its own entries: it cannot list
-    other processes or read their command lines. Read only: a write to its own clear_refs would reset the
-    peak the grader measures (children.MemoryMeter). Call it in the process being confined."""
+def confinement_paths(shared=None):
+    """What a confined child may read (Landlock): ``shared_paths`` (``shared``: as the zygote computed them
+    before it forked the child) and of /proc only its own entries: it cannot list other processes or read
+    their command lines. Read only: a write to its own clear_refs would reset the peak the grader measures
+    (children.MemoryMeter). Call it in the process being confined."""
+    return [*(shared_paths() if shared is None else shared), f"/proc/{os.getpid()}"]
+
+
+def shared_paths():
+    """What every confined child may read but its /proc entry: ``granted_folders``, the interpreter and the
+    shared libraries this process has loaded (one file each; measured: a child loads no system library after
+    the zygote's warm-up), and a few files and devices."""
     files = {os.path.realpath(sys.executable), *_GRANTED_FILES, *_loaded_libraries()}
-    return granted_folders() + sorted(f for f in files if os.path.exists(f)) + [f"/proc/{os.getpid()}"]
+    return granted_folders() + sorted(f for f in files if os.path.exists(f))
 
 
 def _loaded_libraries():

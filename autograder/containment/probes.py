@@ -103,6 +103,9 @@ def blocked_ops():
             for pattern, shown in FORBIDDEN_OPS if pattern in op}
 
 
+_kernels_blocked = False  # in this process, or in the zygote it was forked from (a fork keeps the dispatcher)
+
+
 def block_forbidden_kernels():
     """Before the student's code loads: every kernel of torch's attention ops (``blocked_ops``) raises
     ``ForbiddenCall``, however it is reached (F.scaled_dot_product_attention, torch.ops.aten, the MHA
@@ -111,7 +114,11 @@ def block_forbidden_kernels():
     The registration's handle is leaked on purpose: no Python object refers to it (and it is not one
     the garbage collector tracks), so code in this process cannot find it to take the kernels back;
     it lives as long as the process. The op record still names the op (the profiler sees the call
-    before the kernel raises): evidence, no longer the gate."""
+    before the kernel raises): evidence, no longer the gate. Once a process: the zygote does it before it
+    forks, and a child's own call (``serve``) then finds it done."""
+    global _kernels_blocked
+    if _kernels_blocked:
+        return
     handle = torch._C._dispatch_library("IMPL", "aten", "", __file__, 0)
     with warnings.catch_warnings():  # "overriding a previously registered kernel": that is the point
         warnings.simplefilter("ignore")
@@ -125,6 +132,7 @@ def block_forbidden_kernels():
         for key in list(operator.py_kernels):
             operator.py_kernels[key] = _refusing_kernel(SDPA, "flex_attention")
         operator._dispatch_cache.clear()
+    _kernels_blocked = True
 
 
 def _refusing_kernel(shown, op):

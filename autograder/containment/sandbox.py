@@ -62,7 +62,14 @@ def zygote_main():
 
 def serve(sock, level, hidden, layers):
     """The zygote's loop, warm (``warm_up``): a waiter per request on ``sock``, until the grader hangs up."""
+    from autograder.containment import probes
+
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
+    # Once here, not in every child (7 ms and 4 ms of a child's ~50): a fork keeps the dispatcher's table,
+    # so every child starts with torch's attention kernels off; and what a child may read, but its /proc entry,
+    # is the same for all (a child loads no library after the warm-up).
+    probes.block_forbidden_kernels()
+    readable = grants.shared_paths()
     gc.freeze()  # torch stays: a child's collections then neither scan nor copy its pages
     while True:
         try:
@@ -75,12 +82,12 @@ def serve(sock, level, hidden, layers):
         if os.fork() == 0:
             sock.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            _waiter(config, *fds, level=level, uid=config["uid"], hidden=hidden, layers=layers)
+            _waiter(config, *fds, level=level, uid=config["uid"], hidden=hidden, layers=layers, readable=readable)
         for fd in fds:
             os.close(fd)
 
 
-def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers):
+def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers, readable):
     """Forked from the zygote: enter namespaces, fork the child, report its pid and exit status."""
     code = 0
     try:
@@ -89,7 +96,7 @@ def _waiter(config, request_r, response_w, output_w, status_w, level, uid, hidde
             jail.enter_namespaces()
         pid = os.fork()
         if pid == 0:
-            _child(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers)
+            _child(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers, readable)
         os.close(request_r), os.close(response_w), os.close(output_w)
         os.write(status_w, json.dumps({"pid": pid}).encode() + b"\n")
         status = _wait_or_kill(pid, status_w)
@@ -135,7 +142,7 @@ def _wait_or_kill(pid, status_w):
 REQUEST_FD, RESPONSE_FD, SETUP_FD = 3, 4, 5  # where the child keeps its pipes; every other descriptor is closed
 
 
-def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers):
+def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden, layers, readable):
     """The sandboxed child: isolate, limit, then serve probes until the grader hangs up.
 
     A setup error goes to the waiter's status pipe, which the child closes before any student code
@@ -160,8 +167,8 @@ def _child(config, request_r, response_w, output_w, status_w, level, uid, hidden
         _stdin_from_devnull()  # again, now that /dev/null is the sandbox's own
         jail.apply_limits(config["memory_mb"] << 20, config["cpu_seconds"], config["max_processes"])
         if layers:  # every layer the parent found working, or the child does not run at all
-            # Computed here, by the child: its own /proc/<pid> (read only) and the libraries it has loaded.
-            confine.apply(layers, readable=grants.confinement_paths(), writable=[submission_dir])
+            # The zygote's ``readable`` and the child's own /proc/<pid> (read only).
+            confine.apply(layers, readable=grants.confinement_paths(readable), writable=[submission_dir])
             os.environ["TMPDIR"] = submission_dir  # /tmp is out of reach
     except BaseException as err:
         line = json.dumps({"setup_error": f"{type(err).__name__}: {err}"[:2000]}).encode() + b"\n"

@@ -49,9 +49,21 @@ class GradingContext:
     def pytest_configure(self, config):
         self.rootpath = config.rootpath  # what relative paths in pytest's texts are relative to
 
+    def pytest_collection_modifyitems(self, items):
+        """A failed test's result is read from its exception (``result_of``), never from pytest's text of it; yet
+        pytest formats every failure's long traceback, --tb=no or not (a fifth of a stub's grader CPU), and drops
+        it. Here a failure's text is its last line only."""
+        for item in items:
+            item.repr_failure = _last_line
+
     def pytest_collectreport(self, report):
         if report.failed:
             self.load_errors.append(load_error(report.longreprtext, report.nodeid, self.rootpath))
+
+
+def _last_line(excinfo, style=None):
+    """pytest's ``repr_failure`` reduced to the exception's own line(s) (``ExceptionInfo.exconly``)."""
+    return excinfo.exconly()
 
 
 def result_of(item, report, call, config):
