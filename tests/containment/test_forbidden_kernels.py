@@ -87,6 +87,16 @@ def test_the_dispatcher_alone_refuses_every_kernel_route():
     assert not ran, f"kernel routes the dispatcher let through: {ran}"
 
 
+def test_a_child_forked_after_the_block_inherits_it_and_its_own_block_is_a_no_op():
+    """The zygote blocks once, before it forks (sandbox.serve); the child's own call (probes.serve) then does
+    nothing, and the dispatcher it inherited refuses every kernel route."""
+    forked = ("import os\nprobes.block_forbidden_kernels()\nif os.fork():\n    os._exit(os.waitstatus_to_exitcode("
+              "os.wait()[1]))\nprobes.block_forbidden_kernels()")
+    got = outcomes(forked, {name: ROUTES[name] for name in ATEN_ROUTES})
+    ran = {name: outcome for name, outcome in got.items() if not refused_with_a_named_builtin(outcome)}
+    assert not ran, f"kernel routes a forked child could take: {ran}"
+
+
 def test_without_the_block_the_routes_run():
     """The control: the routes above are real ways to torch's attention in this torch."""
     got = outcomes("", {name: ROUTES[name] for name in ATEN_ROUTES})
