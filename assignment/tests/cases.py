@@ -491,6 +491,22 @@ def every_row_and_column_mixed(t):
     return (offset == 0) | (offset == 2)
 
 
+def backward(total, leaves, case, module):
+    """``torch.autograd.grad(total, leaves, allow_unused=True)``; a backward that raises fails as the grade's does:
+    torch's error, the in-place edits in your files that broke it (read beside ``module``'s), and the hint."""
+    try:
+        return torch.autograd.grad(total, leaves, allow_unused=True)
+    except RuntimeError as exc:
+        text = " ".join(str(exc).split())
+        file, edits = getattr(module, "__file__", None), []
+        if INPLACE_ERROR in text and file:
+            for name in ("attention.py", "mha.py"):
+                path = Path(file).resolve().parent / name
+                edits += inplace_edits(path.read_text(encoding="utf-8"), name) if path.is_file() else []
+        fail(case, f"the backward pass failed: RuntimeError: {text}", *(f"in-place edit: {e}" for e in edits),
+             hint=error_hint(text))
+
+
 @case("part1_attention", points=1)
 def gradients_flow_back_to_query_key_and_value(attention):
     # The twin of the grader's public gradient test: (B, T, d) = (2, 5, 4), float64, a mask. As in the grade,
@@ -511,21 +527,10 @@ def gradients_flow_back_to_query_key_and_value(attention):
     if not (output.requires_grad or weights.requires_grad):  # as the grade: neither holds a gradient
         fail(case, "no gradient flows from output and weights back to query, key and value",
              hint=no_gradient([(name, None) for name in names]))
-    try:
-        # The gradient of this one number is what autograd.grad((output, weights), ..., (grad_output, grad_weights))
-        # gives, exactly; passing grad_outputs would import sympy on first use, 2-3 s of every `make test`.
-        weighted = sum((t * g).sum() for t, g in ((output, grad_output), (weights, grad_weights)) if t.requires_grad)
-        grads = torch.autograd.grad(weighted, (query, key, value), allow_unused=True)
-    except RuntimeError as exc:
-        text = " ".join(str(exc).split())
-        edits = []
-        if INPLACE_ERROR in text:
-            folder = Path(attention.__file__).resolve().parent
-            for name in ("attention.py", "mha.py"):
-                path = folder / name
-                edits += inplace_edits(path.read_text(encoding="utf-8"), name) if path.is_file() else []
-        fail(case, f"the backward pass failed: RuntimeError: {text}", *(f"in-place edit: {e}" for e in edits),
-             hint=error_hint(text))
+    # The gradient of this one number is what autograd.grad((output, weights), ..., (grad_output, grad_weights))
+    # gives, exactly; passing grad_outputs would import sympy on first use, 2-3 s of every `make test`.
+    weighted = sum((t * g).sum() for t, g in ((output, grad_output), (weights, grad_weights)) if t.requires_grad)
+    grads = backward(weighted, (query, key, value), case, attention)
     inputs = [t.detach() for t in (query, key, value)]
     # inf/NaN values (-inf scores returned as weights) are left out, as in the grade
     grad_output, grad_weights = (g.masked_fill(~torch.isfinite(t.detach()), 0.0)
@@ -869,9 +874,8 @@ def mha_gradients_reach_every_input_and_parameter(mha):
     pair = unpack_pair(result, case=case, what="MultiHeadAttention.forward", shapes=((2, 3, 8), (2, 2, 3, 6)))
     leaves = {"query": query, "key": key, "value": value, **dict(model.named_parameters())}
     reached = [t for t in pair if torch.is_tensor(t) and t.requires_grad]
-    grads = torch.autograd.grad(sum((t * randn(*t.shape, seed=60 + i, dtype=t.dtype)).sum() for i, t in
-                                    enumerate(reached)), list(leaves.values()), allow_unused=True) \
-        if reached else [None] * len(leaves)
+    grads = backward(sum((t * randn(*t.shape, seed=60 + i, dtype=t.dtype)).sum() for i, t in enumerate(reached)),
+                     list(leaves.values()), case, mha) if reached else [None] * len(leaves)
     missing = [(name, None) for name, grad in zip(leaves, grads) if grad is None]
     if missing:
         fail(case, "not every input and parameter gets a gradient", hint=no_gradient(missing))
@@ -953,8 +957,7 @@ def tiled_attention_passes_gradients_to_query_key_and_value(attention):
     output = attention.tiled_attention(*leaves, causal=True, block_size=4)
     check_layout(output, (2, 6, 4), torch.float64, case=case, what="output", float32_ok=True)
     grad_output = randn(2, 6, 4, seed=75)
-    grads = torch.autograd.grad((output * grad_output).sum(), leaves, allow_unused=True) \
-        if output.requires_grad else [None] * 3
+    grads = backward((output * grad_output).sum(), leaves, case, attention) if output.requires_grad else [None] * 3
     if any(got is None for got in grads):
         fail(case, "not every input gets a gradient", hint=no_gradient(zip(names, grads)))
     twins = [t.detach().clone().requires_grad_() for t in leaves]  # PyTorch's attention, differentiated by autograd

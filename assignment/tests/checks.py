@@ -779,8 +779,14 @@ def sizes_permuted(got_shape, expected_shape):
 
 
 def dtype_changed(got, expected):
-    """Why a floating-point result of dtype ``got`` is not of its inputs' dtype ``expected``, or None."""
-    if got == expected or not expected.is_floating_point:
+    """Why a result of dtype ``got`` is not of dtype ``expected``: a floating-point result not of its inputs'
+    dtype, or a mask that is not torch.bool; None otherwise."""
+    if got == expected:
+        return None
+    if expected == torch.bool:
+        return (f"the dtype changed: got {got}, a mask is torch.bool: comparisons such as != or <= and "
+                f"torch.ones(..., dtype=torch.bool) give one; no .float(), .int() or arithmetic on the way")
+    if not expected.is_floating_point:
         return None
     return (f"the dtype changed: got {got}, the inputs are {expected}: keep their dtype all the way (tensors you "
             f"create need dtype=query.dtype; no .float(), .double() or dtype=torch.float32 on the way)")
@@ -1006,12 +1012,6 @@ class LargestTensor(torch.overrides.TorchFunctionMode):
         return result
 
 
-def _dtype_hint(got, expected):
-    if expected == torch.bool:
-        return "a mask must be torch.bool; comparisons such as != or <= give bool tensors"
-    return dtype_changed(got, expected)
-
-
 def _first(mask):
     return tuple(int(i) for i in mask.nonzero()[0])
 
@@ -1030,7 +1030,7 @@ def check_layout(got, shape, dtype, *, case, what, hint=None, float32_ok=False):
              f"expected shape {tuple(shape)}, got {tuple(got.shape)}",
              hint=sizes_permuted(got.shape, shape) or _explain(hint, got))
     if got.dtype != dtype and not (float32_ok and (got.dtype, dtype) == (torch.float32, torch.float64)):
-        fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=_dtype_hint(got.dtype, dtype))
+        fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=dtype_changed(got.dtype, dtype))
 
 
 def check_tensor(got, expected, *, case, what, hint=None, precision=False, mask=None):

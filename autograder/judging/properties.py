@@ -384,8 +384,14 @@ def sizes_permuted(got_shape, expected_shape):
 
 
 def dtype_changed(got, expected):
-    """Why a floating-point result of dtype ``got`` is not of its inputs' dtype ``expected``, or None."""
-    if got == expected or not expected.is_floating_point:
+    """Why a result of dtype ``got`` is not of dtype ``expected``: a floating-point result not of its inputs'
+    dtype, or a mask that is not torch.bool; None otherwise."""
+    if got == expected:
+        return None
+    if expected == torch.bool:
+        return (f"the dtype changed: got {got}, a mask is torch.bool: comparisons such as != or <= and "
+                f"torch.ones(..., dtype=torch.bool) give one; no .float(), .int() or arithmetic on the way")
+    if not expected.is_floating_point:
         return None
     return (f"the dtype changed: got {got}, the inputs are {expected}: keep their dtype all the way (tensors you "
             f"create need dtype=query.dtype; no .float(), .double() or dtype=torch.float32 on the way)")

@@ -133,7 +133,13 @@ def test_a_float_result_of_another_dtype_than_its_inputs_is_named_with_both():
     found = properties.dtype_changed(torch.float32, torch.float64)
     assert found.startswith("the dtype changed: got torch.float32, the inputs are torch.float64")
     assert properties.dtype_changed(torch.float64, torch.float64) is None
-    assert properties.dtype_changed(torch.float32, torch.bool) is None  # a mask's dtype is no input's
+    assert properties.dtype_changed(torch.int64, torch.int32) is None  # not a float result: no input's dtype to keep
+
+
+def test_a_mask_that_is_not_bool_is_named_with_its_dtype():
+    found = properties.dtype_changed(torch.float32, torch.bool)
+    assert found.startswith("the dtype changed: got torch.float32, a mask is torch.bool")
+    assert properties.dtype_changed(torch.bool, torch.bool) is None
 
 
 def test_sizes_stored_as_a_float_are_named():
