@@ -6,12 +6,13 @@ from attention_checks import with_hint, with_parts_below
 from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, GRADIENT_ONLY_WRONG,
                             WEIGHTS_RIGHT_OUTPUT_WRONG,
                             StudentError, blocked_weight, diagnosed, expect_close, expect_pair, fail,
-                            no_gradient, not_a_distribution, scores_off)
+                            no_gradient, not_a_distribution, rows_per_key, scores_off)
 from cases import MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("mha_forward")
 
 MHA = "mha.MultiHeadAttention"
+GRAD_OUTPUT_MISMATCH = "Mismatch in shape: grad_output"  # torch's words when a result and its grad_output differ
 HINT = ("project with w_q/w_k/w_v, split_heads, attend per head, merge_heads, then project with w_o; "
         "weights are per head: (B, n_heads, T_q, T_k), not averaged")
 def check_mha(student, reference, case, request, inputs_untouched=False):
@@ -34,8 +35,8 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
                 raise
             # No catalogued cause: the property of the student's own weights that failed, if one did. Not "two calls
             # differ": each call builds the module anew, so a parameter the state does not hold differs by design.
-            finding = not_a_distribution(weights) or blocked_weight(weights, mask) or _heads_finding(
-                module, weights, expected_weights, query, key, mask)
+            finding = rows_per_key(weights, query.size(-2), key.size(-2)) or not_a_distribution(weights) or \
+                blocked_weight(weights, mask) or _heads_finding(module, weights, expected_weights, query, key, mask)
             if finding:
                 raise with_hint(error, finding) from None
             raise
@@ -134,9 +135,19 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
     expected = reference_grads([out, weights], leaves + list(params.values()), [grad_out, grad_weights])
 
     def compare(where):
-        reply = student.call(MHA, query, key, value, mask, state=state, **where,
-                             init={"args": [case.d_model, case.n_heads]},
-                             grad={"inputs": [0, 1, 2], "params": True, "grad_outputs": [grad_out, grad_weights]})
+        try:
+            reply = student.call(MHA, query, key, value, mask, state=state, **where,
+                                 init={"args": [case.d_model, case.n_heads]},
+                                 grad={"inputs": [0, 1, 2], "params": True, "grad_outputs": [grad_out, grad_weights]})
+        except StudentError as error:  # a result not of the lab's shapes cannot take the lab's grad_outputs
+            if GRAD_OUTPUT_MISMATCH not in str(error):
+                raise
+            plain = student.try_call(MHA, query, key, value, mask, state=state, **where,
+                                     init={"args": [case.d_model, case.n_heads]})
+            result = getattr(plain, "result", None)
+            theirs = result[1] if isinstance(result, (tuple, list)) and len(result) == 2 else None  # their weights
+            fail(case.describe(), "your forward's output on these inputs is already wrong (its shape), so its gradients "
+                 "are too: the forward tests say why", rows_per_key(theirs, case.t_q, case.t_k))
         expect_pair(reply.result, case.describe())
         grads = reply.grads or {}
         names = ["query", "key", "value", *params]

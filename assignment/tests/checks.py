@@ -440,6 +440,7 @@ PROPERTY_WORDS = {
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
+    "a row per key": ("one row per key where one per query belongs",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
 
@@ -776,6 +777,15 @@ def sizes_permuted(got_shape, expected_shape):
         return None
     return (f"the sizes are right but in the wrong order: got {got}, expected {expected} (check how you unpack "
             f"x.shape and which dims you transpose)")
+
+
+def rows_per_key(got, t_q, t_k):
+    """Why a result (..., rows, cols) of a call with T_q != T_k has a row per key, T_k rows where one per query
+    belongs: its queries were made from the key or the value; or None."""
+    if not torch.is_tensor(got) or got.dim() < 2 or t_q == t_k or got.size(-2) != t_k:
+        return None
+    return (f"the result has {t_k} rows, one row per key where one per query belongs ({t_q} queries): the queries "
+            f"were made from the key or the value; project the query (w_q(query)) and attend with it")
 
 
 def dtype_changed(got, expected):
@@ -1316,6 +1326,9 @@ def mha_hint(model, n_heads, query, key, value, mask):
     """Hint for wrong MultiHeadAttention weights (a function of what the student returned), in the grade's words
     when the weights are those of a mistake it names."""
     def hint(got):
+        rows = rows_per_key(got, query.size(-2), key.size(-2))  # the grade's first finding too
+        if rows:
+            return rows
         w_q, w_k, w_v, _ = projections(model, case="")
         with torch.no_grad():
             q, k, v = (_heads(w(x), n_heads) for w, x in [(w_q, query), (w_k, key), (w_v, value)])

@@ -45,6 +45,7 @@ PROPERTY_WORDS = {
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
+    "a row per key": ("one row per key where one per query belongs",),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
 
@@ -381,6 +382,15 @@ def sizes_permuted(got_shape, expected_shape):
         return None
     return (f"the sizes are right but in the wrong order: got {got}, expected {expected} (check how you unpack "
             f"x.shape and which dims you transpose)")
+
+
+def rows_per_key(got, t_q, t_k):
+    """Why a result (..., rows, cols) of a call with T_q != T_k has a row per key, T_k rows where one per query
+    belongs: its queries were made from the key or the value; or None."""
+    if not torch.is_tensor(got) or got.dim() < 2 or t_q == t_k or got.size(-2) != t_k:
+        return None
+    return (f"the result has {t_k} rows, one row per key where one per query belongs ({t_q} queries): the queries "
+            f"were made from the key or the value; project the query (w_q(query)) and attend with it")
 
 
 def dtype_changed(got, expected):

@@ -326,3 +326,15 @@ def test_decoding_wrong_at_every_step_is_measured():
     expected = inputs()[0]
     steps = [expected[:, t:t + 1] + 1 for t in range(T)]
     assert properties.decode_steps(steps, expected).startswith("every step is wrong, the first (no cache yet) too")
+
+
+def test_a_result_with_a_row_per_key_is_named_with_both_lengths():
+    weights = torch.softmax(torch.randn(2, 4, 7, 7), dim=-1)  # (B, h, T_k, T_k): queries made from the key
+    found = properties.rows_per_key(weights, 4, 7)
+    assert found.startswith("the result has 7 rows, one row per key where one per query belongs (4 queries)")
+
+
+def test_a_row_per_query_or_equal_lengths_name_no_row_per_key():
+    assert properties.rows_per_key(torch.zeros(2, 4, 4, 7), 4, 7) is None
+    assert properties.rows_per_key(torch.zeros(2, 4, 5, 5), 5, 5) is None  # T_q == T_k: the rows tell nothing
+    assert properties.rows_per_key(None, 4, 7) is None
