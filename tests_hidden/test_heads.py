@@ -7,8 +7,8 @@ charged by the construction part alone.
 import pytest
 import torch
 
-from attention_checks import with_parts_below
-from autograder.lab import diagnosed, expect_close, expect_tensor, fail, no_gradient
+from attention_checks import with_hint, with_parts_below
+from autograder.lab import StudentError, diagnosed, expect_close, expect_tensor, fail, heads_not_merged, no_gradient
 from cases import randn
 
 pytestmark = pytest.mark.part("heads")
@@ -34,12 +34,19 @@ def _split(x):
     return x.view(B, T, 3, d_model // 3).transpose(1, 2)  # (B, h, T, d_k)
 
 
-def check_form(student, reference, request, method, x, expected, label):
+def check_form(student, reference, request, method, x, expected, label, finding=lambda got: None):
     """The result's form: shape and dtype (float64 in, float64 out), and a gradient flowing back to ``x``. A
     reshape's precision and gradient are checked here, as nothing above it may charge them (the lab's own
-    split_heads and merge_heads stand in for the student's there)."""
+    split_heads and merge_heads stand in for the student's there). ``finding(result)``: a measured property
+    that explains a wrong shape, or None."""
     def check(reply):
-        expect_tensor(reply.result, expected, label, "result")
+        try:
+            expect_tensor(reply.result, expected, label, "result")
+        except StudentError as error:
+            found = finding(reply.result)
+            if found:
+                raise with_hint(error, found) from None
+            raise
         grads = reply.grads or {}
         if not grads.get("connected") or grads["inputs"][0] is None:
             fail(label, "no gradient flows back to x", no_gradient([("x", None)]))
@@ -78,7 +85,8 @@ def test_merge_heads_shape(student, reference, request):
     """merge_heads: (B, n_heads, T, d_k) -> (B, T, d_model), keeping the dtype and the gradient"""
     x = randn(2, 5, 12, seed=41, dtype=torch.float64)
     check_form(student, reference, request, "merge_heads", _split(x), x,
-               "MultiHeadAttention(12, 3).merge_heads(x (2, 3, 5, 4) float64)")
+               "MultiHeadAttention(12, 3).merge_heads(x (2, 3, 5, 4) float64)",
+               finding=lambda got: heads_not_merged(got, _split(x)))
 
 
 @pytest.mark.points(3)
@@ -90,6 +98,6 @@ def test_merge_heads_inverts_split_heads(student, reference, request):
         got = reply.result
         with diagnosed("merge_heads", got, _split(x), 3):
             expect_close(got, x, "MultiHeadAttention(12, 3).merge_heads(split_heads(x = arange (2, 5, 12)))",
-                         "result", MERGE_HINT)
+                         "result", heads_not_merged(got, _split(x)) or MERGE_HINT)
 
     check_method(student, reference, request, "merge_heads", _split(x), check)

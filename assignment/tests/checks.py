@@ -441,6 +441,8 @@ PROPERTY_WORDS = {
     "size not refused": ("was not refused with a ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "a row per key": ("one row per key where one per query belongs",),
+    "heads not merged": ("the heads are back in place but not flattened", "holds values of other positions",
+                         "each position holds its own values in the wrong order"),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
 }
 
@@ -786,6 +788,31 @@ def rows_per_key(got, t_q, t_k):
         return None
     return (f"the result has {t_k} rows, one row per key where one per query belongs ({t_q} queries): the queries "
             f"were made from the key or the value; project the query (w_q(query)) and attend with it")
+
+
+def heads_not_merged(got, heads):
+    """What a wrong merge_heads result shows, measured against the ``heads`` (B, h, T, d_k) it was given (their
+    values distinct): not flattened, a position holding values of others, or its own values in another order; or None."""
+    if not torch.is_tensor(got) or not torch.is_tensor(heads) or heads.dim() != 4:
+        return None
+    b, h, t, d_k = heads.shape
+    if tuple(got.shape) == (b, t, h, d_k):
+        return ("the result is (B, T, n_heads, d_k): the heads are back in place but not flattened; view or "
+                "reshape it to (B, T, d_model)")
+    if tuple(got.shape) != (b, t, h * d_k):
+        return None
+    own = heads.detach().transpose(1, 2).reshape(b, t, h * d_k)  # each position's values, head by head
+    if not torch.equal(got.detach().to(own.dtype).flatten().sort().values, own.flatten().sort().values):
+        return None  # not the given values rearranged: the other tests' to explain
+    mixed = (got.detach().to(own.dtype).sort(dim=-1).values != own.sort(dim=-1).values).any(dim=-1)  # (B, T)
+    if mixed.any():
+        where = tuple(int(i) for i in mixed.nonzero()[0])
+        return (f"row (batch, position) = {where} of the result holds values of other positions: swap dims 1 and 2 "
+                f"back to (B, T, n_heads, d_k) before you flatten")
+    if torch.equal(got.detach().to(own.dtype), own):
+        return None
+    return ("each position holds its own values in the wrong order: head i's d_k features belong at "
+            "[i*d_k, (i+1)*d_k), so flatten (n_heads, d_k) as it is, after transpose(1, 2)")
 
 
 def dtype_changed(got, expected):
@@ -1402,6 +1429,7 @@ def merge_hint(x):
     def hint(got):
         if _close(got.detach(), x.reshape(x.size(0), x.size(2), -1)):
             return MISTAKES["merge_heads"]["merge_without_transpose"]
-        return ("merge_heads is the inverse of split_heads: swap dims 1 and 2 back to "
-                "(B, T, n_heads, d_k), then flatten the last two dims (.contiguous() first if you use view)")
+        return heads_not_merged(got, x) or ("merge_heads is the inverse of split_heads: swap dims 1 and 2 back to "
+                                            "(B, T, n_heads, d_k), then flatten the last two dims (.contiguous() "
+                                            "first if you use view)")
     return hint

@@ -338,3 +338,29 @@ def test_a_row_per_query_or_equal_lengths_name_no_row_per_key():
     assert properties.rows_per_key(torch.zeros(2, 4, 4, 7), 4, 7) is None
     assert properties.rows_per_key(torch.zeros(2, 4, 5, 5), 5, 5) is None  # T_q == T_k: the rows tell nothing
     assert properties.rows_per_key(None, 4, 7) is None
+
+
+def _heads():
+    return torch.arange(2 * 3 * 5 * 4, dtype=torch.float64).reshape(2, 3, 5, 4)  # (B, h, T, d_k), distinct values
+
+
+def test_merged_heads_left_unflattened_are_named():
+    found = properties.heads_not_merged(_heads().transpose(1, 2), _heads())
+    assert found.startswith("the result is (B, T, n_heads, d_k): the heads are back in place but not flattened")
+
+
+def test_merged_heads_mixing_positions_name_the_first_mixed_row():
+    found = properties.heads_not_merged(_heads().reshape(2, 5, 12), _heads())  # no transpose back first
+    assert found.startswith("row (batch, position) = (0, 0) of the result holds values of other positions")
+
+
+def test_merged_heads_with_each_positions_values_out_of_order_are_named():
+    interleaved = _heads().permute(0, 2, 3, 1).reshape(2, 5, 12)  # (B, T, d_k, h) flattened
+    assert properties.heads_not_merged(interleaved, _heads()).startswith(
+        "each position holds its own values in the wrong order")
+
+
+def test_right_or_changed_merged_values_name_no_merge_property():
+    right = _heads().transpose(1, 2).reshape(2, 5, 12)
+    assert properties.heads_not_merged(right, _heads()) is None
+    assert properties.heads_not_merged(right * 2, _heads()) is None  # other values: not a rearrangement
