@@ -25,16 +25,22 @@ class Measurement:
 
 
 def measure(cmd, interval=0.01, timeout=600, **popen_kwargs):
-    """Run ``cmd`` to completion and return a ``Measurement``."""
+    """Run ``cmd`` to completion and return a ``Measurement``. ``interval`` None: time alone, no sampler
+    beside the command (its CPU and memory figures are then 0)."""
     started = time.monotonic()
     process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_kwargs)
-    monitor = _TreeMonitor(process.pid, interval)
-    monitor.start()
+    monitor = _TreeMonitor(process.pid, interval) if interval is not None else None
+    if monitor:
+        monitor.start()
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     finally:
-        monitor.stop()
-    return Measurement(process.returncode, stdout, stderr, time.monotonic() - started,
+        if monitor:
+            monitor.stop()
+    wall = time.monotonic() - started
+    if monitor is None:
+        return Measurement(process.returncode, stdout, stderr, wall, 0.0, 0.0, 0.0)
+    return Measurement(process.returncode, stdout, stderr, wall,
                        sum(monitor.cpu.values()), monitor.peak_pss / 2**20, monitor.peak_rss / 2**20)
 
 

@@ -12,7 +12,9 @@ The first day (rows 8a-8c) is measured once, before the rounds: `make grade` in 
 HEAD (its venv included, with the pip cache as this machine has it), the venv's size on disk, then
 `make grade` again with nothing to grade. A smoke run skips it (it installs packages).
 Peak memory is PSS summed over a command's whole process tree (bench/measure.py), sampled
-every 0.1 s under every command alike. The table is printed and written to bench/RESULTS.md
+every 0.1 s under every command alike, in a round of its own before the timed rounds: the sampler reads
+every process's page tables (5 s of CPU beside a 25 s batch that keeps both cores busy, against a few
+hundredths beside a one-process torch import), so a timed run has no sampler beside it. The table is printed and written to bench/RESULTS.md
 between two markers; text outside the markers (the analysis) is kept.
 """
 import argparse
@@ -90,13 +92,17 @@ class Item:
     runs: list = field(default_factory=list)
 
     def wall(self):
-        return statistics.median(r["wall"] for r in self.runs)
+        return statistics.median(r["wall"] for r in self._runs(sampled=False))
 
     def pss(self):
-        return statistics.median(r["pss"] for r in self.runs)
+        return statistics.median(r["pss"] for r in self._runs(sampled=True))
 
     def rss(self):
-        return statistics.median(r["rss"] for r in self.runs)
+        return statistics.median(r["rss"] for r in self._runs(sampled=True))
+
+    def _runs(self, sampled):
+        """The timed runs (no memory sampler beside them), or the memory round's; all runs if there are none."""
+        return [r for r in self.runs if r.get("sampled", False) == sampled] or self.runs
 
     def cpu(self):
         """CPU seconds of the whole process tree (measured in a CPU quota's cgroup only), or None."""
@@ -219,6 +225,9 @@ def only_table(chosen, settings):
 def run_rounds(all_items, settings):
     short = [item for item in all_items if item.short]
     blocks = [[item] for item in all_items if not item.short] + [short * settings.short_runs]
+    for item in all_items:  # the memory round: each command once, with the sampler (its wall time not counted)
+        item.runs.append(run_item(item, sample=True))
+        print(f"  memory round  {item.key:<9} {item.runs[-1]['pss']:7.0f} MB", file=sys.stderr)
     for r in range(settings.repeats):
         shift = r % len(blocks)
         for block in blocks[shift:] + blocks[:shift]:  # rotated: no command always runs first
@@ -232,11 +241,12 @@ def last_out(tmp, item):
     return tmp / "out" / f"{item.key}-{len(item.runs) - 1}"
 
 
-def run_item(item):
-    total = {"wall": 0.0, "pss": 0.0, "rss": 0.0}
+def run_item(item, sample=False):
+    """One run of ``item``'s commands: timed alone, or (``sample``) with the memory sampler beside it."""
+    total = {"wall": 0.0, "pss": 0.0, "rss": 0.0, "sampled": sample}
     used = item.quota.cpu_seconds() if item.quota else None
     for argv in item.commands(len(item.runs)):
-        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS, cwd=str(item.cwd), env=item.env,
+        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS if sample else None, cwd=str(item.cwd), env=item.env,
                     preexec_fn=item.quota.join if item.quota else None)
         if m.returncode not in item.ok_codes:
             raise SystemExit(f"bench: {' '.join(map(str, argv))} exited with {m.returncode}:\n{m.stderr[-3000:]}")

@@ -85,3 +85,24 @@ def test_only_refuses_a_row_it_does_not_know():
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--smoke", "--only", "torch,nope"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode != 0 and "no item nope" in run.stderr, run.stderr[-1000:]
+
+
+def bench_module(name):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_a_timed_run_has_no_memory_sampler_beside_it():
+    measured = bench_module("measure").measure([sys.executable, "-c", "pass"], interval=None)
+    assert measured.returncode == 0 and measured.wall_seconds > 0
+    assert (measured.peak_pss_mb, measured.cpu_seconds) == (0.0, 0.0), "a sampler ran beside a timed run"
+
+
+def test_an_items_time_comes_from_its_timed_runs_and_its_memory_from_the_memory_round():
+    item = bench_module("run").Item("batch", lambda n: [], runs=[
+        {"wall": 30.0, "pss": 900.0, "rss": 2000.0, "sampled": True},
+        {"wall": 20.0, "pss": 0.0, "rss": 0.0, "sampled": False}, {"wall": 22.0, "pss": 0.0, "rss": 0.0, "sampled": False}])
+    assert (item.wall(), item.pss(), item.rss()) == (21.0, 900.0, 2000.0)
