@@ -60,7 +60,7 @@ def check_sdpa(student, reference, case, target=SDPA, float32_ok=False, any_rank
 def _check_sdpa_at(student, reference, case, target, float32_ok, request):
     (q, k, v, mask), (out, weights) = sdpa_expected(reference, case)
     reply = student.call(target, q, k, v, mask, **request)
-    got_out, got_weights = expect_pair(reply.result, case.describe())
+    got_out, got_weights = expect_pair(reply.result, case.describe(), inputs={"query": q, "key": k, "value": v})
     hint = HINTS[case.mask if case.mask_dtype == torch.bool else "random"]
     if case.mask != "none" and case.mask_dtype != torch.bool:
         hint = "a numeric mask means nonzero = may attend, 0 = blocked (it is not added to the scores)"

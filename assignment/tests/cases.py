@@ -345,7 +345,8 @@ def attend(attention, query, key, value, mask=None, any_rank=True):
         if result is None:
             raise
     shapes = ((*query.shape[:-1], value.size(-1)), (*query.shape[:-1], key.size(-2)))  # output's, weights'
-    output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention", shapes=shapes)
+    output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention", shapes=shapes,
+                                  inputs={"query": query, "key": key, "value": value})
     return output, weights, case
 
 

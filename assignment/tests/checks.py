@@ -441,6 +441,7 @@ PROPERTY_WORDS = {
     "size not refused": ("was not refused with a ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "a row per key": ("one row per key where one per query belongs",),
+    "returned an input": ("as it was given: nothing was computed",),
     "heads not merged": ("the heads are back in place but not flattened", "holds values of other positions",
                          "each position holds its own values in the wrong order"),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
@@ -779,6 +780,17 @@ def sizes_permuted(got_shape, expected_shape):
         return None
     return (f"the sizes are right but in the wrong order: got {got}, expected {expected} (check how you unpack "
             f"x.shape and which dims you transpose)")
+
+
+def returned_an_input(got, inputs):
+    """Which of ``inputs`` ({name: tensor}, in order) a call returned as it was given, in a sentence, or None."""
+    if not torch.is_tensor(got):
+        return None
+    for name, given in inputs.items():
+        if torch.is_tensor(given) and got.shape == given.shape and torch.equal(got.detach(), given.detach()):
+            return (f"it returned its {name} as it was given: nothing was computed; return the pair "
+                    f"scaled_dot_product_attention gives, (output, weights)")
+    return None
 
 
 def rows_per_key(got, t_q, t_k):
@@ -1125,12 +1137,14 @@ def _pair(got, expected):
     return f"got {got:.{digits}g}, expected {expected:.{digits}g}"
 
 
-def unpack_pair(result, *, case, what, expected=None, shapes=None):
+def unpack_pair(result, *, case, what, expected=None, shapes=None, inputs=None):
     """The (output, weights) pair a function must return, or a clear failure. One that came back as
     (weights, output) is called swapped (as the grader's catalogue does): told by the ``expected`` pair's
-    values, or by the ``shapes`` (output's, weights'), when the two differ."""
+    values, or by the ``shapes`` (output's, weights'), when the two differ. ``inputs`` ({name: tensor}): what the
+    function was given, named when it returned one of them."""
     if not (isinstance(result, tuple) and len(result) == 2):
-        fail(case, f"{what} must return a tuple (output, weights), got {type(result).__name__}")
+        fail(case, f"{what} must return a tuple (output, weights), got {type(result).__name__}",
+             hint=returned_an_input(result, inputs or {}))
     if all(map(torch.is_tensor, result)) and (
             (expected is not None and all(map(_close, result, expected[::-1])))
             or (shapes is not None and shapes[0] != shapes[1]
@@ -1278,7 +1292,8 @@ def check_attention(result, query, key, value, mask=None, *, case, what, again=N
     """Compare an (output, weights) pair with PyTorch, weights first (they explain the output). ``again``: a
     function of no arguments that calls the code again on the same inputs, to tell randomness when it fails."""
     expected_output, expected_weights = torch_attention(query, key, value, mask)
-    output, weights = unpack_pair(result, case=case, what=what, expected=(expected_output, expected_weights))
+    output, weights = unpack_pair(result, case=case, what=what, expected=(expected_output, expected_weights),
+                                  inputs={"query": query, "key": key, "value": value})
 
     def random():
         return None if again is None else calls_differ((output, weights), again())

@@ -9,7 +9,7 @@ import contextlib
 import torch
 
 from autograder.judging import catalogue
-from autograder.judging.properties import dtype_changed, sizes_permuted, where_differ  # one source with the public checks
+from autograder.judging.properties import dtype_changed, returned_an_input, sizes_permuted, where_differ  # one source with the public checks
 from autograder.judging.errors import StudentError
 
 TOLERANCES = {  # dtype -> (atol, rtol)
@@ -78,10 +78,12 @@ def expect_tensor(got, expected, case, what="output", check_dtype=True):
              dtype_changed(got.dtype, expected.dtype))
 
 
-def expect_pair(result, case, names=("output", "weights")):
-    """The student's function should return a tuple like ``(output, weights)``."""
+def expect_pair(result, case, names=("output", "weights"), inputs=None):
+    """The student's function should return a tuple like ``(output, weights)``; ``inputs`` ({name: tensor}): what
+    it was given, named when it returned one of them."""
     if not isinstance(result, (tuple, list)) or len(result) != len(names):
-        fail(case, f"should return a tuple ({', '.join(names)}), got {describe_value(result)}")
+        fail(case, f"should return a tuple ({', '.join(names)}), got {describe_value(result)}",
+             returned_an_input(result, inputs or {}))
     return result
 
 

@@ -46,6 +46,7 @@ PROPERTY_WORDS = {
     "size not refused": ("was not refused with a ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "a row per key": ("one row per key where one per query belongs",),
+    "returned an input": ("as it was given: nothing was computed",),
     "heads not merged": ("the heads are back in place but not flattened", "holds values of other positions",
                          "each position holds its own values in the wrong order"),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
@@ -384,6 +385,17 @@ def sizes_permuted(got_shape, expected_shape):
         return None
     return (f"the sizes are right but in the wrong order: got {got}, expected {expected} (check how you unpack "
             f"x.shape and which dims you transpose)")
+
+
+def returned_an_input(got, inputs):
+    """Which of ``inputs`` ({name: tensor}, in order) a call returned as it was given, in a sentence, or None."""
+    if not torch.is_tensor(got):
+        return None
+    for name, given in inputs.items():
+        if torch.is_tensor(given) and got.shape == given.shape and torch.equal(got.detach(), given.detach()):
+            return (f"it returned its {name} as it was given: nothing was computed; return the pair "
+                    f"scaled_dot_product_attention gives, (output, weights)")
+    return None
 
 
 def rows_per_key(got, t_q, t_k):

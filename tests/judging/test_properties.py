@@ -364,3 +364,15 @@ def test_right_or_changed_merged_values_name_no_merge_property():
     right = _heads().transpose(1, 2).reshape(2, 5, 12)
     assert properties.heads_not_merged(right, _heads()) is None
     assert properties.heads_not_merged(right * 2, _heads()) is None  # other values: not a rearrangement
+
+
+def test_a_call_that_returned_one_of_its_inputs_names_it():
+    query, key = torch.randn(2, 5, 4), torch.randn(2, 5, 4)
+    found = properties.returned_an_input(key.clone(), {"query": query, "key": key})
+    assert found.startswith("it returned its key as it was given: nothing was computed")
+
+
+def test_a_computed_result_names_no_input():
+    query = torch.randn(2, 5, 4)
+    assert properties.returned_an_input(query * 2, {"query": query}) is None
+    assert properties.returned_an_input((query, query), {"query": query}) is None  # a pair is not a tensor
