@@ -37,11 +37,8 @@ def measure(cmd, interval=0.01, timeout=600, **popen_kwargs):
     finally:
         if monitor:
             monitor.stop()
-    wall = time.monotonic() - started
-    if monitor is None:
-        return Measurement(process.returncode, stdout, stderr, wall, 0.0, 0.0, 0.0)
-    return Measurement(process.returncode, stdout, stderr, wall,
-                       sum(monitor.cpu.values()), monitor.peak_pss / 2**20, monitor.peak_rss / 2**20)
+    figures = (sum(monitor.cpu.values()), monitor.peak_pss / 2**20, monitor.peak_rss / 2**20) if monitor else (0.0,) * 3
+    return Measurement(process.returncode, stdout, stderr, time.monotonic() - started, *figures)
 
 
 class _TreeMonitor(threading.Thread):

@@ -14,8 +14,8 @@ HEAD (its venv included, with the pip cache as this machine has it), the venv's 
 Peak memory is PSS summed over a command's whole process tree (bench/measure.py), sampled
 every 0.1 s under every command alike, in a round of its own before the timed rounds: the sampler reads
 every process's page tables (5 s of CPU beside a 25 s batch that keeps both cores busy, against a few
-hundredths beside a one-process torch import), so a timed run has no sampler beside it. The table is printed and written to bench/RESULTS.md
-between two markers; text outside the markers (the analysis) is kept.
+hundredths beside a one-process torch import), so a timed run has no sampler beside it. The table is
+printed and written to bench/RESULTS.md between two markers; text outside the markers (the analysis) is kept.
 """
 import argparse
 import ast
@@ -246,8 +246,8 @@ def run_item(item, sample=False):
     total = {"wall": 0.0, "pss": 0.0, "rss": 0.0, "sampled": sample}
     used = item.quota.cpu_seconds() if item.quota else None
     for argv in item.commands(len(item.runs)):
-        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS if sample else None, cwd=str(item.cwd), env=item.env,
-                    preexec_fn=item.quota.join if item.quota else None)
+        m = measure([str(a) for a in argv], interval=SAMPLE_SECONDS if sample else None, cwd=str(item.cwd),
+                    env=item.env, preexec_fn=item.quota.join if item.quota else None)
         if m.returncode not in item.ok_codes:
             raise SystemExit(f"bench: {' '.join(map(str, argv))} exited with {m.returncode}:\n{m.stderr[-3000:]}")
         total["wall"] += m.wall_seconds

@@ -134,16 +134,16 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
     out, weights = module(*leaves, mask)
     expected = reference_grads([out, weights], leaves + list(params.values()), [grad_out, grad_weights])
 
+    init = {"args": [case.d_model, case.n_heads]}
+
     def compare(where):
         try:
-            reply = student.call(MHA, query, key, value, mask, state=state, **where,
-                                 init={"args": [case.d_model, case.n_heads]},
+            reply = student.call(MHA, query, key, value, mask, state=state, init=init, **where,
                                  grad={"inputs": [0, 1, 2], "params": True, "grad_outputs": [grad_out, grad_weights]})
         except StudentError as error:  # a result not of the lab's shapes cannot take the lab's grad_outputs
             if GRAD_OUTPUT_MISMATCH not in str(error):
                 raise
-            plain = student.try_call(MHA, query, key, value, mask, state=state, **where,
-                                     init={"args": [case.d_model, case.n_heads]})
+            plain = student.try_call(MHA, query, key, value, mask, state=state, init=init, **where)
             result = getattr(plain, "result", None)
             theirs = result[1] if isinstance(result, (tuple, list)) and len(result) == 2 else None  # their weights
             fail(case.describe(), "your forward's output on these inputs is already wrong (its shape), so its gradients "

@@ -814,14 +814,15 @@ def heads_not_merged(got, heads):
     if tuple(got.shape) != (b, t, h * d_k):
         return None
     own = heads.detach().transpose(1, 2).reshape(b, t, h * d_k)  # each position's values, head by head
-    if not torch.equal(got.detach().to(own.dtype).flatten().sort().values, own.flatten().sort().values):
+    got = got.detach().to(own.dtype)
+    if not torch.equal(got.flatten().sort().values, own.flatten().sort().values):
         return None  # not the given values rearranged: the other tests' to explain
-    mixed = (got.detach().to(own.dtype).sort(dim=-1).values != own.sort(dim=-1).values).any(dim=-1)  # (B, T)
+    mixed = (got.sort(dim=-1).values != own.sort(dim=-1).values).any(dim=-1)  # (B, T)
     if mixed.any():
         where = tuple(int(i) for i in mixed.nonzero()[0])
         return (f"row (batch, position) = {where} of the result holds values of other positions: swap dims 1 and 2 "
                 f"back to (B, T, n_heads, d_k) before you flatten")
-    if torch.equal(got.detach().to(own.dtype), own):
+    if torch.equal(got, own):
         return None
     return ("each position holds its own values in the wrong order: head i's d_k features belong at "
             "[i*d_k, (i+1)*d_k), so flatten (n_heads, d_k) as it is, after transpose(1, 2)")
