@@ -20,8 +20,8 @@ How to write a test, choose a seed, or add a catalogue entry: docs/contributing.
 """
 from autograder.containment.probes import weighted_sum
 from autograder.judging import catalogue
-from autograder.judging.compare import (describe_value, diagnosed, expect_close, expect_equal, expect_pair,
-                                        expect_tensor, fail, matrix_figure)
+from autograder.judging.compare import (FLOAT32_HINT, FLOAT64_DEPARTS, describe_value, diagnosed, expect_close,
+                                        expect_equal, expect_pair, expect_tensor, fail, matrix_figure)
 from autograder.judging.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT,
                                             INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, STEP_CACHE_HINT,
                                             STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
@@ -42,7 +42,7 @@ from autograder.rules import forbidden_calls, read_source
 PLUGIN = "autograder.grading.plugin"  # tests_hidden/conftest.py: pytest_plugins = [PLUGIN]
 
 __all__ = [
-    "CONTRACT", "DEVICE_HINT", "FD_STEP", "FORWARD_INPUTS_MODIFIED", "FORWARD_INPUTS_MODIFIED_HINT", "Failure",
+    "CONTRACT", "DEVICE_HINT", "FD_STEP", "FLOAT32_HINT", "FLOAT64_DEPARTS", "FORWARD_INPUTS_MODIFIED", "FORWARD_INPUTS_MODIFIED_HINT", "Failure",
     "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "PLUGIN",
     "RuleViolation", "SHIFT_HINT", "STEP_CACHE_HINT", "STEP_PROJECT_HINT", "StudentError", "TILED_MATRIX_BUILT",
     "TILED_MEMORY_HINT", "TILED_ROW_0", "TILED_ROW_0_HINT", "TILED_SHAPE_HINT", "catalogue", "describe_value",

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from attention_checks import check_sdpa, handled_rank, sdpa_expected
-from autograder.lab import (FD_STEP, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, Failure,
-                            calls_differ, catalogue, describe_value, dtype_changed, directional_mismatch, directions, fail,
-                            float_outputs, grad_outputs_for, matrix_figure, no_gradient, not_attention, projected_difference,
-                            replied, shift_all_scores)
+from autograder.lab import (FD_STEP, FLOAT32_HINT, FLOAT64_DEPARTS, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT,
+                            Failure, calls_differ, catalogue, describe_value, dtype_changed, directional_mismatch,
+                            directions, fail, float_outputs, grad_outputs_for, matrix_figure, no_gradient, not_attention,
+                            projected_difference, replied, shift_all_scores)
 from cases import AttentionCase
 
 pytestmark = pytest.mark.part("gradients")
@@ -48,10 +48,8 @@ def test_float64_in_float64_out(student, reference):
         if not _close(got, own):
             error = (got.double() - own.double()).abs().nan_to_num(nan=float("inf")).max().item() \
                 if isinstance(got, torch.Tensor) and isinstance(own, torch.Tensor) and got.shape == own.shape else None
-            fail(case.describe(), f"{_name(i)} values differ from your own float32 result on the same inputs"
-                 + (f" (max abs error {error:.3g})" if error is not None else "")
-                 + ": a step that works in float32 goes wrong in float64",
-                 "keep the input's dtype all the way: no float32 constants, casts or dtype=torch.float32",
+            fail(case.describe(), f"{_name(i)} " + FLOAT64_DEPARTS.format(
+                 f" (max abs error {error:.3g})" if error is not None else ""), FLOAT32_HINT,
                  figure=matrix_figure(_name(i), own, got) if error is not None else None)
     fail(case.describe(), f"returned {describe_value(reply.result)} in float64 and {describe_value(own32.result)} "
                           "in float32 for the same inputs")

@@ -5,7 +5,7 @@ import torch
 from attention_checks import with_hint, with_parts_below
 from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, GRADIENT_ONLY_WRONG,
                             WEIGHTS_RIGHT_OUTPUT_WRONG,
-                            StudentError, blocked_weight, diagnosed, expect_close, expect_pair, fail,
+                            StudentError, blocked_weight, diagnosed, expect_close, expect_pair, expect_tensor, fail,
                             no_gradient, not_a_distribution, rows_per_key, scores_off)
 from cases import MHACase, randn, reference_grads
 
@@ -26,6 +26,9 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
     def compare(where):
         reply = student.call(MHA, query, key, value, mask, init=init, state=state, **where)
         out, weights = expect_pair(reply.result, case.describe())
+        for got, want, what in ((weights, expected_weights, "weights"), (out, expected_out, "output")):
+            if torch.is_tensor(got) and got.shape == want.shape:  # a dtype changed: its own measured property, first
+                expect_tensor(got, want, case.describe(), what)
         try:
             with diagnosed("mha", (out, weights), state, case.n_heads, query, key, value, mask):
                 expect_close(weights, expected_weights.detach(), case.describe(), "weights", HINT, mask=mask)

@@ -25,7 +25,7 @@ import torch
 
 from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, MISTAKES, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
-                    UNSTABLE_SOFTMAX, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
+                    UNSTABLE_SOFTMAX, FLOAT32_HINT, FLOAT64_DEPARTS, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, check_mha, no_gradient, bias_not_followed, size_not_refused, sizes_stored, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
                     merge_hint, mha_hint, modified_inputs, padding_mask_hint, rows_per_key, causal_mask_hint, projections, randn, require_attention, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
@@ -326,8 +326,9 @@ SHAPES = [
 ]
 
 
-def qkv(q_shape, k_shape, v_shape, dtype=torch.float64):
-    """Query, key and value of the given shapes, each from its own fixed seed."""
+def qkv(q_shape, k_shape, v_shape, dtype=torch.float32):
+    """Query, key and value of the given shapes, each from its own fixed seed. float32, as the grade's cases:
+    a float32 step in a float64 run is charged by the few float64 cases alone, as in the grade."""
     return tuple(randn(*shape, dtype=dtype, seed=seed)
                  for seed, shape in enumerate((q_shape, k_shape, v_shape), start=1))
 
@@ -422,9 +423,9 @@ def attention_returns_output_and_weights_with_the_right_shapes(attention):
                  f"{type(exc).__name__} at {query.dim()}-D: {' '.join(str(exc).split())}",
                  f"the same inputs as {works}-D tensors give the right shapes",
                  hint=MISTAKES["layout"]["fixed_leading_dims"])
-        check_layout(output, (*q_shape[:-1], v_shape[-1]), torch.float64, case=case, what="output", float32_ok=True,
+        check_layout(output, (*q_shape[:-1], v_shape[-1]), query.dtype, case=case, what="output",
                      hint="output is (..., T_q, d_v): one row per query, as wide as value")
-        check_layout(weights, (*q_shape[:-1], k_shape[-2]), torch.float64, case=case, what="weights", float32_ok=True,
+        check_layout(weights, (*q_shape[:-1], k_shape[-2]), query.dtype, case=case, what="weights",
                      hint="weights are (..., T_q, T_k): one row per query, one column per key")
 
 
@@ -453,7 +454,7 @@ def attention_output_matches_pytorch(attention):
 def attention_weights_are_non_negative_and_rows_sum_to_one(attention):
     query, key, value = at_a_rank_that_works(attention, *qkv((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8)))
     output, weights, case = attend(attention, query, key, value)
-    check_layout(weights, (*query.shape[:-1], 7), torch.float64, case=case, what="weights", float32_ok=True)
+    check_layout(weights, (*query.shape[:-1], 7), query.dtype, case=case, what="weights")
     if (weights < 0).any():
         fail(case, f"weights contain negative values (min {float(weights.min()):.3g})",
              hint="weights come out of a softmax, so they are never negative")
@@ -473,16 +474,37 @@ def attention_works_in_float32(attention):
 
 @case("part1_attention", points=1)
 def attention_is_float64_accurate_in_float64(attention):
-    # The one case that charges a float32 constant or intermediate in a float64 run (the others accept
-    # a float32-accurate result), as the grader charges it once.
-    query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8))
+    # The grade's float64 test, the one case that charges a float32 constant, cast or intermediate in a float64
+    # run (the others are float32). Wrong values are the value cases' charge: a float64 result that is wrong
+    # the way your own float32 run on the same inputs is wrong passes here, as in the grade.
+    query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8), dtype=torch.float64)
     mask = lower_triangle(5)
     output, weights, case = attend(attention, query, key, value, mask)
+    require_attention((output, weights), value, mask, case=case)  # as in the grade: points for attention only
     expected_output, expected_weights = torch_attention(query, key, value, mask)
-    for got, expected, what in [(weights, expected_weights, "weights"), (output, expected_output, "output")]:
-        check_tensor(got, expected, case=case, what=what, precision=True,
-                     hint=lambda got: calls_differ((output, weights), again(attention, query, key, value, mask)())
-                     or attention_hint(query, key, value, mask, weights) or FORMULA)
+    pairs = [(weights, expected_weights, "weights"), (output, expected_output, "output")]
+    for got, expected, what in pairs:
+        check_layout(got, expected.shape, torch.float64, case=case, what=what)
+    if all(float32_close(got, expected) for got, expected, _ in pairs):  # right: now to float64 precision
+        for got, expected, what in pairs:
+            check_tensor(got, expected, case=case, what=what, precision=True,
+                         hint=lambda got: calls_differ((output, weights), again(attention, query, key, value, mask)())
+                         or attention_hint(query, key, value, mask, weights) or FORMULA)
+        return
+    try:
+        own_output, own_weights, _ = attend(attention, *(t.float() for t in (query, key, value)), mask)
+    except Exception:  # float32 inputs: the float32 cases' charge
+        return
+    for (got, _, what), own in zip(pairs, (own_weights, own_output)):
+        if not float32_close(got, own):
+            error = (got.detach().double() - own.detach().double()).abs().nan_to_num(float("inf")).max().item()
+            fail(case, f"{what} " + FLOAT64_DEPARTS.format(f" (max abs error {error:.3g})"), hint=FLOAT32_HINT)
+
+
+def float32_close(got, expected):
+    """The same shape and float32-close values, NaN where NaN: "right, its precision aside" (the grade's gate)."""
+    return (got.shape == expected.shape and
+            torch.allclose(got.detach().double(), expected.detach().double(), atol=1e-4, rtol=1e-3, equal_nan=True))
 
 
 def every_row_and_column_mixed(t):
@@ -513,7 +535,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
     # The twin of the grader's public gradient test: (B, T, d) = (2, 5, 4), float64, a mask. As in the grade,
     # the gradients are judged against finite differences of YOUR forward, not against PyTorch's: a wrong
     # forward is the value tests' failure, not this one's too.
-    query, key, value = (t.requires_grad_() for t in qkv((2, 5, 4), (2, 5, 4), (2, 5, 4)))
+    query, key, value = (t.requires_grad_() for t in qkv((2, 5, 4), (2, 5, 4), (2, 5, 4), dtype=torch.float64))
     mask = every_row_and_column_mixed(5)
     grad_output, grad_weights = randn(2, 5, 4, seed=4), randn(2, 5, 5, seed=5)
     case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
@@ -561,7 +583,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
 
 @case("part1_attention", points=1)
 def module_wrapper_matches_pytorch(attention):
-    query, key, value = qkv((2, 5, 4), (2, 5, 4), (2, 5, 6))
+    query, key, value = qkv((2, 5, 4), (2, 5, 4), (2, 5, 4))  # d_v != d_k is the value tests' case
     mask = lower_triangle(5)
     case = f"ScaledDotProductAttention()({describe(q=query, k=key, v=value, mask=mask)})"
     result = attention.ScaledDotProductAttention()(*copies(query, key, value, mask))
@@ -571,7 +593,7 @@ def module_wrapper_matches_pytorch(attention):
 
 @case("part1_attention", points=3)
 def causal_mask_in_attention_matches_pytorch(attention):
-    for shapes in [((2, 5, 4), (2, 5, 4), (2, 5, 3)),          # 3-D inputs
+    for shapes in [((2, 5, 4), (2, 5, 4), (2, 5, 4)),          # 3-D inputs
                    ((2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8))]:  # a (T, T) mask broadcast over batch and heads
         query, key, value = qkv(*shapes)
         mask = lower_triangle(query.size(-2))
@@ -584,7 +606,7 @@ def causal_mask_in_attention_matches_pytorch(attention):
 def causal_attention_gives_future_keys_exactly_zero_weight(attention):
     query, key, value = qkv((2, 6, 4), (2, 6, 4), (2, 6, 4))
     _, weights, case = attend(attention, query, key, value, lower_triangle(6))
-    check_layout(weights, (2, 6, 6), torch.float64, case=case, what="weights", float32_ok=True)
+    check_layout(weights, (2, 6, 6), query.dtype, case=case, what="weights")
     future = ~lower_triangle(6).expand(2, 6, 6)
     leaked = future & (weights.detach() != 0)
     if leaked.any():
@@ -622,8 +644,9 @@ def attention_leaves_its_inputs_unchanged(attention):
     # The grader's in-place test: a bool mask first (code that converts a numeric mask to a new tensor may still
     # edit a bool one in place, mask.logical_not_()), then a float mask. A crash on the float mask says nothing
     # about in-place edits: the numeric-mask case charges it.
+    # Causal: its last row blocks no key, so a forward whose blocked rows are all NaN is still judged on one.
     query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8))
-    for mask in (every_row_and_column_mixed(5), every_row_and_column_mixed(5).to(torch.float32)):
+    for mask in (lower_triangle(5), lower_triangle(5).to(torch.float32)):
         given = copies(query, key, value, mask)
         case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
         try:
@@ -746,9 +769,10 @@ def constructed(mha, d_model, n_heads):
 
 # ============================================================================= part2_heads
 
-def build(mha, d_model, n_heads, bias=True):
-    """The student's module in float64, so comparisons can be tight."""
-    return new_mha(mha, d_model, n_heads, bias=bias).double()
+def build(mha, d_model, n_heads, bias=True, dtype=torch.float32):
+    """The student's module in ``dtype``: float32, as the grade's forward cases, float64 in the precision and
+    gradient cases, as there."""
+    return new_mha(mha, d_model, n_heads, bias=bias).to(dtype)
 
 
 def new_mha(mha, d_model, n_heads, **kwargs):
@@ -824,26 +848,26 @@ def run(model, label, query, key, value, mask=None, inputs_untouched=False):
 @case("part2_forward", points=1)
 def mha_forward_returns_output_and_per_head_weights(mha):
     model = build(mha, 8, 2)
-    query, memory = randn(2, 3, 8, seed=1), randn(2, 6, 8, seed=2)  # T_q = 3, T_k = 6
+    query, memory = randn(2, 3, 8, seed=1, dtype=torch.float32), randn(2, 6, 8, seed=2, dtype=torch.float32)  # T_q 3, T_k 6
     result, case = run(model, "MultiHeadAttention(8, 2)", query, memory, memory)
     output, weights = unpack_pair(result, case=case, what="MultiHeadAttention.forward", shapes=((2, 3, 8), (2, 2, 3, 6)))
-    check_layout(output, (2, 3, 8), torch.float64, case=case, what="output", float32_ok=True,
+    check_layout(output, (2, 3, 8), torch.float32, case=case, what="output",
                  hint=rows_per_key(output, 3, 6) or "the output has the query's shape (B, T_q, d_model)")
-    check_layout(weights, (2, 2, 3, 6), torch.float64, case=case, what="weights", float32_ok=True,
+    check_layout(weights, (2, 2, 3, 6), torch.float32, case=case, what="weights",
                  hint=rows_per_key(weights, 3, 6) or mha_hint(model, 2, query, memory, memory, None))
 
 
 @case("part2_forward", points=2)
 def mha_self_attention_matches_pytorch(mha):
     model = build(mha, 8, 2)
-    x = randn(2, 5, 8)
+    x = randn(2, 5, 8, dtype=torch.float32)
     result, case = run(model, "MultiHeadAttention(8, 2)", x, x, x)
     check_mha(result, torch_mha(model, 2, x, x, x, case=case), model, 2, x, x, x, case=case)
 
 
 @case("part2_forward", points=2)
 def mha_causal_self_attention_matches_pytorch(mha):
-    model = build(mha, 12, 3)
+    model = build(mha, 12, 3, dtype=torch.float64)
     x = randn(2, 6, 12)
     causal = lower_triangle(6)  # (T, T), passed on unchanged
     result, case = run(model, "MultiHeadAttention(12, 3)", x, x, x, causal)
@@ -855,7 +879,7 @@ def mha_causal_self_attention_matches_pytorch(mha):
 @case("part2_forward", points=2)
 def mha_cross_attention_with_padding_matches_pytorch(mha):
     model = build(mha, 8, 2, bias=False)
-    query, key, value = randn(2, 3, 8, seed=1), randn(2, 6, 8, seed=2), randn(2, 6, 8, seed=3)
+    query, key, value = (randn(2, t, 8, seed=seed, dtype=torch.float32) for seed, t in ((1, 3), (2, 6), (3, 6)))
     real = torch.tensor([[True, True, True, True, False, False],
                          [True, True, True, True, True, True]])
     padding = real[:, None, None, :]  # (B, 1, 1, T_k)
@@ -867,8 +891,9 @@ def mha_cross_attention_with_padding_matches_pytorch(mha):
 
 @case("part2_forward", points=1)
 def mha_gradients_reach_every_input_and_parameter(mha):
-    # As the grade's gradient test: the output and the weights, differentiated w.r.t. the inputs and every parameter.
-    model = build(mha, 8, 2)
+    # As the grade's gradient test: the output and the weights, differentiated w.r.t. the inputs and every parameter,
+    # in float64.
+    model = build(mha, 8, 2, dtype=torch.float64)
     query, key, value = (randn(2, t, 8, seed=seed).requires_grad_() for seed, t in ((1, 3), (2, 6), (3, 6)))
     case = f"MultiHeadAttention(8, 2)({describe(query=query, key=key, value=value)})"
     result = model(query, key, value)  # the leaves themselves, as the grader sends them (an in-place edit raises)
@@ -942,7 +967,7 @@ MEMORY_T, MEMORY_D = 2048, 16
 def tiled_attention_is_float64_accurate_with_more_keys_than_queries(attention):
     # As the grade: float64 to float64 precision, T_q != T_k without a mask, then a causal mask in blocks of 3.
     for (t_q, t_k, d), causal, block_size in [((9, 13, 8), False, 4), ((11, 11, 4), True, 3)]:
-        query, key, value = qkv((2, t_q, d), (2, t_k, d), (2, t_k, d))
+        query, key, value = qkv((2, t_q, d), (2, t_k, d), (2, t_k, d), dtype=torch.float64)
         case = f"tiled_attention({describe(q=query, k=key, v=value)}, causal={causal}, block_size={block_size})"
         expected, _ = torch_attention(query, key, value, lower_triangle(t_q, t_k) if causal else None)
         check_tensor(attention.tiled_attention(query, key, value, causal=causal, block_size=block_size), expected,
@@ -953,7 +978,7 @@ def tiled_attention_is_float64_accurate_with_more_keys_than_queries(attention):
 @case("extra_tiled", points=1)
 def tiled_attention_passes_gradients_to_query_key_and_value(attention):
     names = ("query", "key", "value")
-    leaves = [t.requires_grad_() for t in qkv((2, 6, 4), (2, 6, 4), (2, 6, 4))]
+    leaves = [t.requires_grad_() for t in qkv((2, 6, 4), (2, 6, 4), (2, 6, 4), dtype=torch.float64)]
     case = f"tiled_attention({describe(q=leaves[0], k=leaves[1], v=leaves[2])}, causal=True, block_size=4)"
     output = attention.tiled_attention(*leaves, causal=True, block_size=4)
     check_layout(output, (2, 6, 4), torch.float64, case=case, what="output", float32_ok=True)
@@ -999,7 +1024,7 @@ def tiled_attention_never_builds_the_score_matrix(attention):
 def step_reproduces_the_causal_forward(mha):
     # Only the outputs, as in the grade: what the cache holds is the next case's.
     model = build(mha, 12, 3)
-    x = randn(2, 5, 12)
+    x = randn(2, 5, 12, dtype=torch.float32)
     with torch.no_grad():
         expected, _ = torch_mha(model, 3, x, x, x, allowed=lower_triangle(5), case="MultiHeadAttention(12, 3)")
         cache, outputs, cases = None, [], []
@@ -1019,7 +1044,7 @@ def step_projects_only_the_new_token_and_grows_the_cache(mha):
     # The grader's cache case: what reaches w_k and w_v at each step, then the cache's values, each token's
     # features compared as a set (the head layout is split_heads' charge).
     model = build(mha, 12, 3)
-    x = randn(2, 5, 12)
+    x = randn(2, 5, 12, dtype=torch.float32)
     seen = {"w_k": [], "w_v": []}
     hooks = [getattr(model, name).register_forward_pre_hook(
         lambda _, inputs, name=name: seen[name].append(list(inputs[0].shape))) for name in seen]

@@ -414,6 +414,7 @@ PROPERTY_WORDS = {
     "output is not weights @ value": ("the output is not your weights applied to the values",),
     "random": ("two calls on the same inputs returned different results",),
     "sizes permuted": ("the sizes are right but in the wrong order",),
+    "sizes merged or split": ("in one dim where two belong", "in two dims where one belongs"),
     "dtype or device changed": ("the dtype changed", "the device changed"),
     "padding polarity": ("the mask is True at the padding",),
     "another pad_id": ("the mask follows pad_id=",),
@@ -782,6 +783,24 @@ def sizes_permuted(got_shape, expected_shape):
             f"x.shape and which dims you transpose)")
 
 
+def sizes_merged(got_shape, expected_shape):
+    """Why a shape is wrong when it holds the expected sizes but two of them in one dim, or one of them split in
+    two (a view or reshape missing): which sizes, or None. Sizes of 1 are left out (an unsqueeze, not a view)."""
+    got, expected = tuple(got_shape), tuple(expected_shape)
+    for fewer, more, merged in ((got, expected, True), (expected, got, False)):
+        if len(more) != len(fewer) + 1:
+            continue
+        for i in range(len(more)):
+            for j in range(i + 1, len(more)):
+                a, b = more[i], more[j]
+                rest = [size for k, size in enumerate(more) if k not in (i, j)]
+                if 1 not in (a, b) and sorted(rest + [a * b]) == sorted(fewer):
+                    where = "in one dim where two belong" if merged else f"in two dims where one belongs ({a * b})"
+                    return (f"the result {got} has the sizes of {expected} but with {a} and {b} {where}: "
+                            f"a view or reshape {'into' if merged else 'that joins'} them is missing")
+    return None
+
+
 def returned_an_input(got, inputs):
     """Which of ``inputs`` ({name: tensor}, in order) a call returned as it was given, in a sentence, or None."""
     if not torch.is_tensor(got):
@@ -928,6 +947,7 @@ def shapes_in(values):
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 FLOAT32_IN_FLOAT64 = 'A float32 constant or intermediate in a float64 computation: the result is only float32-accurate (a torch.Tensor/torch.FloatTensor constant, a .float() cast or dtype=torch.float32 somewhere on the way) (see "Part 1: `attention.py`" in the lab text)'
 FLOAT32_HINT = "keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or query.new_tensor(d_k), not torch.Tensor([d_k]) or torch.FloatTensor(...), which are float32, and no .float() or dtype=torch.float32 on the way"
+FLOAT64_DEPARTS = 'values differ from your own float32 result on the same inputs{}: a step that works in float32 goes wrong in float64'
 
 
 def _float32_precision(got, expected, error, exp64):
@@ -1078,7 +1098,7 @@ def check_layout(got, shape, dtype, *, case, what, hint=None, float32_ok=False):
     if got.shape != shape:
         fail(case, f"{what} has the wrong shape",
              f"expected shape {tuple(shape)}, got {tuple(got.shape)}",
-             hint=sizes_permuted(got.shape, shape) or _explain(hint, got))
+             hint=sizes_permuted(got.shape, shape) or _explain(hint, got) or sizes_merged(got.shape, shape))
     if got.dtype != dtype and not (float32_ok and (got.dtype, dtype) == (torch.float32, torch.float64)):
         fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=dtype_changed(got.dtype, dtype))
 

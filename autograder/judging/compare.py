@@ -9,7 +9,8 @@ import contextlib
 import torch
 
 from autograder.judging import catalogue
-from autograder.judging.properties import dtype_changed, returned_an_input, sizes_permuted, where_differ  # one source with the public checks
+from autograder.judging.properties import (dtype_changed, returned_an_input, sizes_merged, sizes_permuted,
+                                           where_differ)  # one source with the public checks
 from autograder.judging.errors import StudentError
 
 TOLERANCES = {  # dtype -> (atol, rtol)
@@ -103,6 +104,10 @@ FLOAT32_EPS = torch.finfo(torch.float32).eps
 FLOAT32_HINT = ("keep every constant and intermediate in the input's dtype: math.sqrt(d_k) or query.new_tensor(d_k), "
                 "not torch.Tensor([d_k]) or torch.FloatTensor(...), which are float32, "
                 "and no .float() or dtype=torch.float32 on the way")
+# A float64 run whose values depart from the student's own float32 run on the same inputs (``{}``: the largest
+# difference, or nothing): the precision test's finding when the values are wrong either way.
+FLOAT64_DEPARTS = ("values differ from your own float32 result on the same inputs{}: "
+                   "a step that works in float32 goes wrong in float64")
 
 
 def _float32_precision(got, expected, error, exp64):
@@ -201,8 +206,9 @@ def _first_index(mask):
 
 
 def _shape_hint(got, expected):
-    if sizes_permuted(got, expected):
-        return sizes_permuted(got, expected)
+    measured = sizes_permuted(got, expected) or sizes_merged(got, expected)
+    if measured:
+        return measured
     if len(got) != len(expected):
         return "a dimension is missing or extra: check keepdim, unsqueeze/[:, None] and squeeze"
     return None

@@ -19,6 +19,7 @@ PROPERTY_WORDS = {
     "output is not weights @ value": ("the output is not your weights applied to the values",),
     "random": ("two calls on the same inputs returned different results",),
     "sizes permuted": ("the sizes are right but in the wrong order",),
+    "sizes merged or split": ("in one dim where two belong", "in two dims where one belongs"),
     "dtype or device changed": ("the dtype changed", "the device changed"),
     "padding polarity": ("the mask is True at the padding",),
     "another pad_id": ("the mask follows pad_id=",),
@@ -385,6 +386,24 @@ def sizes_permuted(got_shape, expected_shape):
         return None
     return (f"the sizes are right but in the wrong order: got {got}, expected {expected} (check how you unpack "
             f"x.shape and which dims you transpose)")
+
+
+def sizes_merged(got_shape, expected_shape):
+    """Why a shape is wrong when it holds the expected sizes but two of them in one dim, or one of them split in
+    two (a view or reshape missing): which sizes, or None. Sizes of 1 are left out (an unsqueeze, not a view)."""
+    got, expected = tuple(got_shape), tuple(expected_shape)
+    for fewer, more, merged in ((got, expected, True), (expected, got, False)):
+        if len(more) != len(fewer) + 1:
+            continue
+        for i in range(len(more)):
+            for j in range(i + 1, len(more)):
+                a, b = more[i], more[j]
+                rest = [size for k, size in enumerate(more) if k not in (i, j)]
+                if 1 not in (a, b) and sorted(rest + [a * b]) == sorted(fewer):
+                    where = "in one dim where two belong" if merged else f"in two dims where one belongs ({a * b})"
+                    return (f"the result {got} has the sizes of {expected} but with {a} and {b} {where}: "
+                            f"a view or reshape {'into' if merged else 'that joins'} them is missing")
+    return None
 
 
 def returned_an_input(got, inputs):

@@ -365,7 +365,8 @@ def precision_source() -> str:
 
     return (f"FLOAT32_EPS = torch.finfo(torch.float32).eps\n"
             f"FLOAT32_IN_FLOAT64 = {catalogue.FLOAT32_IN_FLOAT64.explain()!r}\n"
-            f"FLOAT32_HINT = {compare.FLOAT32_HINT!r}\n\n\n" + inspect.getsource(compare._float32_precision))
+            f"FLOAT32_HINT = {compare.FLOAT32_HINT!r}\n"
+            f"FLOAT64_DEPARTS = {compare.FLOAT64_DEPARTS!r}\n\n\n" + inspect.getsource(compare._float32_precision))
 
 
 def stability_source() -> str:

@@ -99,6 +99,23 @@ def test_sizes_in_the_wrong_order_are_named_only_then(got, expected, named):
         assert found.startswith("the sizes are right but in the wrong order: got (5, 3, 2, 4)")
 
 
+def test_two_sizes_held_in_one_dim_are_named_with_the_view_that_is_missing():
+    found = properties.sizes_merged((2, 12, 5), (2, 3, 5, 4))  # split_heads without its view
+    assert found.startswith("the result (2, 12, 5) has the sizes of (2, 3, 5, 4) but with 3 and 4 in one dim where "
+                            "two belong: a view or reshape into them is missing")
+
+
+def test_a_size_split_in_two_dims_is_named_with_the_join_that_is_missing():
+    found = properties.sizes_merged((2, 5, 3, 4), (2, 5, 12))  # merge_heads without its flatten
+    assert "3 and 4 in two dims where one belongs (12): a view or reshape that joins them is missing" in found
+
+
+@pytest.mark.parametrize("got, expected", [((2, 3, 5, 4), (2, 3, 5, 4)), ((2, 5, 12), (2, 1, 5, 12)),
+                                           ((2, 12, 6), (2, 3, 5, 4)), ((5, 3, 2, 4), (2, 3, 5, 4))])
+def test_shapes_that_are_right_or_not_a_view_away_name_no_merge(got, expected):
+    assert properties.sizes_merged(got, expected) is None  # a missing unsqueeze (a size 1) is not a view
+
+
 def test_a_changed_dtype_is_named():
     assert "the dtype changed" in properties.dtype_or_device_changed(torch.zeros(2), torch.zeros(2, dtype=torch.float64))
     assert properties.dtype_or_device_changed(torch.zeros(2), torch.zeros(3)) is None

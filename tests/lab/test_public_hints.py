@@ -259,6 +259,25 @@ def test_float32_in_a_float64_run_is_charged_once_in_the_graders_words(tmp_path)
     assert got != expected, f"the digits shown must tell got from expected: {text}"
 
 
+FLOAT32_SCORES = substitution("float32_scores", "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)",
+                              "scores = (query @ key.transpose(-2, -1) / math.sqrt(d_k)).float()")
+UNSCALED = substitution("unscaled_scores", "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)",
+                        "scores = query @ key.transpose(-2, -1)")
+
+
+def test_a_float32_step_that_breaks_float64_costs_only_the_cases_whose_grade_twins_run_float64(tmp_path):
+    run = run_on(FLOAT32_SCORES, tmp_path)  # float64 in: float32 weights @ float64 value raises
+    assert sorted(failed(run)) == ["test_attention[attention_is_float64_accurate_in_float64]",
+                                   "test_attention[attention_stays_finite_on_large_scores]",
+                                   "test_attention[gradients_flow_back_to_query_key_and_value]"], run.output
+
+
+def test_wrong_values_that_float32_gives_too_are_not_charged_by_the_float64_case(tmp_path):
+    run = run_on(UNSCALED, tmp_path)
+    assert "test_attention[attention_weights_match_pytorch]" in failed(run), run.output
+    assert "test_attention[attention_is_float64_accurate_in_float64]" not in failed(run), run.output
+
+
 def test_a_backward_pass_broken_in_place_names_the_line_and_the_hint(tmp_path):
     from autograder.judging.error_hints import INPLACE_ERROR, error_hint
 

@@ -57,9 +57,12 @@ def read(root, verdicts):
     return found
 
 
-# Where the student's code raised: the grade writes "at mha.py line 76, in ...", make test "(mha.py, line 76)".
-RAISED_AT = re.compile(r"\bat (\w+\.py) line (\d+)|\((\w+\.py), line (\d+)\)")
-RAISED = re.compile(r"^(?:[^:\n]*: )?(\w+(?:Error|Exception)): ", re.M)
+# Where the student's code raised: the grade writes "at mha.py line 76, in ...", make test "(mha.py, line 76)";
+# for a backward broken in place, both name the edit the kit found: "in-place edit: attention.py, line 130: ...".
+RAISED_AT = re.compile(r"\bat (\w+\.py) line (\d+)|\((\w+\.py), line (\d+)\)|in-place edit: (\w+\.py), line (\d+)")
+# The error a failure shows: at a line's start, or after the case's words ("case: the backward pass failed: E: ...",
+# the grade's "case: raised E: ...").
+RAISED = re.compile(r"^(?:[^:\n]*: )*?(?:raised )?(\w+(?:Error|Exception)): ", re.M)
 
 
 def raised(text):
@@ -70,7 +73,8 @@ def raised(text):
         place = RAISED_AT.search(text, error.end())
         following = RAISED.search(text, error.end())
         if place and (following is None or place.start() < following.start()):
-            found.add(f"{error[1]} at {place[1] or place[3]}:{place[2] or place[4]}")
+            file, line = [group for group in place.groups() if group is not None]
+            found.add(f"{error[1]} at {file}:{line}")
     return sorted(found)
 
 
