@@ -25,7 +25,7 @@ from autograder.judging.compare import (FLOAT32_HINT, FLOAT64_DEPARTS, describe_
 from autograder.judging.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT,
                                             INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, STEP_CACHE_HINT,
                                             STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
-                                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, device_ignored)
+                                            TILED_ROW_0_HINT, TILED_SHAPE_HINT, VALID_SIZE_REFUSED_TOO, device_ignored)
 from autograder.grading.oracle import CONTRACT
 from autograder.judging.own_forward import (FD_STEP, SHIFT_HINT, directional_mismatch, directions, float_outputs,
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
@@ -45,7 +45,7 @@ __all__ = [
     "CONTRACT", "DEVICE_HINT", "FD_STEP", "FLOAT32_HINT", "FLOAT64_DEPARTS", "FORWARD_INPUTS_MODIFIED", "FORWARD_INPUTS_MODIFIED_HINT", "Failure",
     "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "PLUGIN",
     "RuleViolation", "SHIFT_HINT", "STEP_CACHE_HINT", "STEP_PROJECT_HINT", "StudentError", "TILED_MATRIX_BUILT",
-    "TILED_MEMORY_HINT", "TILED_ROW_0", "TILED_ROW_0_HINT", "TILED_SHAPE_HINT", "catalogue", "describe_value",
+    "TILED_MEMORY_HINT", "TILED_ROW_0", "TILED_ROW_0_HINT", "TILED_SHAPE_HINT", "VALID_SIZE_REFUSED_TOO", "catalogue", "describe_value",
     "device_ignored", "diagnosed", "directional_mismatch", "directions", "expect_close", "expect_equal",
     "expect_pair", "expect_tensor", "fail", "float_outputs", "forbidden_calls", "grad_outputs_for", "matrix_figure",
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",

@@ -84,7 +84,9 @@ def test_tiled_attention_gradients(student, reference):
              no_gradient(zip(("query", "key", "value"), got)))
     for name, got, want in zip(("query", "key", "value"), grads["inputs"], expected):
         try:
-            expect_close(got, want, "tiled_attention(causal=True, block_size=4)", f"gradient w.r.t. {name}", grad=True)
+            # float32-accurate gradients pass: precision is charged once, in the float64 test above
+            expect_close(got, want, "tiled_attention(causal=True, block_size=4)", f"gradient w.r.t. {name}", grad=True,
+                         float32_ok=True)
         except StudentError as error:
             forward_right = torch.is_tensor(reply.result) and reply.result.shape == out.shape and torch.allclose(
                 reply.result.double(), out.detach().double(), atol=1e-6)

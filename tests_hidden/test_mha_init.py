@@ -9,7 +9,7 @@ Construction does not depend on attention.py, so these run on top of a known-goo
 import pytest
 import torch
 
-from autograder.lab import StudentError, bias_not_followed, fail, size_not_refused, sizes_stored
+from autograder.lab import VALID_SIZE_REFUSED_TOO, StudentError, bias_not_followed, fail, size_not_refused, sizes_stored
 
 pytestmark = pytest.mark.part("mha_init")
 
@@ -88,9 +88,7 @@ def _require_valid_size_builds(student):
     try:
         student.call(MHA, init={"args": [16, 4]}, mode="oracle")  # its message explains a valid size refused
     except StudentError as refused:
-        raise StudentError(f"{refused}\nA valid size is refused too, so refusing this one earns nothing: raise only "
-                           "for sizes that are wrong (a constructor that always raises refuses nothing in particular)"
-                           ) from None
+        raise StudentError(f"{refused}\n{VALID_SIZE_REFUSED_TOO}") from None
 
 
 @pytest.mark.points(3)

@@ -25,7 +25,7 @@ import torch
 
 from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, MISTAKES, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
-                    UNSTABLE_SOFTMAX, FLOAT32_HINT, FLOAT64_DEPARTS, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
+                    UNSTABLE_SOFTMAX, FLOAT32_HINT, FLOAT64_DEPARTS, VALID_SIZE_REFUSED_TOO, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, check_mha, no_gradient, bias_not_followed, size_not_refused, sizes_stored, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
                     merge_hint, mha_hint, modified_inputs, padding_mask_hint, rows_per_key, causal_mask_hint, projections, randn, require_attention, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
@@ -725,8 +725,23 @@ def mha_has_four_linear_projections_and_nothing_else(mha):
                  hint="MultiHeadAttention has no layers besides w_q, w_k, w_v and w_o")
 
 
+def require_a_valid_size_builds(mha):
+    """As the grade: refusing a size earns points only when a valid size builds (a constructor that always raises
+    refuses nothing in particular), and a valid size refused is told as such, not as the wrong exception."""
+    try:
+        new_mha(mha, 16, 4)
+    except NotImplementedError:
+        raise  # not written yet: the stub's one line, not a finding
+    except CheckFailed as refused:
+        raise CheckFailed(f"{refused}\n    {VALID_SIZE_REFUSED_TOO}") from None
+    except Exception as exc:  # noqa: BLE001 - whichever error a valid size raised is the finding
+        told = explain(exc, Path(mha.__file__).resolve().parent) or f"{type(exc).__name__}: {exc}"
+        fail("MultiHeadAttention(16, 4)", told, VALID_SIZE_REFUSED_TOO)
+
+
 @case("part2_init", points=2)
 def mha_raises_dimension_mismatch_when_heads_do_not_divide_d_model(mha):
+    require_a_valid_size_builds(mha)
     case = "MultiHeadAttention(16, 5)"
     try:
         mha.MultiHeadAttention(16, 5)
@@ -745,6 +760,7 @@ def mha_raises_dimension_mismatch_when_heads_do_not_divide_d_model(mha):
 
 @case("part2_init", points=1)
 def mha_raises_value_error_for_non_positive_sizes(mha):
+    require_a_valid_size_builds(mha)
     sizes = [(0, 2), (-8, 2), (8, 0)]
     outcomes = [(args, constructed(mha, *args)) for args in sizes]
     did = [(args, "ValueError" if isinstance(got, ValueError) else type(got).__name__ if got else "created a module")

@@ -78,6 +78,10 @@ def valid_size_refused(d_model, n_heads, error_name):
 # device, and torch's "meta" device costs seconds of imports on first use), so it is found from the text.
 DEVICE_HINT = "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"
 
+# A test that a size is refused earns its points only when a valid size builds; said under the valid size's error.
+VALID_SIZE_REFUSED_TOO = ("A valid size is refused too, so refusing this one earns nothing: raise only for sizes that "
+                          "are wrong (a constructor that always raises refuses nothing in particular)")
+
 
 def device_ignored(source, function="causal_mask"):
     """Why ``function`` (defined at the top of ``source``, with a ``device`` parameter) makes its tensor on

@@ -278,6 +278,18 @@ def test_wrong_values_that_float32_gives_too_are_not_charged_by_the_float64_case
     assert "test_attention[attention_is_float64_accurate_in_float64]" not in failed(run), run.output
 
 
+EVERY_SIZE_REFUSED = substitution("every_size_refused", "if d_model <= 0", "if d_model >= 0", file="mha.py")
+
+
+def test_a_constructor_that_refuses_a_valid_size_is_told_so_not_blamed_for_the_wrong_exception(tmp_path):
+    from autograder.judging.error_hints import VALID_SIZE_REFUSED_TOO
+
+    text = failed(run_on(EVERY_SIZE_REFUSED, tmp_path))[
+        "test_mha[mha_raises_dimension_mismatch_when_heads_do_not_divide_d_model]"]
+    assert text.startswith("MultiHeadAttention(16, 4): ValueError") and VALID_SIZE_REFUSED_TOO in text, text
+    assert "not a plain ValueError" not in text, text  # its DimensionMismatchError check is right
+
+
 def test_a_backward_pass_broken_in_place_names_the_line_and_the_hint(tmp_path):
     from autograder.judging.error_hints import INPLACE_ERROR, error_hint
 
