@@ -31,7 +31,7 @@ from autograder.judging.own_forward import (FD_STEP, SHIFT_HINT, directional_mis
                                             grad_outputs_for, not_attention, projected_difference, shift_all_scores)
 from autograder.judging.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
                                            HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, WEIGHTS_RIGHT_OUTPUT_WRONG, attention_properties,
-                                           bias_not_followed, blocked_weight, calls_differ, decode_steps, dtype_changed, no_gradient, not_a_distribution,
+                                           bias_not_followed, blocked_weight, calls_differ, forward_already_wrong, decode_steps, dtype_changed, no_gradient, not_a_distribution,
                                            heads_not_merged, padding_followed, rows_per_key, scores_off, size_not_refused, sizes_stored,
                                            step_projections, tiled_blocks, tiled_rows)
 from autograder.judging.seeded import randn
@@ -50,7 +50,7 @@ __all__ = [
     "expect_pair", "expect_tensor", "fail", "float_outputs", "forbidden_calls", "grad_outputs_for", "matrix_figure",
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
-    "attention_properties", "bias_not_followed", "blocked_weight", "calls_differ", "dtype_changed", "no_gradient", "not_a_distribution", "not_attention",
+    "attention_properties", "bias_not_followed", "blocked_weight", "forward_already_wrong", "calls_differ", "dtype_changed", "no_gradient", "not_a_distribution", "not_attention",
     "heads_not_merged", "padding_followed", "rows_per_key", "scores_off", "size_not_refused", "sizes_stored", "tiled_rows", "decode_steps", "step_projections", "tiled_blocks", "GRADIENT_ONLY_WRONG", "TILED_GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
     # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
     "ATTENTION_STOOD_IN", "CONSTRUCTION_STOOD_IN", "HEADS_STOOD_IN",

@@ -5,7 +5,8 @@ import torch
 from attention_checks import sdpa_expected, with_hint, with_parts_below
 from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
                             TILED_GRADIENT_ONLY_WRONG, TILED_ROW_0_HINT, TILED_SHAPE_HINT, Failure, StudentError, decode_steps, diagnosed,
-                            expect_close, fail, no_gradient, step_projections, tiled_blocks, tiled_rows)
+                            expect_close, fail, forward_already_wrong, no_gradient, step_projections, tiled_blocks,
+                            tiled_rows)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -88,9 +89,8 @@ def test_tiled_attention_gradients(student, reference):
             expect_close(got, want, "tiled_attention(causal=True, block_size=4)", f"gradient w.r.t. {name}", grad=True,
                          float32_ok=True)
         except StudentError as error:
-            forward_right = torch.is_tensor(reply.result) and reply.result.shape == out.shape and torch.allclose(
-                reply.result.double(), out.detach().double(), atol=1e-6)
-            raise (with_hint(error, TILED_GRADIENT_ONLY_WRONG.format(name)) if forward_right else error) from None
+            finding = forward_already_wrong("output", reply.result, out) or TILED_GRADIENT_ONLY_WRONG.format(name)
+            raise with_hint(error, finding) from None
 
 
 @pytest.mark.points(2)

@@ -5,7 +5,7 @@ import torch
 from attention_checks import with_hint, with_parts_below
 from autograder.lab import (FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, GRADIENT_ONLY_WRONG,
                             WEIGHTS_RIGHT_OUTPUT_WRONG,
-                            StudentError, blocked_weight, diagnosed, expect_close, expect_pair, expect_tensor, fail,
+                            StudentError, blocked_weight, forward_already_wrong, diagnosed, expect_close, expect_pair, expect_tensor, fail,
                             no_gradient, not_a_distribution, rows_per_key, scores_off)
 from cases import MHACase, randn, reference_grads
 
@@ -54,13 +54,9 @@ def forward_differs(result, expected):
     """Where the student's own (output, weights) on a gradient test's inputs already differ from the lab's, in
     a sentence, or None: its gradients then follow from a wrong forward (the forward tests name why)."""
     for what, got, want in zip(("output", "weights"), result, expected):
-        want = want.detach()
-        if not torch.is_tensor(got) or got.shape != want.shape:
-            return f"your forward's {what} on these inputs is already wrong (its shape), so its gradients are too"
-        error = (got.detach().double() - want.double()).abs().nan_to_num(float("inf"))
-        if (error > 1e-4 * (1 + want.double().abs())).any():
-            return (f"your forward's {what} on these inputs is already wrong (by up to {error.max().item():.3g}), so "
-                    f"its gradients are too: the forward tests say why")
+        found = forward_already_wrong(what, got, want)
+        if found:
+            return found
     return None
 
 

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, MISTAKES, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, MISTAKES, forward_already_wrong, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, FLOAT32_HINT, FLOAT64_DEPARTS, VALID_SIZE_REFUSED_TOO, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, check_mha, no_gradient, bias_not_followed, size_not_refused, sizes_stored, check_tensor, describe, error_hint, explain,
@@ -1005,10 +1005,10 @@ def tiled_attention_passes_gradients_to_query_key_and_value(attention):
     twins = [t.detach().clone().requires_grad_() for t in leaves]  # PyTorch's attention, differentiated by autograd
     pytorch = torch.nn.functional.scaled_dot_product_attention(*twins, attn_mask=lower_triangle(6))
     expected = torch.autograd.grad((pytorch * grad_output).sum(), twins)
-    forward_right = torch.allclose(output.detach().double(), pytorch.detach().double(), atol=1e-6)  # shape checked
+    forward_wrong = forward_already_wrong("output", output, pytorch)  # as the grade: a wrong forward, else the backward
     for name, got, want in zip(names, grads, expected):
         check_tensor(got, want, case=case, what=f"gradient w.r.t. {name}",
-                     hint=TILED_GRADIENT_ONLY_WRONG.format(name) if forward_right else None)
+                     hint=forward_wrong or TILED_GRADIENT_ONLY_WRONG.format(name))
 
 
 @case("extra_tiled", points=2)

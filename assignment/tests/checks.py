@@ -714,6 +714,22 @@ GRADIENT_ONLY_WRONG = ("your forward's output and weights are right, the gradien
 TILED_GRADIENT_ONLY_WRONG = GRADIENT_ONLY_WRONG.replace("output and weights are", "output is")
 
 
+def forward_already_wrong(what, got, expected):
+    """Why a gradient test's gradients, judged against the lab's, are wrong when the forward is: the student's
+    ``what`` on the test's inputs (``got``) departs from the lab's (``expected``), in a sentence; or None."""
+    want = expected.detach().double()
+    if not torch.is_tensor(got) or got.shape != want.shape:
+        how = "its shape"
+    elif not torch.isfinite(got.detach()[torch.isfinite(want)]).all():
+        how = "it holds inf/NaN where the lab's is finite"
+    else:
+        error = (got.detach().double() - want).abs().nan_to_num(0.0)
+        if not (error > PROPERTY_ATOL * (1 + want.abs().nan_to_num(0.0))).any():
+            return None
+        how = f"by up to {error.max().item():.3g}"
+    return f"your forward's {what} on these inputs is already wrong ({how}), so its gradients are too: the forward tests say why"
+
+
 # Measured by comparing the weights first: they match, so the bug is in what follows attention.
 WEIGHTS_RIGHT_OUTPUT_WRONG = ("your weights are right in every head, the output is not: what follows attention is "
                               "wrong (value goes through w_v; merge_heads swaps back to (B, T, n_heads, d_k) before "

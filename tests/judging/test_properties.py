@@ -116,6 +116,20 @@ def test_shapes_that_are_right_or_not_a_view_away_name_no_merge(got, expected):
     assert properties.sizes_merged(got, expected) is None  # a missing unsqueeze (a size 1) is not a view
 
 
+def test_a_forward_already_wrong_under_a_gradient_test_is_named_by_how():
+    right = torch.ones(2, 3)
+    assert "already wrong (by up to 0.5), so its gradients are too" in properties.forward_already_wrong(
+        "output", right + 0.5, right)
+    assert "(it holds inf/NaN where the lab's is finite)" in properties.forward_already_wrong(
+        "output", right * float("nan"), right)
+    assert "(its shape)" in properties.forward_already_wrong("weights", right.mT, right)
+
+
+def test_a_right_forward_under_a_gradient_test_names_nothing():
+    right = torch.ones(2, 3, dtype=torch.float64)
+    assert properties.forward_already_wrong("output", right.float(), right) is None  # float32-accurate is right
+
+
 def test_a_changed_dtype_is_named():
     assert "the dtype changed" in properties.dtype_or_device_changed(torch.zeros(2), torch.zeros(2, dtype=torch.float64))
     assert properties.dtype_or_device_changed(torch.zeros(2), torch.zeros(3)) is None
