@@ -144,9 +144,9 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
                 raise
             plain = student.try_call(MHA, query, key, value, mask, state=state, init=init, **where)
             result = getattr(plain, "result", None)
-            theirs = result[1] if isinstance(result, (tuple, list)) and len(result) == 2 else None  # their weights
-            fail(case.describe(), "your forward's output on these inputs is already wrong (its shape), so its gradients "
-                 "are too: the forward tests say why", rows_per_key(theirs, case.t_q, case.t_k))
+            pair = result if isinstance(result, (tuple, list)) and len(result) == 2 else (None, None)
+            # grad_outputs have the lab's shapes, so one of the pair's shapes differs: forward_differs names it
+            fail(case.describe(), forward_differs(pair, (out, weights)), rows_per_key(pair[1], case.t_q, case.t_k))
         expect_pair(reply.result, case.describe())
         grads = reply.grads or {}
         names = ["query", "key", "value", *params]

