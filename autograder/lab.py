@@ -32,7 +32,7 @@ from autograder.judging.own_forward import (FD_STEP, SHIFT_HINT, directional_mis
 from autograder.judging.properties import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, GRADIENT_ONLY_WRONG,
                                            HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, WEIGHTS_RIGHT_OUTPUT_WRONG, attention_properties,
                                            bias_not_followed, blocked_weight, calls_differ, forward_already_wrong, decode_steps, dtype_changed, no_gradient, not_a_distribution,
-                                           heads_not_merged, padding_followed, rows_per_key, scores_off, size_not_refused, sizes_stored,
+                                           heads_not_merged, mask_constant, padding_followed, rows_not_attention, rows_per_key, sampled_rows, scores_off, size_not_refused, sizes_stored,
                                            step_projections, tiled_blocks, tiled_rows)
 from autograder.judging.seeded import randn
 from autograder.grading.student import Failure, replied
@@ -51,7 +51,7 @@ __all__ = [
     "projected_difference", "randn", "read_source", "shift_all_scores", "weighted_sum",
     # the measured properties of a student's own result (issue 47) and the gradients' gate (issue 46)
     "attention_properties", "bias_not_followed", "blocked_weight", "forward_already_wrong", "calls_differ", "dtype_changed", "no_gradient", "not_a_distribution", "not_attention",
-    "heads_not_merged", "padding_followed", "rows_per_key", "scores_off", "size_not_refused", "sizes_stored", "tiled_rows", "decode_steps", "step_projections", "tiled_blocks", "GRADIENT_ONLY_WRONG", "TILED_GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
+    "heads_not_merged", "mask_constant", "padding_followed", "rows_not_attention", "sampled_rows", "rows_per_key", "scores_off", "size_not_refused", "sizes_stored", "tiled_rows", "decode_steps", "step_projections", "tiled_blocks", "GRADIENT_ONLY_WRONG", "TILED_GRADIENT_ONLY_WRONG", "WEIGHTS_RIGHT_OUTPUT_WRONG",
     # one defect, one charge: how a pass on the lab's lower parts is noted (issue 46)
     "ATTENTION_STOOD_IN", "CONSTRUCTION_STOOD_IN", "HEADS_STOOD_IN",
     "replied",  # an item of student.call_many: its reply, or its failure raised (issue 46)

@@ -5,8 +5,8 @@ import torch
 from attention_checks import sdpa_expected, with_hint, with_parts_below
 from autograder.lab import (STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
                             TILED_GRADIENT_ONLY_WRONG, TILED_ROW_0_HINT, TILED_SHAPE_HINT, Failure, StudentError, decode_steps, diagnosed,
-                            expect_close, fail, forward_already_wrong, no_gradient, step_projections, tiled_blocks,
-                            tiled_rows)
+                            expect_close, fail, forward_already_wrong, no_gradient, rows_not_attention, sampled_rows,
+                            step_projections, tiled_blocks, tiled_rows)
 from cases import AttentionCase, MHACase, randn, reference_grads
 
 pytestmark = pytest.mark.part("extra")
@@ -99,8 +99,8 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     q, k, v = (randn(MEMORY_T, MEMORY_D, seed=76 + i, dtype=torch.float32) for i in range(3))
     label = f"tiled_attention(query/key/value ({MEMORY_T}, {MEMORY_D}) float32, causal=True)"
     reply = student.call(TILED, q, k, v, kwargs={"causal": True}, measure_memory=True)
-    # Memory alone: the values are the other tiled tests' (a wrong rescale is charged there, not here),
-    # but the call must return an output of the right shape, or it did not do the job.
+    # The memory points need the work: an output of the right shape that is attention (below). Saying what is
+    # wrong with the values is the other tiled tests' job.
     if not isinstance(reply.result, torch.Tensor) or tuple(reply.result.shape) != (MEMORY_T, MEMORY_D):
         shape = tuple(reply.result.shape) if isinstance(reply.result, torch.Tensor) else type(reply.result).__name__
         fail(label, f"returned {shape}, expected an output of shape {(MEMORY_T, MEMORY_D)}",
@@ -110,6 +110,13 @@ def test_tiled_attention_never_builds_the_score_matrix(student, reference):
     first = reply.result[0].double()
     if not bool(torch.isfinite(reply.result).all()) or not torch.allclose(first, v[0].double(), atol=1e-4):
         fail(label, TILED_ROW_0, tiled_rows(reply.result[:1], v[:1], v, True, None) or TILED_ROW_0_HINT)
+    # ...and attention at rows across the sequence: an output that is not attention saved no memory doing the work.
+    rows = sampled_rows(MEMORY_T)
+    allowed = torch.arange(MEMORY_T)[None, :] <= torch.tensor(rows)[:, None]  # (rows, T): causal, those queries
+    expected, _ = reference[0].scaled_dot_product_attention(q[rows].double(), k.double(), v.double(), allowed)
+    wrong = rows_not_attention(reply.result, expected, rows)
+    if wrong:
+        fail(label, wrong)  # the measured rows are the finding; the value tests say what is wrong
     matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
     peak = reply.peak_bytes
     if peak is None:

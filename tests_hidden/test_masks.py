@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from autograder.lab import (DEVICE_HINT, describe_value, device_ignored, diagnosed, expect_equal, expect_tensor,
-                            fail, padding_followed, read_source, replied)
+                            fail, mask_constant, padding_followed, read_source, replied)
 from cases import tokens_with_padding
 
 pytestmark = pytest.mark.part("masks")
@@ -31,6 +31,7 @@ def test_causal_mask_is_a_square_bool_tensor(student):
     """Causal mask: a (T, T) torch.bool tensor"""
     got = student.call("attention.causal_mask", 6).result
     expect_tensor(got, torch.zeros(6, 6, dtype=torch.bool), "causal_mask(6)", "mask")
+    require_a_mask(got, "causal_mask(6)", CAUSAL_HINT)
 
 
 @pytest.mark.points(1)
@@ -41,6 +42,7 @@ def test_causal_mask_accepts_a_device(student):
     # to judge (one defect, one charge).
     if not isinstance(got, torch.Tensor):
         fail('causal_mask(3, device="cpu")', f"mask should be a torch.Tensor, got {describe_value(got)}")
+    require_a_mask(got, 'causal_mask(3, device="cpu")', CAUSAL_HINT)
     try:  # read by the trusted parent, never run: this machine has no second device to ask for
         source = read_source(os.path.join(student.staged.dir, "attention.py"))
     except (OSError, ValueError):
@@ -78,6 +80,15 @@ def test_padding_mask_shape_and_dtype(student):
     tokens = tokens_with_padding([5, 3, 2, 5], 5, 0, seed=13)
     got = student.call("attention.padding_mask", tokens, 0).result
     expect_tensor(got, torch.zeros(4, 1, 1, 5, dtype=torch.bool), "padding_mask(tokens (4, 5), pad_id=0)", "mask")
+    require_a_mask(got, "padding_mask(tokens (4, 5), pad_id=0)", PADDING_HINT)
+
+
+def require_a_mask(got, case, hint):
+    """The gate of the shape, dtype and device tests: a mask that follows something (the right one of every
+    case here holds both True and False); a constant one earns none of them (points need the work)."""
+    constant = mask_constant(got)
+    if constant:
+        fail(case, constant, hint)
 
 
 @pytest.mark.points(1)

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from checks import (ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, MISTAKES, forward_already_wrong, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
+from checks import (mask_constant, rows_not_attention, sampled_rows, ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, MISTAKES, forward_already_wrong, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
                     UNSTABLE_SOFTMAX, FLOAT32_HINT, FLOAT64_DEPARTS, VALID_SIZE_REFUSED_TOO, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, check_mha, no_gradient, bias_not_followed, size_not_refused, sizes_stored, check_tensor, describe, error_hint, explain,
@@ -272,11 +272,21 @@ def real_tokens(tokens, pad_id):
     return expected
 
 
+def require_a_mask(mask, case, hint):
+    """As the grade: a mask's shape, dtype and device earn points only on a mask that follows something (the
+    right mask of every case that asks holds both True and False); a constant one is no work done."""
+    constant = mask_constant(mask)
+    if constant:
+        fail(case, constant, hint=hint(mask))
+
+
 @case("part1_masks", points=1)
 def causal_mask_is_a_square_bool_tensor(attention):
     for seq_len in (1, 4, 7):
-        check_layout(attention.causal_mask(seq_len), (seq_len, seq_len), torch.bool,
-                     case=f"causal_mask({seq_len})", what="mask", hint="causal_mask(T) is a (T, T) tensor")
+        mask = attention.causal_mask(seq_len)
+        check_layout(mask, (seq_len, seq_len), torch.bool, case=f"causal_mask({seq_len})", what="mask",
+                     hint="causal_mask(T) is a (T, T) tensor")
+        require_a_mask(mask, f"causal_mask({seq_len})", causal_mask_hint(seq_len))
 
 
 @case("part1_masks", points=2)
@@ -294,6 +304,7 @@ def causal_mask_is_created_on_the_requested_device(attention):
     got = attention.causal_mask(3, device=torch.device("cpu"))
     if not torch.is_tensor(got):
         fail("causal_mask(3, device='cpu')", f"mask should be a torch.Tensor, got {type(got).__name__}")
+    require_a_mask(got, "causal_mask(3, device='cpu')", causal_mask_hint(3))
     why = device_ignored(inspect.getsource(attention))
     if why:
         fail("causal_mask(seq_len, device)", why, hint=DEVICE_HINT)
@@ -301,9 +312,10 @@ def causal_mask_is_created_on_the_requested_device(attention):
 
 @case("part1_masks", points=1)
 def padding_mask_is_bool_with_shape_batch_1_1_seq(attention):
-    check_layout(attention.padding_mask(TOKENS, pad_id=0), (2, 1, 1, 5), torch.bool,
-                 case="padding_mask(tokens (2, 5), pad_id=0)", what="mask", hint=(
-                     "add two singleton dims so the mask is (B, 1, 1, T): it broadcasts over heads and queries"))
+    mask = attention.padding_mask(TOKENS, pad_id=0)
+    check_layout(mask, (2, 1, 1, 5), torch.bool, case="padding_mask(tokens (2, 5), pad_id=0)", what="mask", hint=(
+        "add two singleton dims so the mask is (B, 1, 1, T): it broadcasts over heads and queries"))
+    require_a_mask(mask, "padding_mask(tokens (2, 5), pad_id=0)", padding_mask_hint(TOKENS, 0))
 
 
 @case("part1_masks", points=2)
@@ -1014,10 +1026,15 @@ def tiled_attention_passes_gradients_to_query_key_and_value(attention):
 @case("extra_tiled", points=2)
 def tiled_attention_never_builds_the_score_matrix(attention):
     # The grader measures the call's peak memory; here, the largest tensor it makes stands in for it (cheap, and
-    # the same verdict for a (T, T) score matrix). The values are the case above's: only the output's shape,
-    # and its row 0 (under the causal mask query 0 sees key 0 alone, so it is value[0]), are checked here.
+    # the same verdict for a (T, T) score matrix). As in the grade, the memory points need an output that is
+    # attention: its shape, its row 0 (under the causal mask query 0 sees key 0 alone, so it is value[0]) and
+    # rows sampled across the sequence, to 1e-3; what is wrong with the values is the case above's to say.
     query, key, value = (randn(MEMORY_T, MEMORY_D, seed=76 + i, dtype=torch.float32) for i in range(3))
     case = f"tiled_attention(query/key/value ({MEMORY_T}, {MEMORY_D}) float32, causal=True)"
+    rows = sampled_rows(MEMORY_T)  # attention at rows across the sequence, computed before the call may edit its inputs
+    allowed = torch.arange(MEMORY_T)[None, :] <= torch.tensor(rows)[:, None]  # (rows, T): causal, those queries
+    expected = torch.nn.functional.scaled_dot_product_attention(query[rows].double(), key.double(), value.double(),
+                                                                attn_mask=allowed)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small ops: on a busy machine, torch's threads mostly wait on each other (seconds)
     try:
@@ -1030,6 +1047,9 @@ def tiled_attention_never_builds_the_score_matrix(attention):
                    f"output of shape {(MEMORY_T, MEMORY_D)}", hint=TILED_SHAPE_HINT)
     if not torch.isfinite(output).all() or not torch.allclose(output[0].double(), value[0].double(), atol=1e-4):
         fail(case, TILED_ROW_0, hint=tiled_rows(output[:1], value[:1], value, True, None) or TILED_ROW_0_HINT)
+    wrong = rows_not_attention(output, expected, rows)
+    if wrong:
+        fail(case, wrong)  # the measured rows are the finding; the value case says what is wrong
     matrix = MEMORY_T * MEMORY_T * 4  # one float32 (T, T) matrix
     if largest.bytes > matrix / 2:
         fail(case, f"the call made a tensor of {largest.bytes / 2**20:.0f} MiB; " + TILED_MATRIX_BUILT.format(matrix / 2**20),

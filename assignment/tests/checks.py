@@ -117,8 +117,8 @@ def not_attention(result, value, mask=None):
     (``weights @ value``), or whose output is the softmax over the keys of the returned weights (scores returned
     as weights) applied to the values. Lenient on purpose: a forward that does the work wrongly (a softmax
     over the queries, a mask ignored, read the wrong way or applied after the softmax) passes, its bug the
-    attention part's charge alone; one that skips it (no softmax, no weighted sum, zeros) does not. ``mask``
-    is the call's, unused: blocked keys are the mask tests' charge."""
+    attention part's charge alone; one that skips it (no softmax, no weighted sum, zeros, weights that ignore
+    the scores) does not. ``mask`` is the call's, unused: blocked keys are the mask tests' charge."""
     if not (isinstance(result, (tuple, list)) and len(result) == 2
             and all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in result)):
         return "it does not return a pair of floating-point tensors (output, weights)"
@@ -136,7 +136,8 @@ def _not_attention(output, weights, value):
     # tests leave them out: undefined, never graded.
     rows = torch.isfinite(output).all(-1)  # (..., T_q)
     if rows.any() and _applied(torch.softmax(weights, dim=-1), value, output, rows):
-        return None  # scores returned as weights (-inf where blocked): the output is their softmax applied to the values
+        # scores returned as weights (-inf where blocked): the output is their softmax applied to the values
+        return _spread_evenly(torch.softmax(weights, dim=-1), rows)
     finite = torch.isfinite(weights).all(-1) & rows
     if not finite.any():
         return "its weights or output hold inf or NaN in every row"
@@ -152,7 +153,7 @@ def _not_attention(output, weights, value):
         return f"its weights are not a distribution over the keys: a row sums to {float(worst):.6g}, not 1"
     if not _applied(weights, value, output, finite):
         return "its output is not its weights applied to the values (weights @ value)"
-    return None
+    return _spread_evenly(weights, finite)
 
 
 def _applied(weights, value, output, rows):
@@ -163,6 +164,24 @@ def _applied(weights, value, output, rows):
         return False
     return applied.shape == output.shape and bool(torch.allclose(output[rows], applied[rows], atol=GATE_ATOL,
                                                                  rtol=GATE_ATOL))
+
+
+def _spread_evenly(weights, rows):
+    """Why the weights at ``rows`` (a bool mask of the queries) ignore the scores, or None: when every such row
+    that weighs two keys or more weighs them all alike (and one does). Random inputs give no two keys the same
+    score, so a softmax of any scores tells them apart; uniform weights are attention without the scores."""
+    weights = weights[rows]  # (n, T_k)
+    weighted = weights > GATE_ATOL
+    several = weighted.sum(-1) >= 2
+    if not several.any():
+        return None
+    weights, weighted = weights[several], weighted[several]
+    spread = weights.masked_fill(~weighted, -math.inf).amax(-1) - weights.masked_fill(~weighted, math.inf).amin(-1)
+    if (spread > GATE_ATOL).any():
+        return None
+    keys = int(weighted[0].sum())
+    return (f"its weights ignore the scores: every query spreads its weight evenly over the keys it attends "
+            f"(e.g. {keys} keys at {float(weights[0][weighted[0]][0]):.4g} each), whatever Q K^T says")
 # (end of the grader's gate)
 
 
@@ -451,6 +470,8 @@ PROPERTY_WORDS = {
     "heads not merged": ("the heads are back in place but not flattened", "holds values of other positions",
                          "each position holds its own values in the wrong order"),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
+    "mask constant": ("at every position: it follows nothing",),
+    "sampled rows not attention": ("rows compared with attention",),
 }
 
 
@@ -731,6 +752,26 @@ def forward_already_wrong(what, got, expected):
     return f"your forward's {what} on these inputs is already wrong ({how}), so its gradients are too: the forward tests say why"
 
 
+def sampled_rows(seq_len, count=32):
+    """The rows a long output is compared at: every ``seq_len // count``-th from 0, and the last."""
+    return list(range(0, seq_len, max(1, seq_len // count))) + [seq_len - 1]
+
+
+def rows_not_attention(got, expected, rows):
+    """Where the ``rows`` (indices) of a long output ``got`` depart from attention's ``expected`` (those rows, in
+    order), in a sentence; or None. Loose (float32 summed over thousands of keys): it tells attention from an
+    output that is not, which earns no points for the memory it saved."""
+    mine = got.detach()[rows].double()
+    want = expected.detach().double()
+    error = (mine - want).abs().nan_to_num(math.inf)
+    wrong = (error > 1e-3 * (1 + want.abs())).any(-1)  # (len(rows),)
+    if not wrong.any():
+        return None
+    first = int(wrong.nonzero()[0])
+    return (f"row {rows[first]} of the output is wrong by up to {error[first].max().item():.3g} ({int(wrong.sum())} of "
+            f"{len(rows)} rows compared with attention): the memory points need an output computed by attention")
+
+
 # Measured by comparing the weights first: they match, so the bug is in what follows attention.
 WEIGHTS_RIGHT_OUTPUT_WRONG = ("your weights are right in every head, the output is not: what follows attention is "
                               "wrong (value goes through w_v; merge_heads swaps back to (B, T, n_heads, d_k) before "
@@ -888,6 +929,19 @@ def dtype_or_device_changed(got, expected):
     if got.device != expected.device:
         return f"the device changed: got {got.device}, the inputs are on {expected.device}"
     return None
+
+
+def mask_constant(mask):
+    """The words when ``mask`` holds one value at every position, else None. Asked on a case whose right mask
+    holds both values: a constant one follows neither the positions nor the tokens (no work done), so a test of
+    its shape, dtype or device does not earn its points on it."""
+    if not torch.is_tensor(mask) or mask.numel() < 2:
+        return None
+    first = mask.flatten()[0]
+    if not bool((mask == first).all()):
+        return None
+    return (f"the mask is {first.item()} at every position: it follows nothing, so its shape, dtype and device "
+            "earn no points yet")
 
 
 def padding_followed(got, tokens, pad_id):

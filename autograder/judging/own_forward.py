@@ -124,8 +124,8 @@ def not_attention(result, value, mask=None):
     (``weights @ value``), or whose output is the softmax over the keys of the returned weights (scores returned
     as weights) applied to the values. Lenient on purpose: a forward that does the work wrongly (a softmax
     over the queries, a mask ignored, read the wrong way or applied after the softmax) passes, its bug the
-    attention part's charge alone; one that skips it (no softmax, no weighted sum, zeros) does not. ``mask``
-    is the call's, unused: blocked keys are the mask tests' charge."""
+    attention part's charge alone; one that skips it (no softmax, no weighted sum, zeros, weights that ignore
+    the scores) does not. ``mask`` is the call's, unused: blocked keys are the mask tests' charge."""
     if not (isinstance(result, (tuple, list)) and len(result) == 2
             and all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in result)):
         return "it does not return a pair of floating-point tensors (output, weights)"
@@ -143,7 +143,8 @@ def _not_attention(output, weights, value):
     # tests leave them out: undefined, never graded.
     rows = torch.isfinite(output).all(-1)  # (..., T_q)
     if rows.any() and _applied(torch.softmax(weights, dim=-1), value, output, rows):
-        return None  # scores returned as weights (-inf where blocked): the output is their softmax applied to the values
+        # scores returned as weights (-inf where blocked): the output is their softmax applied to the values
+        return _spread_evenly(torch.softmax(weights, dim=-1), rows)
     finite = torch.isfinite(weights).all(-1) & rows
     if not finite.any():
         return "its weights or output hold inf or NaN in every row"
@@ -159,7 +160,25 @@ def _not_attention(output, weights, value):
         return f"its weights are not a distribution over the keys: a row sums to {float(worst):.6g}, not 1"
     if not _applied(weights, value, output, finite):
         return "its output is not its weights applied to the values (weights @ value)"
-    return None
+    return _spread_evenly(weights, finite)
+
+
+def _spread_evenly(weights, rows):
+    """Why the weights at ``rows`` (a bool mask of the queries) ignore the scores, or None: when every such row
+    that weighs two keys or more weighs them all alike (and one does). Random inputs give no two keys the same
+    score, so a softmax of any scores tells them apart; uniform weights are attention without the scores."""
+    weights = weights[rows]  # (n, T_k)
+    weighted = weights > GATE_ATOL
+    several = weighted.sum(-1) >= 2
+    if not several.any():
+        return None
+    weights, weighted = weights[several], weighted[several]
+    spread = weights.masked_fill(~weighted, -math.inf).amax(-1) - weights.masked_fill(~weighted, math.inf).amin(-1)
+    if (spread > GATE_ATOL).any():
+        return None
+    keys = int(weighted[0].sum())
+    return (f"its weights ignore the scores: every query spreads its weight evenly over the keys it attends "
+            f"(e.g. {keys} keys at {float(weights[0][weighted[0]][0]):.4g} each), whatever Q K^T says")
 
 
 def _applied(weights, value, output, rows):

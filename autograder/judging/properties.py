@@ -52,6 +52,8 @@ PROPERTY_WORDS = {
     "heads not merged": ("the heads are back in place but not flattened", "holds values of other positions",
                          "each position holds its own values in the wrong order"),
     "where the matrices differ": ("; only positions ", "; only blocked positions", "; only allowed positions"),
+    "mask constant": ("at every position: it follows nothing",),
+    "sampled rows not attention": ("rows compared with attention",),
 }
 
 
@@ -332,6 +334,26 @@ def forward_already_wrong(what, got, expected):
     return f"your forward's {what} on these inputs is already wrong ({how}), so its gradients are too: the forward tests say why"
 
 
+def sampled_rows(seq_len, count=32):
+    """The rows a long output is compared at: every ``seq_len // count``-th from 0, and the last."""
+    return list(range(0, seq_len, max(1, seq_len // count))) + [seq_len - 1]
+
+
+def rows_not_attention(got, expected, rows):
+    """Where the ``rows`` (indices) of a long output ``got`` depart from attention's ``expected`` (those rows, in
+    order), in a sentence; or None. Loose (float32 summed over thousands of keys): it tells attention from an
+    output that is not, which earns no points for the memory it saved."""
+    mine = got.detach()[rows].double()
+    want = expected.detach().double()
+    error = (mine - want).abs().nan_to_num(math.inf)
+    wrong = (error > 1e-3 * (1 + want.abs())).any(-1)  # (len(rows),)
+    if not wrong.any():
+        return None
+    first = int(wrong.nonzero()[0])
+    return (f"row {rows[first]} of the output is wrong by up to {error[first].max().item():.3g} ({int(wrong.sum())} of "
+            f"{len(rows)} rows compared with attention): the memory points need an output computed by attention")
+
+
 # Measured by comparing the weights first: they match, so the bug is in what follows attention.
 WEIGHTS_RIGHT_OUTPUT_WRONG = ("your weights are right in every head, the output is not: what follows attention is "
                               "wrong (value goes through w_v; merge_heads swaps back to (B, T, n_heads, d_k) before "
@@ -489,6 +511,19 @@ def dtype_or_device_changed(got, expected):
     if got.device != expected.device:
         return f"the device changed: got {got.device}, the inputs are on {expected.device}"
     return None
+
+
+def mask_constant(mask):
+    """The words when ``mask`` holds one value at every position, else None. Asked on a case whose right mask
+    holds both values: a constant one follows neither the positions nor the tokens (no work done), so a test of
+    its shape, dtype or device does not earn its points on it."""
+    if not torch.is_tensor(mask) or mask.numel() < 2:
+        return None
+    first = mask.flatten()[0]
+    if not bool((mask == first).all()):
+        return None
+    return (f"the mask is {first.item()} at every position: it follows nothing, so its shape, dtype and device "
+            "earn no points yet")
 
 
 def padding_followed(got, tokens, pad_id):

@@ -381,13 +381,14 @@ def stability_source() -> str:
 
 
 def gate_source() -> str:
-    """The grader's gate: its tolerance and ``not_attention`` with the two functions it calls."""
+    """The grader's gate: its tolerance and ``not_attention`` with the three functions it calls."""
     import inspect
 
     from autograder.judging import own_forward
 
     return (f"GATE_ATOL = {own_forward.GATE_ATOL!r}\n\n\n" + inspect.getsource(own_forward.not_attention) + "\n\n"
-            + inspect.getsource(own_forward._not_attention) + "\n\n" + inspect.getsource(own_forward._applied))
+            + inspect.getsource(own_forward._not_attention) + "\n\n" + inspect.getsource(own_forward._applied)
+            + "\n\n" + inspect.getsource(own_forward._spread_evenly))
 
 
 def words_source() -> str:

@@ -209,6 +209,30 @@ def test_make_test_applies_the_grades_gate():
     for result, mask in [((weights_over_batch @ V, weights_over_batch), None), (attention(Q, K, V), None), (attention(Q, K, V)[::-1], None), ((V * 1.0, Q @ K.mT), None),
                          ((torch.zeros(2, 4, 3), torch.zeros(2, 4, 5)), None),
                          ((weights_over_queries @ V, weights_over_queries), None), (attention(Q, K, V), CAUSAL),
-                         (attention(Q, K, V, CAUSAL), CAUSAL), ((attention(Q, K, V)[0] * 2, attention(Q, K, V)[1]), None)]:
+                         (attention(Q, K, V, CAUSAL), CAUSAL), ((attention(Q, K, V)[0] * 2, attention(Q, K, V)[1]), None),
+                         (uniform(Q, K, V), None), (uniform(Q, K, V, CAUSAL), CAUSAL)]:
         assert public.not_attention(result, V, mask) == own_forward.not_attention(result, V, mask)
     assert public.GATE_ATOL == own_forward.GATE_ATOL
+
+
+def uniform(q, k, v, mask=None):
+    scores = torch.zeros(*q.shape[:-1], k.size(-2), dtype=q.dtype)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def test_weights_that_ignore_the_scores_are_not_attention():
+    """Issue 46: an output that ignores the scores earns no stability, dtype or in-place points."""
+    assert "ignore the scores" in own_forward.not_attention(uniform(Q, K, V), V)
+    assert "ignore the scores" in own_forward.not_attention(uniform(Q, K, V, CAUSAL), V, CAUSAL)
+    zeros = torch.zeros(2, 4, 5, dtype=torch.float64)  # zero scores returned as the weights
+    assert "ignore the scores" in own_forward.not_attention((uniform(Q, K, V)[0], zeros), V)
+
+
+def test_rows_with_a_single_key_cannot_tell_whether_the_scores_were_used():
+    one_key = seeded(2, 1, 3, seed=5)
+    assert own_forward.not_attention(attention(Q, K[:, :1], one_key), one_key) is None
+    diagonal = torch.eye(4, 5, dtype=torch.bool)  # every query sees one key
+    assert own_forward.not_attention(uniform(Q, K, V, diagonal), V, diagonal) is None

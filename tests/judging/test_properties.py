@@ -407,3 +407,39 @@ def test_a_computed_result_names_no_input():
     query = torch.randn(2, 5, 4)
     assert properties.returned_an_input(query * 2, {"query": query}) is None
     assert properties.returned_an_input((query, query), {"query": query}) is None  # a pair is not a tensor
+
+
+def test_a_constant_mask_follows_nothing():
+    assert "True at every position" in properties.mask_constant(torch.ones(4, 4, dtype=torch.bool))
+    assert "False at every position" in properties.mask_constant(torch.zeros(2, 1, 1, 5, dtype=torch.bool))
+
+
+def test_a_mask_holding_both_values_or_one_position_is_not_called_constant():
+    assert properties.mask_constant(CAUSAL) is None
+    assert properties.mask_constant(torch.ones(1, 1, dtype=torch.bool)) is None  # causal_mask(1) is right so
+    assert properties.mask_constant("not a tensor") is None
+
+
+def test_sampled_rows_span_the_sequence_from_the_first_row_to_the_last():
+    rows = properties.sampled_rows(4096)
+    assert rows[0] == 0 and rows[-1] == 4095 and len(rows) == 33
+    assert properties.sampled_rows(3) == [0, 1, 2, 2]
+
+
+def test_rows_that_are_attention_are_not_named():
+    query, key, value = inputs()
+    output, _ = attention(query[0], key[0], value[0], CAUSAL)
+    rows = [0, 2, 4]
+    assert properties.rows_not_attention(output.float(), output[rows], rows) is None
+
+
+def test_the_first_row_that_is_not_attention_is_named_with_its_error():
+    query, key, value = inputs()
+    output, _ = attention(query[0], key[0], value[0], CAUSAL)
+    rows = [0, 2, 4]
+    wrong = output.clone()
+    wrong[2] += 0.5
+    found = properties.rows_not_attention(wrong, output[rows], rows)
+    assert found.startswith("row 2 of the output is wrong by up to 0.5 (1 of 3 rows compared with attention)")
+    wrong[4] = float("nan")
+    assert "(2 of 3 rows" in properties.rows_not_attention(wrong, output[rows], rows)
