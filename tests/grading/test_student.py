@@ -624,3 +624,43 @@ def test_a_blocked_target_fails_every_call_of_a_batch_without_asking_the_child(t
     asked = len(requests(student))
     got = student.try_call_many("attention.count", [(1,), (2,)])
     assert all(f.message.startswith("not run: count timed out") for f in got) and len(requests(student)) == asked
+
+
+# --- a measured call that can only fail as it did (autograder/grading/raises.py) --------------------
+
+NOT_WRITTEN = '"""attention.py without the extra credit."""\nimport torch\n\n\ndef causal_mask(seq_len, device=None):\n    return torch.ones(seq_len, seq_len, dtype=torch.bool).tril()\n'
+MISSING = "module 'attention' has no attribute 'tiled_attention'"
+
+
+def never_written(tmp_path, source=NOT_WRITTEN):
+    """A handle whose attention.py is ``source``; its stand-in child says tiled_attention is missing."""
+    def script(request):
+        if request["target"] == "attention.tiled_attention":
+            return fails(MISSING, type="AttributeError")(request)
+        return ok(request)
+
+    student = handle(tmp_path, script=script)
+    (tmp_path / "staged" / "attention.py").write_text(source)
+    return student
+
+
+def test_a_measured_call_of_a_function_never_written_fails_as_before_with_no_fresh_child(tmp_path):
+    student = never_written(tmp_path)
+    first = student.try_call("attention.tiled_attention", 1, 2, 3)
+    measured = student.try_call("attention.tiled_attention", 1, 2, 3, measure_memory=True)
+    assert measured.message == first.message == f"AttributeError: {MISSING} (while calling attention.tiled_attention)"
+    assert len(student.spawned) == 1, "the call could only fail so: no child was started for it"
+
+
+def test_a_measured_call_gets_a_fresh_child_when_the_source_may_define_the_function(tmp_path):
+    student = never_written(tmp_path, NOT_WRITTEN + "\ntiled_attention = causal_mask\n")
+    student.try_call("attention.tiled_attention", 1, 2, 3)
+    student.try_call("attention.tiled_attention", 1, 2, 3, measure_memory=True)
+    assert len(student.spawned) == 2, "the child's word alone proves nothing: the measured call ran in a fresh child"
+
+
+def test_a_measured_call_never_tried_before_gets_a_fresh_child(tmp_path):
+    student = never_written(tmp_path)
+    student.try_call("attention.causal_mask", 4)
+    student.try_call("attention.tiled_attention", 1, 2, 3, measure_memory=True)
+    assert len(student.spawned) == 2, "the source's proof alone is not evidence of what the call raises"
