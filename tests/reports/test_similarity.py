@@ -4,6 +4,7 @@ import csv
 import io
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -198,3 +199,18 @@ def test_a_class_too_small_for_a_distribution_lists_at_the_threshold_and_never_b
     quiet = class_of_pairs([0.0] * 44 + [0.3])
     assert similarity.class_cutoff(quiet) == similarity.THRESHOLD and not similarity.listed(quiet[-1],
                                                                                             similarity.THRESHOLD)
+
+
+def test_comparing_a_class_never_imports_pyplot_yet_copydetect_can_still_use_it():
+    """copydetect's detector imports matplotlib.pyplot for a report the kit never draws: about 0.45 s of every
+    batch's serial end. A fresh interpreter, as `make grade` starts."""
+    script = textwrap.dedent("""
+        import sys
+        from autograder.reports import similarity
+        similarity.compare({"a": "x = 1\\n" * 40, "b": "x = 1\\n" * 40}, [])
+        assert "matplotlib.pyplot" not in sys.modules, "pyplot was imported"
+        from copydetect import detector
+        assert callable(detector.plt.figure) and "matplotlib.pyplot" in sys.modules, "pyplot loads at first use"
+    """)
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
