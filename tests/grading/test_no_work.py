@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.grading.suite_points import part_points
 from conftest import ROOT, run_grader
 
 UNIFORM = "w = torch.softmax(torch.zeros(*query.shape[:-1], key.size(-2), dtype=query.dtype), dim=-1)\n"
@@ -75,14 +76,22 @@ def test_a_body_that_does_no_work_earns_none_of_its_parts_points(graded, name):
     _, function, _, part, word = NO_WORK[name]
     tests = json.loads((graded / name / "results.json").read_text())["tests"]
     own = [t for t in tests if t["tags"] == [part] and word in t["name"]]
-    assert own, f"no test of the {part} part names {word!r}"
+    if not own:  # a documented change (the extra credit removed, say): nothing of the lab to earn here
+        pytest.skip(f"the hidden suite has no test of {function} in a part {part!r}")
     kept = [f"{t['name']} (+{t['score']:g})" for t in own if t["score"] > 0]
     assert not kept, f"{function} doing no work ({name}) kept points: {kept}"
 
 
+@pytest.fixture(scope="module")
+def suite_parts():
+    return part_points()
+
+
 @pytest.mark.parametrize("name", NO_WORK)
-def test_make_test_gives_it_none_of_those_points_either(tmp_path, name):
+def test_make_test_gives_it_none_of_those_points_either(tmp_path, suite_parts, name):
     _, function, _, part, _ = NO_WORK[name]
+    if part not in suite_parts:  # as in the grade: the lab as changed grades no such part
+        pytest.skip(f"the hidden suite has no part {part!r}")
     folder = tmp_path / "assignment"
     shutil.copytree(ROOT / "assignment", folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     build(name, tmp_path / "submission")
