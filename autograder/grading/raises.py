@@ -85,10 +85,8 @@ def _names_in_string(node, function):
     string that is a whole statement, which binds nothing) left out."""
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return False
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.Constant) and isinstance(child.value, str) and function in child.value:
-            return not isinstance(node, ast.Expr)
-    return False
+    return any(isinstance(child, ast.Constant) and isinstance(child.value, str) and function in child.value
+               for child in ast.iter_child_nodes(node))
 
 
 def _is_stub(node):

@@ -286,8 +286,8 @@ class Student(ChildSupervisor):
         earlier = self._raised.get(probe.target)
         if mode != "student" or earlier is None or earlier.error is None or probe.init is not None or probe.method:
             return None
-        sources = {name: self._staged_bytes(name[:-3]) for name in ("attention.py", "mha.py")}
-        sources = {name: text for name, text in sources.items() if text is not None}
+        staged = {f"{name}.py": self._staged_bytes(name) for name in ("attention", "mha")}
+        sources = {name: text for name, text in staged.items() if text is not None}
         if raises.only_raises(sources, probe.module, probe.function) != earlier.error.type:
             return None
         return earlier
