@@ -152,16 +152,22 @@ def rungs(module, parts=LOWER_PARTS):
     return ladder
 
 
-def with_parts_below(compare, request, student, reference, module, parts=LOWER_PARTS, own=None):
+def with_parts_below(compare, request, student, reference, module, parts=LOWER_PARTS, own=None, runs=None):
     """Run ``compare(where)`` (``where``: request fields for ``student.call``) on the student's own parts
     (``own``, default mode "student"); if it fails, on all of the lab's lower ``parts`` (``rungs``): when that
     passes, pass with a note naming the lowest rung that passes, whose part charges the bug. The first rung,
     the common case (attention's bug), is tried first. When the top rung fails too and mha.py imports a helper
-    of attention.py that is wrong on its own, the failure says so, naming it."""
+    of attention.py that is wrong on its own, the failure says so, naming it.
+
+    ``runs``: the student's MultiHeadAttention method every rung's ``compare`` needs a return from (no rung
+    lends it). When the parent proves from the source that it can only raise (never written, or the stub:
+    ``Student.method_only_raises``), no rung can pass, and none is tried: the failure is the one above."""
     try:
         return compare(own or {"mode": "student"})
     except StudentError as own_failure:
         failure = own_failure
+    if runs is not None and runs not in LENT_METHODS[MHA_TARGET] and student.method_only_raises(MHA_TARGET, runs):
+        raise (_helper_at_fault(student, reference) if "attention" in parts else None) or failure from None
     ladder = rungs(module, parts)
     if _passes(compare, ladder[0][1]):
         return _noted(request, ladder[0][0])

@@ -157,7 +157,7 @@ def test_step_reproduces_the_causal_forward(student, reference, request):
                     raise with_hint(error, finding) from None
                 raise
 
-    with_parts_below(compare, request, student, reference, case.state(reference[1])[0])
+    with_parts_below(compare, request, student, reference, case.state(reference[1])[0], runs="step")
 
 
 @pytest.mark.points(2)
@@ -165,7 +165,7 @@ def test_step_projects_only_the_new_token_and_grows_the_cache(student, reference
     """Extra: step projects only the new token, and the cache holds (B, n_heads, t, d_k) keys and values"""
     case = MHACase(t_q=5, t_k=5, seed=81)
     with_parts_below(lambda where: _check_cache(student, reference, case, where), request, student, reference,
-                     case.state(reference[1])[0])
+                     case.state(reference[1])[0], runs="step")
 
 
 def _check_cache(student, reference, case, where):

@@ -47,7 +47,7 @@ def check_mha(student, reference, case, request, inputs_untouched=False):
         if inputs_untouched and changed:
             fail(case.describe(), FORWARD_INPUTS_MODIFIED.format(", ".join(changed)), FORWARD_INPUTS_MODIFIED_HINT)
 
-    with_parts_below(compare, request, student, reference, module)
+    with_parts_below(compare, request, student, reference, module, runs="forward")
 
 
 def forward_differs(result, expected):
@@ -167,4 +167,4 @@ def test_gradients_reach_parameters_and_inputs(student, reference, request):
                 finding = forward_differs(reply.result, (out, weights)) or GRADIENT_ONLY_WRONG.format(name)
                 raise with_hint(error, finding) from None
 
-    with_parts_below(compare, request, student, reference, module)
+    with_parts_below(compare, request, student, reference, module, runs="forward")

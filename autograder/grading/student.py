@@ -292,6 +292,17 @@ class Student(ChildSupervisor):
             return None
         return earlier
 
+    def method_only_raises(self, target, method):
+        """The exception every call of the student's ``target`` (``"module.Class"``) that reaches ``method`` ends in,
+        proved from the staged files (``raises.method_only_raises``), or None. Files the scanner finds code in that
+        hides what it calls (``rules.hidden_calls``: a computed attribute name, ``exec``...) get no proof."""
+        module, _, cls = target.partition(".")
+        if self._hides(module, "student"):
+            return None
+        staged = {f"{name}.py": self._staged_bytes(name) for name in ("attention", "mha")}
+        return raises.method_only_raises({name: text for name, text in staged.items() if text is not None},
+                                         module, cls, method)
+
     def _compile_error_of(self, module):
         if module not in self._compile_errors:  # once a submission: the staged file does not change
             self._compile_errors[module] = _compile_error(self._staged_bytes(module))
