@@ -345,11 +345,12 @@ def qkv(q_shape, k_shape, v_shape, dtype=torch.float32):
                  for seed, shape in enumerate((q_shape, k_shape, v_shape), start=1))
 
 
-def attend(attention, query, key, value, mask=None, any_rank=True):
+def attend(attention, query, key, value, mask=None, any_rank=True, either_order=False):
     """Call the student's function on copies of the inputs, as the grader does (an in-place edit of an input is
     charged once, by attention_leaves_its_inputs_unchanged), and return (output, weights, case). With ``any_rank``,
     code that raises at the inputs' rank is asked at a rank it takes (at_another_rank): only the shapes case,
-    which passes any_rank=False, charges leading dims, as the grade charges them in one test."""
+    which passes any_rank=False, charges leading dims, as the grade charges them in one test. With
+    ``either_order``, a (weights, output) pair comes back in order (``unpack_pair``)."""
     case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
     try:
         result = attention.scaled_dot_product_attention(*copies(query, key, value, mask))
@@ -359,13 +360,13 @@ def attend(attention, query, key, value, mask=None, any_rank=True):
             raise
     shapes = ((*query.shape[:-1], value.size(-1)), (*query.shape[:-1], key.size(-2)))  # output's, weights'
     output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention", shapes=shapes,
-                                  inputs={"query": query, "key": key, "value": value})
+                                  inputs={"query": query, "key": key, "value": value}, either_order=either_order)
     return output, weights, case
 
 
-def again(attention, query, key, value, mask=None):
+def again(attention, query, key, value, mask=None, either_order=False):
     """A function of no arguments that calls the student's function again on the same inputs: (output, weights)."""
-    return lambda: attend(attention, query, key, value, mask)[:2]
+    return lambda: attend(attention, query, key, value, mask, either_order=either_order)[:2]
 
 
 def at_another_rank(attention, query, key, value, mask):
@@ -491,7 +492,7 @@ def attention_is_float64_accurate_in_float64(attention):
     # value cases' charge: a float64 result wrong the way your own float32 run is wrong passes here, as in the grade.
     query, key, value = qkv((2, 5, 8), (2, 5, 8), (2, 5, 8), dtype=torch.float64)
     mask = lower_triangle(5)
-    output, weights, case = attend(attention, query, key, value, mask)
+    output, weights, case = attend(attention, query, key, value, mask, either_order=True)
     require_attention((output, weights), value, mask, case=case)  # as in the grade: points for attention only
     expected_output, expected_weights = torch_attention(query, key, value, mask)
     pairs = [(weights, expected_weights, "weights"), (output, expected_output, "output")]
@@ -500,11 +501,11 @@ def attention_is_float64_accurate_in_float64(attention):
     if all(float32_close(got, expected) for got, expected, _ in pairs):  # right: now to float64 precision
         for got, expected, what in pairs:
             check_tensor(got, expected, case=case, what=what, precision=True,
-                         hint=lambda got: calls_differ((output, weights), again(attention, query, key, value, mask)())
+                         hint=lambda got: calls_differ((output, weights), again(attention, query, key, value, mask, True)())
                          or attention_hint(query, key, value, mask, weights) or FORMULA)
         return
     try:
-        own_output, own_weights, _ = attend(attention, *(t.float() for t in (query, key, value)), mask)
+        own_output, own_weights, _ = attend(attention, *(t.float() for t in (query, key, value)), mask, either_order=True)
     except Exception:  # float32 inputs: the float32 cases' charge
         return
     for (got, _, what), own in zip(pairs, (own_weights, own_output)):
@@ -552,8 +553,10 @@ def gradients_flow_back_to_query_key_and_value(attention):
     grad_output, grad_weights = randn(2, 5, 4, seed=4), randn(2, 5, 5, seed=5)
     case = f"scaled_dot_product_attention({describe(q=query, k=key, v=value, mask=mask)})"
     # The leaves themselves (an in-place edit of a leaf breaks autograd, in the grade too), and a copy of the mask.
-    output, weights = unpack_pair(attention.scaled_dot_product_attention(query, key, value, mask.clone()), case=case,
-                                  what="scaled_dot_product_attention", shapes=((2, 5, 4), (2, 5, 5)))
+    result = attention.scaled_dot_product_attention(query, key, value, mask.clone())
+    output, weights = unpack_pair(result, case=case, what="scaled_dot_product_attention", shapes=((2, 5, 4), (2, 5, 5)),
+                                  either_order=True)  # a swapped pair is the value cases' charge, as in the grade
+    in_order = (lambda pair: pair[::-1]) if result[0] is weights else (lambda pair: pair)
     # Shapes only: a dtype is the float64 test's failure, not this one's too.
     check_layout(output, (2, 5, 4), getattr(output, "dtype", None), case=case, what="output")
     check_layout(weights, (2, 5, 5), getattr(weights, "dtype", None), case=case, what="weights")
@@ -580,7 +583,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
             moved = [list(inputs), list(inputs)]
             moved[0][index], moved[1][index] = inputs[index] + 1e-3 * direction, inputs[index] - 1e-3 * direction
             with torch.no_grad():
-                ends = [attention.scaled_dot_product_attention(*copies(*args, mask)) for args in moved]
+                ends = [in_order(attention.scaled_dot_product_attention(*copies(*args, mask))) for args in moved]
             finite_difference = sum(float(torch.where(g != 0, (a.double() - b.double()) * g, 0.0).sum())
                                     for a, b, g in zip(*ends, (grad_output, grad_weights))) / 2e-3
             claimed = float((got * direction).sum())
@@ -588,7 +591,7 @@ def gradients_flow_back_to_query_key_and_value(attention):
             if not abs(claimed - finite_difference) <= 1e-6 + 1e-3 * float(got.norm()):
                 fail(case, f"the gradient w.r.t. {name} does not match your own forward: along a random direction "
                            f"your backward gives {claimed:.6g}, finite differences of your forward {finite_difference:.6g}",
-                     hint=calls_differ(*(attend(attention, *inputs, mask)[:2] for _ in range(2)))
+                     hint=calls_differ(*(attend(attention, *inputs, mask, either_order=True)[:2] for _ in range(2)))
                      or "the backward must differentiate what forward computes: no .detach() or .data on the way, "
                         "no in-place edit of a tensor autograd saved, no custom autograd.Function with a wrong backward")
 
@@ -681,10 +684,10 @@ def attention_stays_finite_on_large_scores(attention):
     # inputs, so a value bug (the other cases' charge) passes here.
     for dtype, shift in ((torch.float32, 300.0), (torch.float64, -1000.0)):  # exp(300) = inf, exp(-1000) = 0
         query, key, value = qkv((2, 6, 16), (2, 6, 16), (2, 6, 16), dtype=dtype)
-        plain = attend(attention, query, key, value)[:2]
+        plain = attend(attention, query, key, value, either_order=True)[:2]
         require_attention(plain, value, case=f"scaled_dot_product_attention({describe(q=query, k=key, v=value)})")
         big_query, big_key = shift_all_scores(query, key, shift)
-        *shifted, case = attend(attention, big_query, big_key, value)
+        *shifted, case = attend(attention, big_query, big_key, value, either_order=True)
         case = f"{case}, every score shifted by {shift:g}"
         for what, got, before in zip(("output", "weights"), shifted, plain):
             if not (torch.is_tensor(got) and torch.is_tensor(before)) or got.shape != before.shape:
@@ -697,7 +700,7 @@ def attention_stays_finite_on_large_scores(attention):
             error = float((after.detach().double() - before.detach().double()).abs().max())
             fail(case, f"output changed by up to {error:.3g}; a softmax over the keys does not change when "
                        "every score moves by the same constant",
-                 hint=calls_differ(plain, attend(attention, query, key, value)[:2]) or SHIFT_HINT)
+                 hint=calls_differ(plain, attend(attention, query, key, value, either_order=True)[:2]) or SHIFT_HINT)
 
 
 # ============================================================================= part2_init

@@ -1232,11 +1232,13 @@ def _pair(got, expected):
     return f"got {got:.{digits}g}, expected {expected:.{digits}g}"
 
 
-def unpack_pair(result, *, case, what, expected=None, shapes=None, inputs=None):
+def unpack_pair(result, *, case, what, expected=None, shapes=None, inputs=None, either_order=False):
     """The (output, weights) pair a function must return, or a clear failure. One that came back as
     (weights, output) is called swapped (as the grader's catalogue does): told by the ``expected`` pair's
     values, or by the ``shapes`` (output's, weights'), when the two differ. ``inputs`` ({name: tensor}): what the
-    function was given, named when it returned one of them."""
+    function was given, named when it returned one of them. ``either_order``: a swapped pair is put back in
+    order, not failed (the cases of dtypes, stability and gradients, as in the grade: the order is the value
+    cases' charge)."""
     if not (isinstance(result, tuple) and len(result) == 2):
         fail(case, f"{what} must return a tuple (output, weights), got {type(result).__name__}",
              hint=returned_an_input(result, inputs or {}))
@@ -1244,6 +1246,8 @@ def unpack_pair(result, *, case, what, expected=None, shapes=None, inputs=None):
             (expected is not None and all(map(_close, result, expected[::-1])))
             or (shapes is not None and shapes[0] != shapes[1]
                 and [tuple(t.shape) for t in result] == [tuple(shape) for shape in shapes[::-1]])):
+        if either_order:
+            return result[::-1]
         words = (MISTAKES["mha"]["mha_output_weights_swapped"] if what.startswith("MultiHeadAttention")
                  else MISTAKES["sdpa"]["output_weights_swapped"])
         fail(case, f"{what} returned (weights, output): the pair is swapped", hint=words)

@@ -4,7 +4,7 @@ stub: ``Student.method_only_raises``), no rung is tried. The grade is the one th
 children: the "below" child is never started for it."""
 import pytest
 
-from test_runner import SAMPLES, run_python
+from test_runner import ROOT, SAMPLES, run_python
 
 GRADE_BOTH_WAYS = """
     import json, os, shutil, sys, tempfile
@@ -52,7 +52,6 @@ GRADE_BOTH_WAYS = """
 
 @pytest.fixture(scope="module")
 def graded():
-    from conftest import ROOT
     return run_python(GRADE_BOTH_WAYS, SAMPLES, ROOT / "solution", ROOT / "assignment")
 
 
