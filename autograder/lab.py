@@ -23,7 +23,8 @@ from autograder.judging import catalogue
 from autograder.judging.compare import (FLOAT32_HINT, FLOAT64_DEPARTS, describe_value, diagnosed, expect_close,
                                         expect_equal, expect_pair, expect_tensor, fail, matrix_figure)
 from autograder.judging.error_hints import (DEVICE_HINT, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT,
-                                            INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, STEP_CACHE_HINT,
+                                            INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, MISMATCH_HINT,
+                                            MISMATCH_NOT_RAISED_HINT, PLAIN_VALUE_ERROR_HINT, STEP_CACHE_HINT,
                                             STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_MEMORY_HINT, TILED_ROW_0,
                                             TILED_ROW_0_HINT, TILED_SHAPE_HINT, VALID_SIZE_REFUSED_TOO, device_ignored)
 from autograder.grading.oracle import CONTRACT
@@ -43,7 +44,7 @@ PLUGIN = "autograder.grading.plugin"  # tests_hidden/conftest.py: pytest_plugins
 
 __all__ = [
     "CONTRACT", "DEVICE_HINT", "FD_STEP", "FLOAT32_HINT", "FLOAT64_DEPARTS", "FORWARD_INPUTS_MODIFIED", "FORWARD_INPUTS_MODIFIED_HINT", "Failure",
-    "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "PLUGIN",
+    "INPUTS_MODIFIED", "INPUTS_MODIFIED_HINT", "MISMATCH_HINT", "MISMATCH_NOT_RAISED_HINT", "PLAIN_VALUE_ERROR_HINT", "PLUGIN",
     "RuleViolation", "SHIFT_HINT", "STEP_CACHE_HINT", "STEP_PROJECT_HINT", "StudentError", "TILED_MATRIX_BUILT",
     "TILED_MEMORY_HINT", "TILED_ROW_0", "TILED_ROW_0_HINT", "TILED_SHAPE_HINT", "VALID_SIZE_REFUSED_TOO", "catalogue", "describe_value",
     "device_ignored", "diagnosed", "directional_mismatch", "directions", "expect_close", "expect_equal",

@@ -9,7 +9,8 @@ Construction does not depend on attention.py, so these run on top of a known-goo
 import pytest
 import torch
 
-from autograder.lab import VALID_SIZE_REFUSED_TOO, StudentError, bias_not_followed, fail, size_not_refused, sizes_stored
+from autograder.lab import (MISMATCH_HINT, MISMATCH_NOT_RAISED_HINT, PLAIN_VALUE_ERROR_HINT, VALID_SIZE_REFUSED_TOO,
+                            StudentError, bias_not_followed, fail, size_not_refused, sizes_stored)
 
 pytestmark = pytest.mark.part("mha_init")
 
@@ -98,11 +99,10 @@ def test_indivisible_sizes_raise_dimension_mismatch(student):
     _require_valid_size_builds(student)
     outcome = student.try_call(MHA, init={"args": [16, 5]}, mode="oracle")
     if not hasattr(outcome, "raised"):
-        fail("MultiHeadAttention(16, 5)", "no exception was raised", "check d_model % n_heads != 0 in __init__")
+        fail("MultiHeadAttention(16, 5)", "no exception was raised", MISMATCH_NOT_RAISED_HINT)
     if not outcome.raised("DimensionMismatchError"):
         fail("MultiHeadAttention(16, 5)", f"raised {outcome.message}",
-             "raise the DimensionMismatchError given in mha.py (a ValueError subclass)"
-             + (", not a plain ValueError" if outcome.raised("ValueError") else ""))
+             PLAIN_VALUE_ERROR_HINT if outcome.raised("ValueError") else MISMATCH_HINT)
     if not outcome.raised("ValueError"):
         fail("MultiHeadAttention(16, 5)", f"raised {outcome.message}", NOT_A_VALUE_ERROR)
     message = outcome.error.message

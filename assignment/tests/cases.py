@@ -25,7 +25,7 @@ import torch
 
 from checks import (mask_constant, rows_not_attention, sampled_rows, ATTENTION_STOOD_IN, CONSTRUCTION_STOOD_IN, HEADS_STOOD_IN, TILED_GRADIENT_ONLY_WRONG, MISTAKES, forward_already_wrong, decode_steps, step_projections, tiled_blocks, tiled_rows, calls_differ, output_not_applied, likely_bug, output_without_rescaling, STEP_CACHE_HINT, STEP_PROJECT_HINT, TILED_MATRIX_BUILT, TILED_ROW_0, TILED_ROW_0_HINT,
                     TILED_SHAPE_HINT, FORMULA, FORWARD_INPUTS_MODIFIED, FORWARD_INPUTS_MODIFIED_HINT, INPLACE_ERROR, INPUTS_MODIFIED, INPUTS_MODIFIED_HINT, SHIFT_HINT, TILED_MEMORY_HINT,
-                    UNSTABLE_SOFTMAX, FLOAT32_HINT, FLOAT64_DEPARTS, VALID_SIZE_REFUSED_TOO, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
+                    UNSTABLE_SOFTMAX, FLOAT32_HINT, FLOAT64_DEPARTS, MISMATCH_NOT_RAISED_HINT, PLAIN_VALUE_ERROR_HINT, VALID_SIZE_REFUSED_TOO, CheckFailed, ForbiddenCall, LargestTensor, NotWritten, attention_hint, check_attention,
                     check_layout, copies, DEVICE_HINT, check_mha, no_gradient, bias_not_followed, size_not_refused, sizes_stored, check_tensor, describe, error_hint, explain,
                     fail, forbidden_calls, forbidden_message, device_ignored, import_student, inplace_edits, lower_triangle,
                     merge_hint, mha_hint, modified_inputs, padding_mask_hint, rows_per_key, causal_mask_hint, projections, randn, require_attention, shift_all_scores, split_hint, torch_attention, torch_mha, unpack_pair,
@@ -764,10 +764,9 @@ def mha_raises_dimension_mismatch_when_heads_do_not_divide_d_model(mha):
         message = str(exc)
     except ValueError as exc:
         fail(case, f"raised {type(exc).__name__}: {exc}",
-             hint="raise DimensionMismatchError (defined at the top of mha.py), not a plain ValueError")
+             hint=PLAIN_VALUE_ERROR_HINT)
     else:
-        fail(case, "created a module, but 16 is not divisible by 5",
-             hint="check d_model % n_heads != 0 and raise DimensionMismatchError")
+        fail(case, "created a module, but 16 is not divisible by 5", hint=MISMATCH_NOT_RAISED_HINT)
     if "16" not in message or "5" not in message:
         fail(case, f"the error message {message!r} should name both numbers",
              hint='for example "d_model=16 is not divisible by n_heads=5"')

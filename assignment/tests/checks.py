@@ -394,6 +394,11 @@ def valid_size_refused(d_model, n_heads, error_name):
 # device, and torch's "meta" device costs seconds of imports on first use), so it is found from the text.
 DEVICE_HINT = "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"
 
+# MultiHeadAttention(16, 5): what to raise, when nothing or another exception was raised (the same words on both sides).
+MISMATCH_NOT_RAISED_HINT = "check d_model % n_heads != 0 in __init__ and raise DimensionMismatchError"
+MISMATCH_HINT = "raise the DimensionMismatchError given in mha.py (a ValueError subclass)"
+PLAIN_VALUE_ERROR_HINT = MISMATCH_HINT + ", not a plain ValueError"
+
 # A test that a size is refused earns its points only when a valid size builds; said under the valid size's error.
 VALID_SIZE_REFUSED_TOO = ("A valid size is refused too, so refusing this one earns nothing: raise only for sizes that "
                           "are wrong (a constructor that always raises refuses nothing in particular)")
@@ -439,6 +444,7 @@ PROPERTY_WORDS = {
     "random": ("two calls on the same inputs returned different results",),
     "sizes permuted": ("the sizes are right but in the wrong order",),
     "sizes merged or split": ("in one dim where two belong", "in two dims where one belongs"),
+    "dims of size 1 missing or extra": ("in order, without its ", "of size 1 more: remove"),
     "dtype or device changed": ("the dtype changed", "the device changed"),
     "padding polarity": ("the mask is True at the padding",),
     "another pad_id": ("the mask follows pad_id=",),
@@ -464,6 +470,8 @@ PROPERTY_WORDS = {
     "sizes stored wrong": ("the sizes stored are not the ones given",),
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
+    # error_hints.PLAIN_VALUE_ERROR_HINT: said only where the call raised a ValueError that is not the lab's class
+    "a plain ValueError raised": ("not a plain ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "a row per key": ("one row per key where one per query belongs",),
     "returned an input": ("as it was given: nothing was computed",),
@@ -862,6 +870,21 @@ def sizes_merged(got_shape, expected_shape):
     return None
 
 
+def sizes_of_one(got_shape, expected_shape):
+    """Why a shape is wrong when it holds the expected sizes in order, but with dims of size 1 missing or extra (an
+    unsqueeze or ``[:, None]`` missing, or a squeeze or ``keepdim`` missing): which, or None."""
+    got, expected = tuple(got_shape), tuple(expected_shape)
+    if len(got) == len(expected) or [s for s in got if s != 1] != [s for s in expected if s != 1]:
+        return None
+    count = abs(len(expected) - len(got))
+    dims = f"{count} dim{'s' if count > 1 else ''} of size 1"
+    if len(got) < len(expected):
+        return (f"the result {got} has the sizes of {expected} in order, without its {dims}: add "
+                f"{'them' if count > 1 else 'it'} (unsqueeze, or None in an index as in x[:, None])")
+    return (f"the result {got} has the sizes of {expected} in order, with {dims} more: remove "
+            f"{'them' if count > 1 else 'it'} (squeeze, or keepdim=False)")
+
+
 def returned_an_input(got, inputs):
     """Which of ``inputs`` ({name: tensor}, in order) a call returned as it was given, in a sentence, or None."""
     if not torch.is_tensor(got):
@@ -1172,7 +1195,8 @@ def check_layout(got, shape, dtype, *, case, what, hint=None, float32_ok=False):
     if got.shape != shape:
         fail(case, f"{what} has the wrong shape",
              f"expected shape {tuple(shape)}, got {tuple(got.shape)}",
-             hint=sizes_permuted(got.shape, shape) or _explain(hint, got) or sizes_merged(got.shape, shape))
+             hint=sizes_permuted(got.shape, shape) or sizes_of_one(got.shape, shape) or _explain(hint, got)
+             or sizes_merged(got.shape, shape))
     if got.dtype != dtype and not (float32_ok and (got.dtype, dtype) == (torch.float32, torch.float64)):
         fail(case, f"{what} has dtype {got.dtype}, expected {dtype}", hint=dtype_changed(got.dtype, dtype))
 

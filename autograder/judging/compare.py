@@ -9,8 +9,8 @@ import contextlib
 import torch
 
 from autograder.judging import catalogue
-from autograder.judging.properties import (dtype_changed, returned_an_input, sizes_merged, sizes_permuted,
-                                           where_differ)  # one source with the public checks
+from autograder.judging.properties import (dtype_changed, returned_an_input, sizes_merged, sizes_of_one,
+                                           sizes_permuted, where_differ)  # one source with the public checks
 from autograder.judging.errors import StudentError
 
 TOLERANCES = {  # dtype -> (atol, rtol)
@@ -206,7 +206,7 @@ def _first_index(mask):
 
 
 def _shape_hint(got, expected):
-    measured = sizes_permuted(got, expected) or sizes_merged(got, expected)
+    measured = sizes_permuted(got, expected) or sizes_merged(got, expected) or sizes_of_one(got, expected)
     if measured:
         return measured
     if len(got) != len(expected):

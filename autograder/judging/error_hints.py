@@ -78,6 +78,11 @@ def valid_size_refused(d_model, n_heads, error_name):
 # device, and torch's "meta" device costs seconds of imports on first use), so it is found from the text.
 DEVICE_HINT = "pass device=device to the function that creates the tensor (torch.ones(..., device=device))"
 
+# MultiHeadAttention(16, 5): what to raise, when nothing or another exception was raised (the same words on both sides).
+MISMATCH_NOT_RAISED_HINT = "check d_model % n_heads != 0 in __init__ and raise DimensionMismatchError"
+MISMATCH_HINT = "raise the DimensionMismatchError given in mha.py (a ValueError subclass)"
+PLAIN_VALUE_ERROR_HINT = MISMATCH_HINT + ", not a plain ValueError"
+
 # A test that a size is refused earns its points only when a valid size builds; said under the valid size's error.
 VALID_SIZE_REFUSED_TOO = ("A valid size is refused too, so refusing this one earns nothing: raise only for sizes that "
                           "are wrong (a constructor that always raises refuses nothing in particular)")

@@ -21,6 +21,7 @@ PROPERTY_WORDS = {
     "random": ("two calls on the same inputs returned different results",),
     "sizes permuted": ("the sizes are right but in the wrong order",),
     "sizes merged or split": ("in one dim where two belong", "in two dims where one belongs"),
+    "dims of size 1 missing or extra": ("in order, without its ", "of size 1 more: remove"),
     "dtype or device changed": ("the dtype changed", "the device changed"),
     "padding polarity": ("the mask is True at the padding",),
     "another pad_id": ("the mask follows pad_id=",),
@@ -46,6 +47,8 @@ PROPERTY_WORDS = {
     "sizes stored wrong": ("the sizes stored are not the ones given",),
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
+    # error_hints.PLAIN_VALUE_ERROR_HINT: said only where the call raised a ValueError that is not the lab's class
+    "a plain ValueError raised": ("not a plain ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
     "a row per key": ("one row per key where one per query belongs",),
     "returned an input": ("as it was given: nothing was computed",),
@@ -442,6 +445,21 @@ def sizes_merged(got_shape, expected_shape):
                 return (f"the result {got} has the sizes of {expected} but with {a} and {b} {where}: "
                         f"a view or reshape {'into' if merged else 'that joins'} them is missing")
     return None
+
+
+def sizes_of_one(got_shape, expected_shape):
+    """Why a shape is wrong when it holds the expected sizes in order, but with dims of size 1 missing or extra (an
+    unsqueeze or ``[:, None]`` missing, or a squeeze or ``keepdim`` missing): which, or None."""
+    got, expected = tuple(got_shape), tuple(expected_shape)
+    if len(got) == len(expected) or [s for s in got if s != 1] != [s for s in expected if s != 1]:
+        return None
+    count = abs(len(expected) - len(got))
+    dims = f"{count} dim{'s' if count > 1 else ''} of size 1"
+    if len(got) < len(expected):
+        return (f"the result {got} has the sizes of {expected} in order, without its {dims}: add "
+                f"{'them' if count > 1 else 'it'} (unsqueeze, or None in an index as in x[:, None])")
+    return (f"the result {got} has the sizes of {expected} in order, with {dims} more: remove "
+            f"{'them' if count > 1 else 'it'} (squeeze, or keepdim=False)")
 
 
 def returned_an_input(got, inputs):

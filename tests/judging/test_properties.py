@@ -116,6 +116,23 @@ def test_shapes_that_are_right_or_not_a_view_away_name_no_merge(got, expected):
     assert properties.sizes_merged(got, expected) is None  # a missing unsqueeze (a size 1) is not a view
 
 
+def test_dims_of_size_one_missing_are_named_with_the_unsqueeze():
+    found = properties.sizes_of_one((4, 5), (4, 1, 1, 5))  # padding_mask without its [:, None, None, :]
+    assert found.startswith("the result (4, 5) has the sizes of (4, 1, 1, 5) in order, without its 2 dims of size 1: "
+                            "add them (unsqueeze")
+
+
+def test_a_dim_of_size_one_extra_is_named_with_the_squeeze():
+    found = properties.sizes_of_one((2, 1, 5, 4), (2, 5, 4))  # a keepdim=True left in
+    assert "with 1 dim of size 1 more: remove it (squeeze, or keepdim=False)" in found
+
+
+@pytest.mark.parametrize("got, expected", [((4, 1, 1, 5), (4, 1, 1, 5)), ((4, 1, 5, 1), (4, 1, 1, 5)),
+                                           ((5, 4), (4, 1, 1, 5)), ((2, 12, 5), (2, 3, 5, 4))])
+def test_shapes_that_are_right_or_differ_in_more_than_dims_of_size_one_name_none(got, expected):
+    assert properties.sizes_of_one(got, expected) is None
+
+
 def test_a_forward_already_wrong_under_a_gradient_test_is_named_by_how():
     right = torch.ones(2, 3)
     assert "already wrong (by up to 0.5), so its gradients are too" in properties.forward_already_wrong(
