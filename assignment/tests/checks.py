@@ -201,7 +201,10 @@ WATCHED = {
     ("torch.nn.functional", "multi_head_attention_forward"): "torch.nn.functional.multi_head_attention_forward",
 }
 _TORCH = Path(torch.__file__).resolve().parent
-_watch = {"folder": None, "called": None}  # where the student's files are; what they called, while recording
+# Where the student's files are; what they called, while recording. One record for every copy of this module: one
+# imported again in the same process (a notebook's reload, the public tests run twice) finds the built-ins wrapped
+# already, by the first copy, whose wrappers write here.
+_watch = getattr(nn.MultiheadAttention.forward, "_lab_watch", None) or {"folder": None, "called": None}
 
 
 def watch_forbidden_calls(folder):
@@ -220,6 +223,7 @@ def watch_forbidden_calls(folder):
                 _watch["called"].setdefault(_shown, caller)
             return _original(*args, **kwargs)
         watched._lab_watched = True
+        watched._lab_watch = _watch
         setattr(module, name, watched)
     forward = nn.MultiheadAttention.forward
     if not getattr(forward, "_lab_watched", False):
@@ -229,6 +233,7 @@ def watch_forbidden_calls(folder):
                 _watch["called"].setdefault("torch.nn.MultiheadAttention", caller)
             return forward(self, *args, **kwargs)
         watched_forward._lab_watched = True
+        watched_forward._lab_watch = _watch  # the anchor a later copy of this module finds the record by
         nn.MultiheadAttention.forward = watched_forward
 
 

@@ -4,6 +4,7 @@ Each submission is the reference with one mistake (tests/variants/mutants.yaml, 
 substitution written here), run through the public suite as a student runs it.
 """
 import ast
+import json
 import os
 import re
 import shutil
@@ -506,3 +507,35 @@ def test_every_case_that_runs_a_refused_file_is_marked_refused(tmp_path):
         assert text and "is not graded: mha.py, line" in text and "no test that runs it counts (the from-scratch rule)" in text, \
             f"{test}:\n{text}"
     assert set(failed(run)) == set(runs_mha), run.output
+
+
+WATCH_TWICE = """
+import importlib.util, json, sys
+import torch
+def load(tag):
+    spec = importlib.util.spec_from_file_location(f"checks_{tag}", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+sys.path.insert(0, sys.argv[2])
+seen = []
+for tag in ("first", "again"):  # the public checks imported twice in one process, as a notebook's reload does
+    checks = load(tag)
+    checks.watch_forbidden_calls(sys.argv[2])
+    sys.modules.pop("student", None)
+    import student
+    with checks.forbidden_calls() as called:
+        student.attend(torch.randn(1, 2, 4))
+    seen.append(sorted(called))
+print(json.dumps(seen))
+"""
+
+
+def test_a_forbidden_call_is_seen_after_the_checks_are_imported_again(tmp_path):
+    (tmp_path / "student.py").write_text("import torch.nn.functional as F\n\n\ndef attend(q):\n"
+                                         "    return F.scaled_dot_product_attention(q, q, q)\n")
+    done = subprocess.run([sys.executable, "-c", WATCH_TWICE, str(PUBLIC / "checks.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, again = json.loads(done.stdout.strip().splitlines()[-1])
+    assert first == again == ["torch.nn.functional.scaled_dot_product_attention"]
