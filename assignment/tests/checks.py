@@ -13,6 +13,7 @@ import importlib
 import linecache
 import math
 import sys
+import traceback
 from pathlib import Path
 
 import torch
@@ -282,11 +283,19 @@ def import_student(name, folder):
         raise CheckFailed(f"{name}.py not found in {folder}")
     try:
         module = importlib.import_module(name)
-    except Exception as exc:  # any import-time error is the student's to fix
-        raise CheckFailed(f"cannot import {name}.py: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # any import-time error is the student's to fix: said with its line, as make submit does
+        raise CheckFailed(f"cannot import {name}.py: {type(exc).__name__}: {exc}{_line_in(exc, folder)}") from None
     if Path(module.__file__).resolve() != path:
         raise CheckFailed(f"`import {name}` found {module.__file__}, not {path}")
     return module
+
+
+def _line_in(exc, folder):
+    """" (attention.py, line 23)": the innermost line of the student's files in ``folder`` an exception passed
+    through, or "" (a SyntaxError names its own line)."""
+    where = [frame for frame in traceback.extract_tb(exc.__traceback__)
+             if Path(frame.filename).resolve().parent == Path(folder).resolve()]
+    return f" ({Path(where[-1].filename).name}, line {where[-1].lineno})" if where else ""
 
 
 def explain(exc, folder):
@@ -475,6 +484,8 @@ PROPERTY_WORDS = {
     "sizes stored wrong": ("the sizes stored are not the ones given",),
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
+    # student.forbidden_message and the public checks' twin: said only where the op recorder saw the call
+    "a forbidden built-in called": ("which the from-scratch rule forbids",),
     # error_hints.PLAIN_VALUE_ERROR_HINT: said only where the call raised a ValueError that is not the lab's class
     "a plain ValueError raised": ("not a plain ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),

@@ -47,6 +47,8 @@ PROPERTY_WORDS = {
     "sizes stored wrong": ("the sizes stored are not the ones given",),
     "bias not followed": ("bias=True gave ", "bias=False gave "),
     "size not refused": ("was not refused with a ValueError",),
+    # student.forbidden_message and the public checks' twin: said only where the op recorder saw the call
+    "a forbidden built-in called": ("which the from-scratch rule forbids",),
     # error_hints.PLAIN_VALUE_ERROR_HINT: said only where the call raised a ValueError that is not the lab's class
     "a plain ValueError raised": ("not a plain ValueError",),
     "scores not from Q K^T": ("the weights are not a softmax of any multiple of Q K^T",),
