@@ -27,12 +27,7 @@ def only_raises(sources, module, function):
       constant arguments, a name no file binds.
 
     A file that does not compile is left out: importing it runs none of it."""
-    trees = {}
-    for name, source in sources.items():
-        try:
-            trees[name] = ast.parse(source)
-        except (SyntaxError, ValueError, TypeError):
-            continue  # a file that does not compile runs nothing, so binds nothing
+    trees = _compiled(sources)
     if f"{module}.py" not in trees:
         return None
     bound, bindings = set(), []
@@ -56,6 +51,17 @@ def only_raises(sources, module, function):
             and _is_stub(bindings[0][1]) and STUB_ERROR not in bound:
         return STUB_ERROR
     return None
+
+
+def _compiled(sources):
+    """{file name: tree} of the ``sources`` that parse: a file that does not compile runs nothing, so binds nothing."""
+    trees = {}
+    for name, source in sources.items():
+        try:
+            trees[name] = ast.parse(source)
+        except (SyntaxError, ValueError, TypeError):
+            continue
+    return trees
 
 
 def _bound(node):
@@ -129,12 +135,7 @@ def method_only_raises(sources, module, cls, method):
     ``__init__`` and none of ``nn.Module``'s own (``_call_impl``, hooks...) but ``__init__`` and ``forward``; no file
     stores such a name on any object, star-imports, or names an attribute to ``setattr``-like calls or
     ``nn.Module``'s ``add_module``/``register_*`` other than by a written string."""
-    trees = {}
-    for name, source in sources.items():
-        try:
-            trees[name] = ast.parse(source)
-        except (SyntaxError, ValueError, TypeError):
-            continue  # runs nothing, binds nothing
+    trees = _compiled(sources)
     own = trees.get(f"{module}.py")
     if own is None:
         return None
